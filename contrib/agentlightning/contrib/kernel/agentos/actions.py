@@ -1,0 +1,192 @@
+"""What the kernel decides about: an :class:`Action` in an :class:`ActionContext`, and the
+:class:`Decision` it returns."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+
+from .violations import PolicyViolation, Severity
+
+__all__ = [
+    "Action",
+    "ActionContext",
+    "Verdict",
+    "Decision",
+    "current_context",
+    "governance_context",
+]
+
+MAX_TOOL_NAME_CHARS = 256
+
+
+@dataclass(frozen=True)
+class Action:
+    """A tool call the agent wants to make: a tool name, its arguments and what it will cost.
+
+    >>> a = Action("database_query", {"query": "SELECT 1"})
+    >>> a.tool_name, a.args["query"], a.cost_usd
+    ('database_query', 'SELECT 1', 0.0)
+    >>> Action.sql("DROP TABLE users").args
+    {'query': 'DROP TABLE users'}
+    """
+
+    tool_name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    cost_usd: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_name, str) or not self.tool_name.strip():
+            raise TypeError(f"Action.tool_name must be a non-empty str, got {self.tool_name!r}")
+        if len(self.tool_name) > MAX_TOOL_NAME_CHARS:
+            raise ValueError(f"Action.tool_name is {len(self.tool_name)} characters; the limit is {MAX_TOOL_NAME_CHARS}")
+        if not isinstance(self.args, Mapping):
+            raise TypeError(
+                f"Action.args must be a mapping of argument name to value, got {type(self.args).__name__}; "
+                f"pass e.g. {{'query': ...}}"
+            )
+        bad_keys = [k for k in self.args if not isinstance(k, str)]
+        if bad_keys:
+            raise TypeError(f"Action.args keys must be str, got {bad_keys[:3]!r}")
+        if isinstance(self.cost_usd, bool) or not isinstance(self.cost_usd, (int, float)):
+            raise TypeError(f"Action.cost_usd must be a number, got {type(self.cost_usd).__name__}")
+        if not math.isfinite(self.cost_usd) or self.cost_usd < 0:
+            raise ValueError(f"Action.cost_usd must be finite and >= 0, got {self.cost_usd}")
+        # Own a plain dict so later mutation of the caller's mapping cannot change a decided action.
+        object.__setattr__(self, "args", dict(self.args))
+        object.__setattr__(self, "cost_usd", float(self.cost_usd))
+
+    @classmethod
+    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = 0.0) -> "Action":
+        """An SQL action in the shape :class:`SQLPolicy` checks by default."""
+        return cls(tool_name, {"query": query}, cost_usd)
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """Who acts and inside which rollout. Per-rollout budgets and the audit trail key on it.
+
+    >>> with governance_context(ActionContext(agent_id="a1", rollout_id="ro-1")):
+    ...     current_context().rollout_id
+    'ro-1'
+    >>> current_context().rollout_id is None
+    True
+    """
+
+    agent_id: str = "agent"
+    rollout_id: Optional[str] = None
+    attempt_id: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.agent_id, str) or not self.agent_id:
+            raise TypeError(f"ActionContext.agent_id must be a non-empty str, got {self.agent_id!r}")
+        for name in ("rollout_id", "attempt_id"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"ActionContext.{name} must be a str or None, got {type(value).__name__}")
+
+
+_DEFAULT_CONTEXT = ActionContext()
+_current_context: contextvars.ContextVar[ActionContext] = contextvars.ContextVar(
+    "agentos_action_context", default=_DEFAULT_CONTEXT
+)
+
+
+def current_context() -> ActionContext:
+    """The context set by the innermost :func:`governance_context` (a default one outside)."""
+    return _current_context.get()
+
+
+@contextlib.contextmanager
+def governance_context(context: Optional[ActionContext] = None, **fields: Any) -> Iterator[ActionContext]:
+    """Set the :class:`ActionContext` for kernel checks in this task/thread.
+
+    Contexts are :mod:`contextvars`, so concurrent asyncio rollouts never see each other's.
+
+    >>> with governance_context(agent_id="worker-1", rollout_id="ro-7") as ctx:
+    ...     ctx.agent_id
+    'worker-1'
+    """
+    if context is None:
+        context = replace(_current_context.get(), **fields) if fields else _current_context.get()
+    elif fields:
+        context = replace(context, **fields)
+    token = _current_context.set(context)
+    try:
+        yield context
+    finally:
+        _current_context.reset(token)
+
+
+class Verdict(str, Enum):
+    """The kernel's overall answer for one action."""
+
+    ALLOWED = "allowed"
+    BLOCKED = "blocked"
+    MODIFIED = "modified"
+    WARNED = "warned"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The kernel's decision about one action.
+
+    ``action`` is what may execute (a policy may have rewritten it; see ``original_action``).
+    ``total_penalty`` is the sum of the violations' penalties (zero or negative).
+    """
+
+    action: Action
+    verdict: Verdict
+    violations: Tuple[PolicyViolation, ...] = ()
+    signals: Tuple[str, ...] = ()
+    context: ActionContext = _DEFAULT_CONTEXT
+    decision_id: str = ""
+    original_action: Optional[Action] = None
+    audit_id: Optional[str] = None
+    elapsed_us: float = 0.0
+
+    @property
+    def allowed(self) -> bool:
+        """True when the action may execute (allowed, warned or modified)."""
+        return self.verdict is not Verdict.BLOCKED
+
+    @property
+    def blocked(self) -> bool:
+        return self.verdict is Verdict.BLOCKED
+
+    @property
+    def total_penalty(self) -> float:
+        return float(sum(v.penalty for v in self.violations))  # type: ignore[misc]
+
+    @property
+    def max_severity(self) -> Optional[Severity]:
+        if not self.violations:
+            return None
+        return max((v.severity for v in self.violations), key=lambda s: s.rank)
+
+    @property
+    def reason(self) -> str:
+        """One line naming every violation, e.g. ``SQLPolicy[critical]: DROP statement denied``."""
+        return "; ".join(f"{v.policy_name}[{v.severity.value}]: {v.description}" for v in self.violations)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "decision_id": self.decision_id,
+            "verdict": self.verdict.value,
+            "tool_name": self.action.tool_name,
+            "agent_id": self.context.agent_id,
+            "rollout_id": self.context.rollout_id,
+            "attempt_id": self.context.attempt_id,
+            "violations": [v.to_dict() for v in self.violations],
+            "signals": list(self.signals),
+            "total_penalty": self.total_penalty,
+            "audit_id": self.audit_id,
+            "elapsed_us": self.elapsed_us,
+        }

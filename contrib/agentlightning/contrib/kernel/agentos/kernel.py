@@ -1,0 +1,377 @@
+"""The governance kernel: policies in, one audited :class:`Decision` per action out."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
+
+from .actions import Action, ActionContext, Decision, Verdict, current_context
+from .audit import AuditTrail, open_flight_recorder
+from .engine import AgentOSPolicy
+from .policies import CostControlPolicy, Policy
+from .sql import SQLPolicy
+from .violations import GovernanceConfigError, PolicyViolation, Severity, ViolationType
+
+__all__ = ["GovernanceKernel", "as_kernel"]
+
+logger = logging.getLogger(__name__)
+
+KERNEL_POLICY_NAME = "GovernanceKernel"
+
+
+def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, AgentSignal]:
+    parsed: Dict[Severity, AgentSignal] = {}
+    for severity, signal in (signals or {}).items():
+        if isinstance(signal, str):
+            try:
+                signal = AgentSignal[signal.strip().upper()]
+            except KeyError:
+                valid = ", ".join(s.name for s in AgentSignal)
+                raise GovernanceConfigError(f"unknown Agent OS signal {signal!r}; use one of: {valid}") from None
+        if not isinstance(signal, AgentSignal):
+            raise TypeError(f"signals values must be agent_os.AgentSignal or its name, got {signal!r}")
+        parsed[Severity.parse(severity)] = signal
+    return parsed
+
+
+class GovernanceKernel:
+    """Checks every action against a list of policies, on top of the real Agent OS.
+
+    * Violations carry a severity and a penalty; the kernel's verdict is BLOCKED if any policy
+      blocks, else MODIFIED / WARNED / ALLOWED.
+    * Fail closed: a policy that raises, returns something other than violations, or runs past
+      ``policy_timeout_s`` blocks the action with a violation naming the failure (at
+      ``error_severity``). So does a failure to write the audit record of an allowed action.
+    * ``recorder`` (an ``agent_os.FlightRecorder`` or a file path) receives one record per
+      decision. There is no default path: without one, nothing is written to disk.
+    * ``signals`` maps a severity to an Agent OS signal dispatched to the agent on a blocked
+      action at that severity (e.g. ``{"critical": "SIGSTOP"}``); none by default, so an agent in
+      training sees the policy error and can learn from it.
+
+    >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"]), CostControlPolicy(max_cost_usd=100)])
+    >>> kernel.check("database_query", {"query": "DROP TABLE users"}).verdict
+    <Verdict.BLOCKED: 'blocked'>
+    >>> kernel.check("database_query", {"query": "SELECT 'DROP TABLE users'"}).allowed
+    True
+    """
+
+    def __init__(
+        self,
+        policies: Union[Policy, Iterable[Policy]] = (),
+        *,
+        policy: Union[Policy, Iterable[Policy], None] = None,
+        recorder: Union[FlightRecorder, str, Path, None] = None,
+        policy_timeout_s: float = 1.0,
+        error_severity: Union[Severity, str] = Severity.HIGH,
+        signals: Optional[Mapping[Any, Any]] = None,
+    ) -> None:
+        if policy is not None:  # the reference API spells it KernelSpace(policy=[...])
+            if policies:
+                raise GovernanceConfigError("pass policies either positionally or as policy=, not both")
+            policies = policy
+        if isinstance(policies, Policy):
+            policies = [policies]
+        if isinstance(policies, (str, bytes)) or not isinstance(policies, Iterable):
+            raise TypeError(f"policies must be a list of Policy objects, got {type(policies).__name__}")
+        self.policies: Tuple[Policy, ...] = tuple(policies)
+        for p in self.policies:
+            if not isinstance(p, Policy):
+                hint = " (wrap an agent_os.PolicyEngine in AgentOSPolicy)" if isinstance(p, PolicyEngine) else ""
+                raise TypeError(f"every policy must be a Policy, got {type(p).__name__}{hint}")
+        names = [p.name for p in self.policies]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise GovernanceConfigError(f"policy names must be unique (they label violations); duplicated: {duplicates}; pass name=...")
+        if any(isinstance(p, AgentOSPolicy) and p.defer_sql for p in self.policies) and not any(
+            isinstance(p, SQLPolicy) for p in self.policies
+        ):
+            raise GovernanceConfigError(
+                "AgentOSPolicy(defer_sql=True) leaves SQL to SQLPolicy, but the kernel has no SQLPolicy: "
+                "add SQLPolicy(deny=[...]) or pass AgentOSPolicy(..., defer_sql=False)"
+            )
+        if isinstance(policy_timeout_s, bool) or not isinstance(policy_timeout_s, (int, float)) or not policy_timeout_s > 0:
+            raise GovernanceConfigError(f"policy_timeout_s must be a positive number of seconds, got {policy_timeout_s!r}")
+        self.policy_timeout_s = float(policy_timeout_s)
+        self.error_severity = Severity.parse(error_severity)
+        self.signal_map = _parse_signals(signals)
+        if recorder is None or isinstance(recorder, FlightRecorder):
+            self.audit: Optional[AuditTrail] = AuditTrail(recorder) if recorder is not None else None
+        elif isinstance(recorder, (str, Path)):
+            self.audit = AuditTrail(open_flight_recorder(recorder))
+        else:
+            raise TypeError(f"recorder must be an agent_os.FlightRecorder or a file path, got {type(recorder).__name__}")
+        self._rewriters = tuple(p for p in self.policies if type(p).rewrite is not Policy.rewrite)
+        self._dispatchers: Dict[str, SignalDispatcher] = {}
+        self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._executor_lock = threading.Lock()
+
+    # ----------------------------------------------------------------- construction helpers
+    @classmethod
+    def from_kernel_space(cls, kernel_space: KernelSpace, *extra_policies: Policy, role: Optional[str] = None, **kwargs: Any) -> "GovernanceKernel":
+        """Adopt an ``agent_os.KernelSpace``: its policy engine becomes an :class:`AgentOSPolicy`
+        and its flight recorder the audit trail."""
+        if not isinstance(kernel_space, KernelSpace):
+            raise TypeError(f"expected an agent_os.KernelSpace, got {type(kernel_space).__name__}")
+        policies: List[Policy] = list(extra_policies)
+        engine = kernel_space._policy_engine
+        if engine is not None:
+            has_sql = any(isinstance(p, SQLPolicy) for p in policies)
+            policies.insert(0, AgentOSPolicy(engine, role=role, defer_sql=has_sql))
+        recorder = kwargs.pop("recorder", None) or kernel_space._flight_recorder
+        return cls(policies, recorder=recorder, **kwargs)
+
+    @property
+    def policy_names(self) -> List[str]:
+        return [p.name for p in self.policies]
+
+    @property
+    def recorder(self) -> Optional[FlightRecorder]:
+        return self.audit.recorder if self.audit is not None else None
+
+    # ----------------------------------------------------------------- deciding
+    def check(
+        self,
+        action: Union[Action, str],
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        context: Optional[ActionContext] = None,
+        cost_usd: float = 0.0,
+    ) -> Decision:
+        """Decide about one action and record the decision.
+
+        ``action`` is an :class:`Action` or a tool name (then ``args`` and ``cost_usd`` build the
+        action). ``context`` defaults to the one set by :func:`governance_context`.
+        """
+        if not isinstance(action, Action):
+            action = Action(action, {} if args is None else args, cost_usd)
+        elif args is not None:
+            raise TypeError("pass args only together with a tool name, not with an Action")
+        if context is None:
+            context = current_context()
+        elif not isinstance(context, ActionContext):
+            raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
+        started = time.perf_counter()
+
+        violations: List[PolicyViolation] = []
+        original: Optional[Action] = None
+        for policy in self._rewriters:
+            rewritten = self._run(policy, "rewrite", action, context, violations)
+            if isinstance(rewritten, Action) and rewritten != action:
+                original = original or action
+                action = rewritten
+                violations.append(
+                    PolicyViolation(ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity)
+                )
+        for policy in self.policies:
+            found = self._run(policy, "evaluate", action, context, violations)
+            if found is not None:
+                violations.extend(found)
+
+        verdict = self._verdict(violations)
+        if verdict is not Verdict.BLOCKED:
+            for policy in self.policies:
+                policy.on_allowed(action, context)
+        signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
+        decision = Decision(
+            action=action,
+            verdict=verdict,
+            violations=tuple(violations),
+            signals=signals,
+            context=context,
+            decision_id=uuid.uuid4().hex,
+            original_action=original,
+            elapsed_us=(time.perf_counter() - started) * 1e6,
+        )
+        return self._record(decision)
+
+    @staticmethod
+    def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:
+        if any(v.action_blocked for v in violations):
+            return Verdict.BLOCKED
+        if any(v.violation_type is ViolationType.MODIFIED for v in violations):
+            return Verdict.MODIFIED
+        if violations:
+            return Verdict.WARNED
+        return Verdict.ALLOWED
+
+    def _failure(self, policy: Policy, what: str) -> PolicyViolation:
+        return PolicyViolation(
+            ViolationType.BLOCKED, policy.name, f"{what} (failing closed: action blocked)", self.error_severity
+        )
+
+    def _run(self, policy: Policy, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]) -> Any:
+        """Call ``policy.<method>`` under the kernel's fail-closed rules; failures go to ``sink``."""
+        fn = getattr(policy, method)
+        try:
+            if policy.runs_inline:
+                started = time.perf_counter()
+                result = fn(action, context)
+                if time.perf_counter() - started > self.policy_timeout_s:
+                    sink.append(self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s"))
+                    return None
+            else:
+                future = self._pool().submit(fn, action, context)
+                try:
+                    result = future.result(timeout=self.policy_timeout_s)
+                except concurrent.futures.TimeoutError:
+                    self._abandon_pool()
+                    sink.append(self._failure(policy, f"{method} timed out after {self.policy_timeout_s}s"))
+                    return None
+        except Exception as err:  # noqa: BLE001 - any policy failure must block, not propagate
+            logger.exception("policy %s.%s raised", policy.name, method)
+            sink.append(self._failure(policy, f"{method} raised {type(err).__name__}: {err}"))
+            return None
+        if method == "rewrite":
+            if result is not None and not isinstance(result, Action):
+                sink.append(self._failure(policy, f"rewrite returned {type(result).__name__}, not an Action or None"))
+                return None
+            return result
+        if result is None:
+            return []
+        try:
+            found = list(result)
+        except TypeError:
+            found = [result]
+        if not all(isinstance(v, PolicyViolation) for v in found):
+            sink.append(self._failure(policy, f"evaluate returned {type(result).__name__}, not a list of PolicyViolation"))
+            return None
+        return found
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="agentos-policy")
+            return self._executor
+
+    def _abandon_pool(self) -> None:
+        # A hung policy thread cannot be killed in Python; give later checks a fresh pool.
+        with self._executor_lock:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+                self._executor = None
+
+    def _send_signals(self, violations: Sequence[PolicyViolation], context: ActionContext) -> Tuple[str, ...]:
+        if not self.signal_map:
+            return ()
+        worst = max((v.severity for v in violations if v.action_blocked), key=lambda s: s.rank, default=None)
+        signal = self.signal_map.get(worst) if worst is not None else None
+        if signal is None:
+            return ()
+        dispatcher = self.dispatcher(context.agent_id)
+        reason = "; ".join(v.description for v in violations if v.action_blocked)
+        try:
+            dispatcher.signal(signal, source="agentlightning.contrib.kernel.agentos", reason=reason)
+        except AgentKernelPanic:
+            # SIGKILL / SIGPOLICY terminate the agent in Agent OS; the dispatcher keeps that state.
+            return (signal.name, AgentSignal.SIGKILL.name) if signal is not AgentSignal.SIGKILL else (signal.name,)
+        return (signal.name,)
+
+    def dispatcher(self, agent_id: str) -> SignalDispatcher:
+        """The Agent OS signal dispatcher of ``agent_id`` (``is_stopped``, ``is_terminated``, history)."""
+        if agent_id not in self._dispatchers:
+            self._dispatchers[agent_id] = SignalDispatcher(agent_id)
+        return self._dispatchers[agent_id]
+
+    def _record(self, decision: Decision) -> Decision:
+        if self.audit is None:
+            return decision
+        try:
+            audit_id = self.audit.record(decision)
+        except Exception as err:  # noqa: BLE001
+            logger.exception("audit write failed")
+            if decision.blocked:
+                # The action is already blocked; losing its record is logged loudly above.
+                return decision
+            failure = PolicyViolation(
+                ViolationType.BLOCKED,
+                KERNEL_POLICY_NAME,
+                f"audit write failed ({type(err).__name__}: {err}); failing closed: action blocked",
+                self.error_severity,
+            )
+            blocked = Decision(
+                action=decision.action,
+                verdict=Verdict.BLOCKED,
+                violations=decision.violations + (failure,),
+                context=decision.context,
+                decision_id=decision.decision_id,
+                original_action=decision.original_action,
+                elapsed_us=decision.elapsed_us,
+            )
+            return blocked
+        return Decision(**{**decision.__dict__, "audit_id": audit_id})
+
+    # ----------------------------------------------------------------- state and outcomes
+    def record_outcome(self, decision: Decision, *, result: Any = None, error: Optional[BaseException | str] = None, execution_time_ms: Optional[float] = None) -> None:
+        """Add the executed action's result (or error) to its audit record."""
+        if self.audit is not None and decision.audit_id is not None:
+            self.audit.record_outcome(
+                decision.audit_id,
+                result=result,
+                error=None if error is None else f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error,
+                execution_time_ms=execution_time_ms,
+            )
+
+    def report_cost(self, cost_usd: float, context: Optional[ActionContext] = None) -> None:
+        """Feed a cost incurred outside a governed action to every :class:`CostControlPolicy`."""
+        context = context or current_context()
+        for policy in self.policies:
+            if isinstance(policy, CostControlPolicy):
+                policy.report_cost(cost_usd, context)
+
+    def end_rollout(self, rollout_id: str) -> None:
+        """Drop per-rollout policy state (budgets) once a rollout has finished."""
+        for policy in self.policies:
+            policy.end_rollout(rollout_id)
+
+    def reset(self) -> None:
+        """Forget all policy state (e.g. between runs)."""
+        for policy in self.policies:
+            policy.reset()
+        self._dispatchers.clear()
+
+    def verify_audit(self) -> Dict[str, Any]:
+        """Agent OS's integrity check of the audit file (``{"valid": bool, ...}``)."""
+        if self.audit is None:
+            raise RuntimeError("this kernel has no recorder; pass recorder=<path> to keep an audit trail")
+        return self.audit.verify()
+
+    def close(self) -> None:
+        """Flush and close the audit trail and stop policy worker threads."""
+        if self.audit is not None:
+            self.audit.close()
+        self._abandon_pool()
+
+    def __repr__(self) -> str:
+        audit = self.audit.path if self.audit else None
+        return f"GovernanceKernel(policies={self.policy_names}, recorder={audit!r})"
+
+
+def as_kernel(obj: Any) -> GovernanceKernel:
+    """Accept what users hand a runner or environment as "the kernel".
+
+    A :class:`GovernanceKernel` is returned as is; an ``agent_os.KernelSpace`` is adopted with
+    :meth:`GovernanceKernel.from_kernel_space`; a list of policies builds a kernel. Anything
+    else is a ``TypeError`` naming what was passed.
+
+    >>> as_kernel([SQLPolicy(deny=["DROP"])]).policy_names
+    ['SQLPolicy']
+    """
+    if isinstance(obj, GovernanceKernel):
+        return obj
+    if isinstance(obj, KernelSpace):
+        return GovernanceKernel.from_kernel_space(obj)
+    if isinstance(obj, Policy):
+        return GovernanceKernel([obj])
+    if isinstance(obj, (list, tuple)) and all(isinstance(p, Policy) for p in obj):
+        return GovernanceKernel(obj)
+    raise TypeError(
+        f"expected a GovernanceKernel, an agent_os.KernelSpace or a list of policies, got "
+        f"{type(obj).__module__}.{type(obj).__name__}; build one with GovernanceKernel([SQLPolicy(...), ...])"
+    )

@@ -1,0 +1,207 @@
+"""The :class:`Policy` contract and the simple policies: tool allow-list and cost budget.
+
+A policy looks at one :class:`Action` in its :class:`ActionContext` and returns the violations
+it finds (nothing when the action is fine). The kernel combines the answers, fails closed when
+a policy raises or times out, and writes the decision to the audit trail.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from decimal import Decimal
+from typing import ClassVar, Dict, Iterable, List, Literal, Optional, Union
+
+from .actions import Action, ActionContext
+from .violations import GovernanceConfigError, PolicyViolation, Severity, ViolationType
+
+__all__ = ["Policy", "ToolAllowListPolicy", "CostControlPolicy", "PolicyMode"]
+
+PolicyMode = Literal["block", "warn"]
+
+
+class Policy(ABC):
+    """Base class for governance policies.
+
+    Subclasses implement :meth:`evaluate`. Use :meth:`violation` to build findings so that the
+    policy's name, severity and mode (``"block"`` or ``"warn"``, for shadow-testing a new
+    policy) are applied consistently.
+
+    ``runs_inline`` marks policies whose evaluation is bounded CPU work; the kernel calls them
+    directly. Other policies run on a worker thread under the kernel's timeout, so a policy that
+    hangs blocks the action instead of the agent.
+
+    >>> class NoShell(Policy):
+    ...     def evaluate(self, action, context):
+    ...         if action.tool_name == "shell":
+    ...             return [self.violation("shell access is not allowed")]
+    ...         return []
+    >>> NoShell(severity="high").evaluate(Action("shell", {}), ActionContext())[0].penalty
+    -50.0
+    """
+
+    runs_inline: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *,
+        name: Optional[str] = None,
+        severity: Union[Severity, str] = Severity.HIGH,
+        mode: PolicyMode = "block",
+    ) -> None:
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TypeError(f"policy name must be a non-empty str, got {name!r}")
+        if mode not in ("block", "warn"):
+            raise GovernanceConfigError(f"unknown policy mode {mode!r}; use 'block' or 'warn'")
+        self.name: str = name or type(self).__name__
+        self.severity: Severity = Severity.parse(severity)
+        self.mode: PolicyMode = mode
+
+    @abstractmethod
+    def evaluate(self, action: Action, context: ActionContext) -> Iterable[PolicyViolation]:
+        """Return the violations ``action`` commits (an empty iterable when it is fine)."""
+
+    def rewrite(self, action: Action, context: ActionContext) -> Optional[Action]:
+        """Optionally return a safer version of ``action`` (recorded as MODIFIED). Default: none."""
+        return None
+
+    def on_allowed(self, action: Action, context: ActionContext) -> None:
+        """Called once the kernel has allowed ``action``: commit state such as spent budget."""
+
+    def end_rollout(self, rollout_id: str) -> None:
+        """Forget per-rollout state once ``rollout_id`` is over."""
+
+    def reset(self) -> None:
+        """Forget all state (a new run)."""
+
+    def violation(self, description: str, *, severity: Union[Severity, str, None] = None) -> PolicyViolation:
+        """A finding of this policy: BLOCKED in ``block`` mode, WARNED in ``warn`` mode."""
+        kind = ViolationType.BLOCKED if self.mode == "block" else ViolationType.WARNED
+        return PolicyViolation(kind, self.name, description, self.severity if severity is None else severity)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, severity={self.severity.value!r}, mode={self.mode!r})"
+
+
+class ToolAllowListPolicy(Policy):
+    """Only the listed tools may be called; everything else is blocked (deny by default).
+
+    For role-based allow-lists and attribute conditions, plug Agent OS's own ``PolicyEngine``
+    in with :class:`AgentOSPolicy` instead.
+
+    >>> policy = ToolAllowListPolicy(["database_query", "search"])
+    >>> [v.description for v in policy.evaluate(Action("send_email", {}), ActionContext())]
+    ["tool 'send_email' is not in the allow-list (allowed: database_query, search)"]
+    """
+
+    runs_inline = True
+
+    def __init__(self, allowed_tools: Iterable[str], *, severity: Union[Severity, str] = Severity.HIGH, **kwargs) -> None:
+        super().__init__(severity=severity, **kwargs)
+        if isinstance(allowed_tools, str):
+            raise TypeError("allowed_tools must be a list of tool names, not a single str")
+        tools = list(allowed_tools)
+        bad = [t for t in tools if not isinstance(t, str) or not t]
+        if bad:
+            raise TypeError(f"allowed_tools entries must be non-empty str, got {bad[:3]!r}")
+        self.allowed_tools = frozenset(tools)
+        self._listing = ", ".join(sorted(self.allowed_tools)) or "nothing"
+
+    def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
+        if action.tool_name in self.allowed_tools:
+            return []
+        return [self.violation(f"tool {action.tool_name!r} is not in the allow-list (allowed: {self._listing})")]
+
+
+RUN_SCOPE = "__run__"
+
+
+class CostControlPolicy(Policy):
+    """A running spending budget, per rollout or per run.
+
+    Each action may carry ``cost_usd``; costs incurred elsewhere (LLM tokens, say) are fed in with
+    :meth:`report_cost` (or ``kernel.report_cost``). An action is allowed while
+    ``spent + action.cost_usd <= max_cost_usd``: landing exactly on the limit is allowed, going
+    over it is blocked, and a blocked action spends nothing. Amounts are summed as decimals so
+    ten actions of $0.10 reach $1.00 exactly.
+
+    >>> budget = CostControlPolicy(max_cost_usd=1.0)
+    >>> ctx = ActionContext(rollout_id="r1")
+    >>> for _ in range(4):
+    ...     assert not budget.evaluate(Action("llm", {}, cost_usd=0.25), ctx)
+    ...     budget.on_allowed(Action("llm", {}, cost_usd=0.25), ctx)
+    >>> budget.spent(ctx)
+    1.0
+    >>> len(budget.evaluate(Action("llm", {}, cost_usd=0.01), ctx))
+    1
+    """
+
+    runs_inline = True
+
+    def __init__(
+        self,
+        max_cost_usd: float,
+        *,
+        scope: Literal["rollout", "run"] = "rollout",
+        severity: Union[Severity, str] = Severity.HIGH,
+        **kwargs,
+    ) -> None:
+        super().__init__(severity=severity, **kwargs)
+        if isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)):
+            raise TypeError(f"max_cost_usd must be a number, got {type(max_cost_usd).__name__}")
+        if not max_cost_usd >= 0 or max_cost_usd == float("inf"):
+            raise GovernanceConfigError(f"max_cost_usd must be finite and >= 0, got {max_cost_usd}")
+        if scope not in ("rollout", "run"):
+            raise GovernanceConfigError(f"unknown budget scope {scope!r}; use 'rollout' or 'run'")
+        self.max_cost_usd = float(max_cost_usd)
+        self.scope = scope
+        self._limit = Decimal(repr(self.max_cost_usd))
+        self._spent: Dict[str, Decimal] = {}
+        self._lock = threading.Lock()
+
+    def _key(self, context: ActionContext) -> str:
+        if self.scope == "run":
+            return RUN_SCOPE
+        return context.rollout_id or RUN_SCOPE
+
+    def spent(self, context: Optional[ActionContext] = None) -> float:
+        """Dollars spent so far in ``context``'s scope."""
+        with self._lock:
+            return float(self._spent.get(self._key(context or ActionContext()), Decimal(0)))
+
+    def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
+        key = self._key(context)
+        with self._lock:
+            spent = self._spent.get(key, Decimal(0))
+        cost = Decimal(repr(action.cost_usd))
+        if spent + cost <= self._limit:
+            return []
+        where = "this run" if key == RUN_SCOPE else f"rollout {key}"
+        return [
+            self.violation(
+                f"budget exceeded in {where}: spent ${spent} + this action ${cost} > max ${self._limit}"
+            )
+        ]
+
+    def on_allowed(self, action: Action, context: ActionContext) -> None:
+        if action.cost_usd:
+            self._add(self._key(context), action.cost_usd)
+
+    def report_cost(self, cost_usd: float, context: Optional[ActionContext] = None) -> None:
+        """Add a cost already incurred outside a governed action (e.g. an LLM call)."""
+        if isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)) or not cost_usd >= 0:
+            raise ValueError(f"cost_usd must be a number >= 0, got {cost_usd!r}")
+        self._add(self._key(context or ActionContext()), cost_usd)
+
+    def _add(self, key: str, cost_usd: float) -> None:
+        with self._lock:
+            self._spent[key] = self._spent.get(key, Decimal(0)) + Decimal(repr(float(cost_usd)))
+
+    def end_rollout(self, rollout_id: str) -> None:
+        if self.scope == "rollout":
+            with self._lock:
+                self._spent.pop(rollout_id, None)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._spent.clear()

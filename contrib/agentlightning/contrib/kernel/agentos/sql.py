@@ -1,0 +1,276 @@
+"""SQL governance decided on the sqlglot parse of every statement, never on substrings.
+
+Agent OS's own SQL check is a regex over the raw text: it misses ``DELETE/**/FROM t`` and blocks
+``SELECT 'DROP TABLE users'``. :class:`SQLPolicy` parses the text into statements and looks at
+what each statement *is* (including statements nested in CTEs and MERGE branches), so comments,
+casing, whitespace, string literals and identifiers such as ``dropped_at`` cannot fool it.
+Whatever cannot be parsed into known statements is blocked (fail closed).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from .actions import Action, ActionContext
+from .policies import Policy
+from .violations import GovernanceConfigError, PolicyViolation, Severity
+
+__all__ = ["SQLPolicy", "SQLAnalysis", "analyze_sql", "SQL_KEYWORDS", "DEFAULT_SQL_TOOLS"]
+
+#: Statement kinds SQLPolicy can deny or allow, with the sqlglot node classes that are that kind.
+_KIND_NODES: Dict[str, Tuple[Type[exp.Expression], ...]] = {
+    "SELECT": (exp.Select, exp.SetOperation, exp.Values),
+    "INSERT": (exp.Insert,),
+    "UPDATE": (exp.Update,),
+    "DELETE": (exp.Delete,),
+    "MERGE": (exp.Merge,),
+    "DROP": (exp.Drop,),
+    "TRUNCATE": (exp.TruncateTable,),
+    "ALTER": (exp.Alter,),
+    "CREATE": (exp.Create,),
+    "GRANT": (exp.Grant,),
+    "REVOKE": (exp.Revoke,),
+    "ATTACH": (exp.Attach,),
+    "DETACH": (exp.Detach,),
+    "PRAGMA": (exp.Pragma,),
+    "BEGIN": (exp.Transaction,),
+    "COMMIT": (exp.Commit,),
+    "ROLLBACK": (exp.Rollback,),
+    "COPY": (exp.Copy,),
+    "DESCRIBE": (exp.Describe,),
+    "SHOW": (exp.Show,),
+    "USE": (exp.Use,),
+    "SET": (exp.Set,),
+    "ANALYZE": (exp.Analyze,),
+    "COMMENT": (exp.Comment,),
+}
+#: Statements sqlglot does not model are kept as ``Command`` nodes named by their first keyword.
+#: These are the ones a deny/allow list may name on top of the kinds above.
+_COMMAND_KINDS = ("REPLACE", "VACUUM", "EXPLAIN", "REINDEX", "EXECUTE", "EXEC", "CALL", "LOAD", "CHECKPOINT")
+SQL_KEYWORDS: FrozenSet[str] = frozenset(_KIND_NODES) | frozenset(_COMMAND_KINDS)
+
+_NODE_KIND: Dict[Type[exp.Expression], str] = {cls: kind for kind, classes in _KIND_NODES.items() for cls in classes}
+#: Node types that may legitimately stand at the top of a statement.
+_STATEMENT_ROOTS = tuple(_NODE_KIND) + (exp.Command, exp.Subquery)
+
+DEFAULT_SQL_TOOLS = ("database_query", "database_write", "sql_query", "execute_sql", "run_sql")
+
+
+def _kind_of(node: exp.Expression) -> Optional[str]:
+    for cls in type(node).__mro__:
+        kind = _NODE_KIND.get(cls)  # type: ignore[arg-type]
+        if kind is not None:
+            return kind
+    return None
+
+
+@dataclass(frozen=True)
+class SQLAnalysis:
+    """What a piece of SQL text contains.
+
+    ``statements`` holds, per statement, its text and the set of statement kinds found anywhere
+    in it (``"WITH d AS (DELETE ...) SELECT ..."`` has kinds ``{"SELECT", "DELETE"}``).
+    ``error`` is set when the text is not a sequence of SQL statements.
+    """
+
+    statements: Tuple[Tuple[str, FrozenSet[str]], ...]
+    error: Optional[str] = None
+
+    @property
+    def kinds(self) -> FrozenSet[str]:
+        return frozenset().union(*(kinds for _, kinds in self.statements))
+
+
+_KEYWORD_WORD = re.compile(r"\b(" + "|".join(sorted(SQL_KEYWORDS)) + r")\b", re.IGNORECASE)
+
+
+def _command_kinds(node: exp.Command) -> FrozenSet[str]:
+    """A Command is a statement sqlglot did not parse. Name it by its keyword and by every
+    statement keyword anywhere in its raw text, string literals included, so dynamic SQL such as
+    ``EXECUTE 'DROP TABLE t'`` or ``EXPLAIN DROP TABLE t`` counts as DROP. This errs towards
+    blocking, which is the right side to err on for text the parser could not read."""
+    rest = node.expression
+    text = rest.this if isinstance(rest, exp.Literal) else (rest.sql() if rest is not None else "")
+    return frozenset({str(node.this).upper()} | {m.upper() for m in _KEYWORD_WORD.findall(str(text))})
+
+
+def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
+    """Parse ``query`` into statements and name the kinds each contains.
+
+    >>> analyze_sql("SELECT 'DROP TABLE users'").kinds == {"SELECT"}
+    True
+    >>> sorted(analyze_sql("SELECT 1; DELETE/**/FROM t").kinds)
+    ['DELETE', 'SELECT']
+    >>> analyze_sql("SELEC * FRM").error
+    'not an SQL statement: SELEC * FRM'
+    """
+    try:
+        parsed = sqlglot.parse(query, read=dialect)
+    except SqlglotError as err:
+        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return SQLAnalysis((), f"unparseable SQL ({first_line})")
+    except RecursionError:
+        return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
+    statements: List[Tuple[str, FrozenSet[str]]] = []
+    for node in parsed:
+        if node is None:  # empty statement between semicolons
+            continue
+        if not isinstance(node, _STATEMENT_ROOTS):
+            return SQLAnalysis((), f"not an SQL statement: {_snippet(node.sql(dialect=dialect))}")
+        kinds = set()
+        for sub in node.walk():
+            if isinstance(sub, exp.Command):
+                kinds.update(_command_kinds(sub))
+            elif isinstance(sub, exp.When) and isinstance(sub.args.get("then"), exp.Var):
+                kinds.add(str(sub.args["then"].this).upper())  # MERGE ... THEN DELETE
+            elif isinstance(sub, exp.Insert) and str(sub.args.get("alternative") or "").upper() == "REPLACE":
+                kinds.update(("INSERT", "REPLACE"))  # INSERT OR REPLACE overwrites rows
+            else:
+                kind = _kind_of(sub)
+                if kind is not None:
+                    kinds.add(kind)
+        statements.append((_snippet(node.sql(dialect=dialect)), frozenset(kinds)))
+    if not statements:
+        return SQLAnalysis((), "empty SQL: no statement to run")
+    return SQLAnalysis(tuple(statements))
+
+
+def _snippet(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _keywords(name: str, values: Optional[Iterable[str]]) -> Optional[FrozenSet[str]]:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise TypeError(f"{name} must be a list of SQL keywords such as ['DROP', 'DELETE'], not a single str")
+    result = set()
+    for value in values:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} entries must be str, got {type(value).__name__}: {value!r}")
+        keyword = value.strip().upper()
+        if keyword not in SQL_KEYWORDS:
+            raise GovernanceConfigError(
+                f"unknown SQL keyword {value!r} in {name}; known keywords: {', '.join(sorted(SQL_KEYWORDS))}"
+            )
+        result.add(keyword)
+    return frozenset(result)
+
+
+class SQLPolicy(Policy):
+    """Deny (or allow only) kinds of SQL statement, decided on the parsed statements.
+
+    Applies to actions whose tool is in ``tools``; the SQL is ``args[arg]``. One action yields
+    at most one violation, at the highest severity among what it found. ``severities`` sets a
+    severity per keyword (default: the policy's ``severity``); SQL that does not parse, is not a
+    string, or is longer than ``max_query_chars`` is blocked at ``unparseable_severity``.
+    Results are cached per query text, so repeated queries cost a dictionary look-up.
+
+    >>> policy = SQLPolicy(deny=["DROP", "DELETE"])
+    >>> ctx = ActionContext()
+    >>> policy.evaluate(Action.sql("SELECT * FROM users WHERE note = 'DROP TABLE users'"), ctx)
+    []
+    >>> [v.description for v in policy.evaluate(Action.sql("select 1; DROP/**/TABLE users"), ctx)]
+    ['DROP statement denied: DROP TABLE users']
+    >>> read_only = SQLPolicy(allow=["SELECT"])
+    >>> read_only.evaluate(Action.sql("UPDATE users SET name = 'x'"), ctx)[0].description
+    "UPDATE statement not in allow-list ['SELECT']: UPDATE users SET name = 'x'"
+    """
+
+    runs_inline = True
+
+    def __init__(
+        self,
+        deny: Optional[Iterable[str]] = ("DROP", "DELETE", "TRUNCATE"),
+        *,
+        allow: Optional[Iterable[str]] = None,
+        tools: Sequence[str] = DEFAULT_SQL_TOOLS,
+        arg: str = "query",
+        dialect: Optional[str] = None,
+        severity: Union[Severity, str] = Severity.CRITICAL,
+        severities: Optional[Mapping[str, Union[Severity, str]]] = None,
+        unparseable_severity: Union[Severity, str] = Severity.HIGH,
+        max_query_chars: int = 100_000,
+        cache_size: int = 4096,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(severity=severity, **kwargs)
+        self.deny = _keywords("deny", deny) or frozenset()
+        self.allow = _keywords("allow", allow)
+        if not self.deny and self.allow is None:
+            raise GovernanceConfigError("SQLPolicy needs deny=[...] or allow=[...]; with neither it checks nothing")
+        if isinstance(tools, str) or not all(isinstance(t, str) and t for t in tools):
+            raise TypeError(f"tools must be a list of tool names, got {tools!r}")
+        self.tools = frozenset(tools)
+        if not isinstance(arg, str) or not arg:
+            raise TypeError(f"arg must be the name of the argument holding the SQL, got {arg!r}")
+        self.arg = arg
+        if dialect is not None:
+            try:
+                sqlglot.Dialect.get_or_raise(dialect)
+            except (ValueError, SqlglotError) as err:
+                raise GovernanceConfigError(f"unknown SQL dialect {dialect!r}: {err}") from None
+        self.dialect = dialect
+        self.severities: Dict[str, Severity] = {}
+        for keyword, sev in (severities or {}).items():
+            (key,) = _keywords("severities", [keyword]) or ()
+            self.severities[key] = Severity.parse(sev)
+        self.unparseable_severity = Severity.parse(unparseable_severity)
+        if isinstance(max_query_chars, bool) or not isinstance(max_query_chars, int) or max_query_chars < 1:
+            raise GovernanceConfigError(f"max_query_chars must be a positive int, got {max_query_chars!r}")
+        self.max_query_chars = max_query_chars
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise GovernanceConfigError(f"cache_size must be an int >= 0, got {cache_size!r}")
+        self._analyze = functools.lru_cache(maxsize=cache_size)(functools.partial(analyze_sql, dialect=dialect))
+
+    def check_sql(self, query: Any) -> List[PolicyViolation]:
+        """Decide on SQL text directly (for notebooks and other frameworks)."""
+        if not isinstance(query, str):
+            return [
+                self.violation(
+                    f"argument {self.arg!r} must be a string of SQL, got {type(query).__name__}",
+                    severity=self.unparseable_severity,
+                )
+            ]
+        if len(query) > self.max_query_chars:
+            return [
+                self.violation(
+                    f"SQL is {len(query):,} characters, over max_query_chars={self.max_query_chars:,}",
+                    severity=self.unparseable_severity,
+                )
+            ]
+        analysis = self._analyze(query)
+        if analysis.error is not None:
+            return [self.violation(analysis.error, severity=self.unparseable_severity)]
+        findings: List[Tuple[str, str]] = []  # (keyword, message)
+        for text, kinds in analysis.statements:
+            for kind in sorted(kinds & self.deny):
+                findings.append((kind, f"{kind} statement denied: {text}"))
+            if self.allow is not None:
+                for kind in sorted(kinds - self.allow):
+                    findings.append((kind, f"{kind} statement not in allow-list {sorted(self.allow)}: {text}"))
+        if not findings:
+            return []
+        severity = max((self.severities.get(k, self.severity) for k, _ in findings), key=lambda s: s.rank)
+        messages = list(dict.fromkeys(message for _, message in findings))
+        return [self.violation("; ".join(messages), severity=severity)]
+
+    def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
+        if action.tool_name not in self.tools:
+            return []
+        if self.arg not in action.args:
+            return [
+                self.violation(
+                    f"tool {action.tool_name!r} called without its SQL argument {self.arg!r}",
+                    severity=self.unparseable_severity,
+                )
+            ]
+        return self.check_sql(action.args[self.arg])
