@@ -1,0 +1,562 @@
+"""Per-action decision latency of the governance kernel, next to Agent OS's own SQL check.
+
+Run it on demand (pytest does not collect ``tests/benchmarks``)::
+
+    python tests/benchmarks/bench_kernel_decisions.py                  # 2000 queries, seed 0
+    python tests/benchmarks/bench_kernel_decisions.py --n 5000 --seed 7 --json /tmp/bench.json
+
+It builds ``--n`` distinct SQL queries, deterministically from ``--seed``: SELECTs with joins,
+filters and aggregates, CTEs, UPDATEs, INSERTs, DELETE / DROP / TRUNCATE, string literals and
+comments that mention DROP or DELETE, and a few evasions (``DELETE/**/FROM``, ``MERGE ... THEN
+DELETE``, a DROP smuggled through a nested block comment). Every query carries a label: should a
+policy denying DROP, DELETE and TRUNCATE block it?
+
+Each decision is timed on its own with ``time.perf_counter_ns`` after a warm-up on other queries
+(so the workload's parse cache stays cold). Everything runs in one process; within a phase the
+approaches are interleaved query by query, in a rotating order, so a noisy shared machine slows
+them all alike and the ratios stay comparable. The garbage collector stays on, as in real use.
+Actions are built before timing; a figure covers the decision only.
+
+Rows of the table:
+
+* ``kernel.check  first-seen`` -- ``GovernanceKernel([SQLPolicy(deny=[DROP, DELETE, TRUNCATE])])``
+  without a recorder; each query is new to the policy's parse cache, so this is parse + decision.
+* ``SQLPolicy.check_sql  first-seen`` -- the same policy's ``check_sql`` alone, on a separate
+  instance with its own cold cache: the parse and analysis without the kernel around it.
+* ``agent_os PolicyEngine.check_violation`` -- Agent OS's own check (role allow-list, then its
+  SQL regexes) on the same queries; it keeps no cache, so first-seen and repeated cost the same.
+* ``kernel.check  repeated`` / ``SQLPolicy.check_sql  repeated`` -- the same instances on the
+  same queries again: every parse is a cache hit (the caches are sized to hold the workload).
+* ``kernel.check + audit  repeated`` -- a kernel sharing the warm SQLPolicy but writing every
+  decision to a real Agent OS ``FlightRecorder`` (SQLite, in a temporary directory). Blocked
+  decisions are flushed to disk before ``check`` returns, so its p99 is mostly those flushes.
+
+``blocked`` counts the queries each approach blocked. Below the table: where Agent OS's regex and
+the SQL parser disagree, a breakdown by kind of query against the labels, and examples of queries
+SQLPolicy decides against its label. Timing targets are not asserted; this only reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+# agentlightning imports litellm, which otherwise fetches its model cost map over the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import sqlglot  # noqa: E402
+import sqlglot.parser  # noqa: E402
+from agent_os import PolicyEngine  # noqa: E402
+
+from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
+
+DENY = ("DROP", "DELETE", "TRUNCATE")
+ROLE = "agent"
+TOOL = "database_query"
+WARMUP_QUERIES = 200
+
+# ----------------------------------------------------------------------------- workload
+
+Gen = Callable[[random.Random], str]
+
+#: table -> predicates on it, each a function of the RNG giving ``column op value``.
+PREDICATES: Dict[str, Tuple[Gen, ...]] = {
+    "users": (
+        lambda r: f"country = '{r.choice(['US', 'DE', 'FR', 'BR', 'IN', 'JP'])}'",
+        lambda r: f"status = '{r.choice(['active', 'suspended', 'pending'])}'",
+        lambda r: f"created_at >= '2024-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}'",
+        lambda r: f"email LIKE '%@{r.choice(['example.com', 'corp.io', 'mail.net'])}'",
+    ),
+    "orders": (
+        lambda r: f"total > {r.randint(5, 5000)}",
+        lambda r: f"status IN ('{r.choice(['paid', 'new'])}', '{r.choice(['shipped', 'refunded'])}')",
+        lambda r: f"created_at BETWEEN '2024-{r.randint(1, 6):02d}-01' AND '2024-{r.randint(7, 12):02d}-01'",
+    ),
+    "order_items": (
+        lambda r: f"quantity >= {r.randint(1, 20)}",
+        lambda r: f"price < {r.randint(1, 900)}.{r.randint(0, 99):02d}",
+    ),
+    "products": (
+        lambda r: f"category = '{r.choice(['books', 'garden', 'toys', 'tools', 'games'])}'",
+        lambda r: f"stock < {r.randint(0, 100)}",
+        lambda r: f"price BETWEEN {r.randint(1, 50)} AND {r.randint(51, 500)}",
+    ),
+    "tickets": (
+        lambda r: f"priority <= {r.randint(1, 4)}",
+        lambda r: f"status = '{r.choice(['open', 'closed', 'waiting'])}'",
+    ),
+    "invoices": (
+        lambda r: f"amount > {r.randint(10, 10000)}",
+        lambda r: f"due_date < '2025-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}'",
+        lambda r: f"paid = {r.choice(['TRUE', 'FALSE'])}",
+    ),
+    "sessions": (
+        lambda r: f"started_at < '2024-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}'",
+        lambda r: f"user_id = {r.randint(1, 99999)}",
+    ),
+}
+COLUMNS: Dict[str, Tuple[str, ...]] = {
+    "users": ("id", "email", "name", "country", "status", "created_at"),
+    "orders": ("id", "user_id", "total", "status", "created_at"),
+    "order_items": ("id", "order_id", "product_id", "quantity", "price"),
+    "products": ("id", "name", "category", "price", "stock"),
+    "tickets": ("id", "user_id", "subject", "status", "priority"),
+    "invoices": ("id", "order_id", "amount", "due_date", "paid"),
+    "sessions": ("id", "user_id", "started_at", "ip"),
+}
+#: FROM clauses: (table, alias) of the base, then the joined (table, alias, ON condition).
+JOIN_PATHS: Tuple[Tuple[Tuple[str, str], Tuple[Tuple[str, str, str], ...]], ...] = (
+    (("users", "u"), ()),
+    (("products", "p"), ()),
+    (("orders", "o"), (("users", "u", "u.id = o.user_id"),)),
+    (("tickets", "t"), (("users", "u", "u.id = t.user_id"),)),
+    (("order_items", "oi"), (("orders", "o", "o.id = oi.order_id"), ("products", "p", "p.id = oi.product_id"))),
+    (("invoices", "i"), (("orders", "o", "o.id = i.order_id"), ("users", "u", "u.id = o.user_id"))),
+)
+#: table -> assignments an UPDATE makes.
+ASSIGNMENTS: Dict[str, Tuple[Gen, ...]] = {
+    "users": (lambda r: f"status = '{r.choice(['active', 'suspended'])}'", lambda r: f"country = '{r.choice(['US', 'DE'])}'"),
+    "orders": (lambda r: f"status = '{r.choice(['shipped', 'refunded'])}'", lambda r: f"total = total * {r.randint(80, 99)} / 100"),
+    "products": (lambda r: f"stock = stock - {r.randint(1, 9)}", lambda r: f"price = {r.randint(1, 500)}.99"),
+    "tickets": (lambda r: f"priority = {r.randint(1, 4)}", lambda r: f"status = '{r.choice(['closed', 'waiting'])}'"),
+    "invoices": (lambda r: "paid = TRUE", lambda r: f"due_date = '2025-{r.randint(1, 12):02d}-01'"),
+}
+DROP_TARGETS = ("TABLE", "TABLE IF EXISTS", "VIEW", "INDEX")
+
+
+def _styled(r: random.Random, sql: str) -> str:
+    """Agents write SQL in any case and layout: lowercase some, break lines in others."""
+    if r.random() < 0.2:
+        sql = sql.lower()
+    if r.random() < 0.3:
+        for keyword in (" FROM ", " JOIN ", " LEFT JOIN ", " WHERE ", " GROUP BY ", " ORDER BY "):
+            sql = sql.replace(keyword, "\n" + keyword.strip() + " ")
+    return sql
+
+
+def _where(r: random.Random, tables: Sequence[Tuple[str, str]]) -> str:
+    chosen = r.sample(list(tables), k=r.randint(1, len(tables)))
+    return " AND ".join(f"{alias}{'.' if alias else ''}{r.choice(PREDICATES[table])(r)}" for table, alias in chosen)
+
+
+def select(r: random.Random) -> str:
+    (base, alias), joins = r.choice(JOIN_PATHS)
+    tables = [(base, alias)] + [(table, a) for table, a, _ in joins]
+    from_clause = f"{base} {alias}" + "".join(
+        f" {r.choice(['JOIN', 'LEFT JOIN'])} {table} {a} ON {on}" for table, a, on in joins
+    )
+    columns = [f"{a}.{c}" for table, a in tables for c in COLUMNS[table]]
+    if r.random() < 0.25:
+        key = r.choice(columns)
+        return _styled(
+            r,
+            f"SELECT {key}, COUNT(*) AS n FROM {from_clause} WHERE {_where(r, tables)} "
+            f"GROUP BY {key} HAVING COUNT(*) > {r.randint(1, 50)} ORDER BY n DESC",
+        )
+    picked = r.sample(columns, k=r.randint(2, 5))
+    tail = r.choice(["", f" ORDER BY {picked[0]} DESC LIMIT {r.randint(10, 500)}", f" LIMIT {r.randint(1, 100)}"])
+    return _styled(r, f"SELECT {', '.join(picked)} FROM {from_clause} WHERE {_where(r, tables)}{tail}")
+
+
+def cte_select(r: random.Random) -> str:
+    return _styled(
+        r,
+        f"WITH spend AS (SELECT user_id, SUM(total) AS spent FROM orders "
+        f"WHERE created_at >= '2024-{r.randint(1, 12):02d}-01' GROUP BY user_id) "
+        f"SELECT u.email, s.spent FROM spend s JOIN users u ON u.id = s.user_id "
+        f"WHERE s.spent > {r.randint(100, 20000)} ORDER BY s.spent DESC LIMIT {r.randint(5, 100)}",
+    )
+
+
+def update(r: random.Random) -> str:
+    table = r.choice(list(ASSIGNMENTS))
+    where = r.choice([f"id = {r.randint(1, 99999)}", _where(r, [(table, "")])])
+    return _styled(r, f"UPDATE {table} SET {r.choice(ASSIGNMENTS[table])(r)} WHERE {where}")
+
+
+def insert(r: random.Random) -> str:
+    uid = r.randint(1, 99999)
+    return r.choice(
+        [
+            f"INSERT INTO orders (user_id, total, status) VALUES ({uid}, {r.randint(1, 999)}.{r.randint(0, 99):02d}, 'new')",
+            f"INSERT INTO sessions (user_id, started_at, ip) VALUES ({uid}, '2024-{r.randint(1, 12):02d}-01', "
+            f"'10.0.{r.randint(0, 255)}.{r.randint(1, 254)}')",
+            f"INSERT INTO order_items (order_id, product_id, quantity, price) VALUES "
+            f"({uid}, {r.randint(1, 5000)}, {r.randint(1, 9)}, {r.randint(1, 300)}.00), ({uid}, {r.randint(1, 5000)}, 1, 9.99)",
+        ]
+    )
+
+
+def insert_select(r: random.Random) -> str:
+    return _styled(
+        r,
+        f"INSERT INTO orders_archive SELECT * FROM orders WHERE created_at < '20{r.randint(10, 23)}-{r.randint(1, 12):02d}-01' "
+        f"AND status = '{r.choice(['shipped', 'refunded'])}'",
+    )
+
+
+def delete(r: random.Random) -> str:
+    table = r.choice(["sessions", "tickets", "orders", "invoices"])
+    return _styled(r, f"DELETE FROM {table} WHERE {_where(r, [(table, '')])}")
+
+
+def drop(r: random.Random) -> str:
+    target = r.choice(DROP_TARGETS)
+    prefix = {"INDEX": "idx_orders_", "VIEW": "report_"}.get(target, "tmp_export_")
+    return _styled(r, f"DROP {target} {prefix}{r.randint(1, 99999)}")
+
+
+def truncate(r: random.Random) -> str:
+    return _styled(r, f"TRUNCATE {r.choice(['TABLE ', ''])}staging_events_{r.randint(1, 99999)}")
+
+
+def multi_statement(r: random.Random) -> str:
+    return f"{select(r)}; {r.choice([delete, drop, truncate])(r)}"
+
+
+def alter_drop_column(r: random.Random) -> str:
+    return f"ALTER TABLE {r.choice(list(COLUMNS))} DROP COLUMN legacy_{r.randint(1, 99999)}"
+
+
+def literal_keyword(r: random.Random) -> str:
+    n = r.randint(1, 99999)
+    return r.choice(
+        [
+            f"UPDATE tickets SET subject = 'customer wants to drop the {r.choice(['pro', 'team', 'family'])} plan' WHERE id = {n}",
+            f"INSERT INTO tickets (user_id, subject, status, priority) VALUES "
+            f"({n}, 'please delete from my profile the saved cards', 'open', {r.randint(1, 4)})",
+            f"SELECT id, subject FROM tickets WHERE subject LIKE '%DROP TABLE%' AND priority <= {r.randint(1, 4)} LIMIT {n % 100 + 1}",
+            f"SELECT COUNT(*) FROM audit_log WHERE message = 'TRUNCATE TABLE staging_{n} requested'",
+        ]
+    )
+
+
+def comment_keyword(r: random.Random) -> str:
+    return r.choice(
+        [
+            f"-- drop rows older than 90 days in a later job\n{select(r)}",
+            f"/* DELETE FROM handled by the nightly cleanup */ {select(r)}",
+            f"{update(r)} -- then drop the temp copy",
+        ]
+    )
+
+
+def mass_update(r: random.Random) -> str:
+    table = r.choice(list(ASSIGNMENTS))
+    return f"UPDATE {table} SET {r.choice(ASSIGNMENTS[table])(r)} WHERE 1 = 1"
+
+
+def obfuscated(r: random.Random) -> str:
+    n = r.randint(1, 99999)
+    return r.choice(
+        [
+            f"DELETE/**/FROM sessions WHERE user_id = {n}",
+            f"DROP/**/TABLE tmp_export_{n}",
+            f"TRUNCATE/* nightly */TABLE staging_events_{n}",
+            f"delete\t/* cleanup */ from tickets where id = {n}",
+        ]
+    )
+
+
+def merge_delete(r: random.Random) -> str:
+    return (
+        f"MERGE INTO products p USING product_updates s ON p.id = s.id AND s.batch_id = {r.randint(1, 99999)} "
+        f"WHEN MATCHED AND s.discontinued THEN DELETE WHEN MATCHED THEN UPDATE SET stock = s.stock"
+    )
+
+
+def delete_without_from(r: random.Random) -> str:
+    return f"DELETE sessions WHERE user_id = {r.randint(1, 99999)}"
+
+
+def nested_comment(r: random.Random) -> str:
+    return f"SELECT id, total FROM orders WHERE id = {r.randint(1, 99999)} /* /* */; DROP TABLE users; -- */"
+
+
+@dataclass(frozen=True)
+class QueryKind:
+    name: str
+    weight: int
+    should_block: bool  # under deny=[DROP, DELETE, TRUNCATE]
+    make: Gen
+
+
+KINDS: Tuple[QueryKind, ...] = (
+    QueryKind("select (joins, filters, aggregates)", 38, False, select),
+    QueryKind("WITH ... SELECT", 4, False, cte_select),
+    QueryKind("update", 10, False, update),
+    QueryKind("insert", 9, False, insert),
+    QueryKind("insert ... select", 3, False, insert_select),
+    QueryKind("delete", 5, True, delete),
+    QueryKind("drop", 3, True, drop),
+    QueryKind("truncate", 2, True, truncate),
+    QueryKind("select; delete|drop|truncate", 2, True, multi_statement),
+    QueryKind("alter table ... drop column", 1, True, alter_drop_column),
+    QueryKind("keyword in a string literal", 6, False, literal_keyword),
+    QueryKind("keyword in a comment", 5, False, comment_keyword),
+    QueryKind("update ... where 1 = 1", 2, False, mass_update),
+    QueryKind("comment inside the keyword (DELETE/**/FROM)", 3, True, obfuscated),
+    QueryKind("merge ... then delete", 1, True, merge_delete),
+    QueryKind("delete without FROM (T-SQL)", 1, True, delete_without_from),
+    # SQLite and MySQL do not nest block comments: for them "/* /* */" is a whole comment, so the
+    # DROP after it runs. Postgres nests them and would see one SELECT.
+    QueryKind("DROP after a nested-looking comment", 1, True, nested_comment),
+)
+
+
+@dataclass(frozen=True)
+class Query:
+    sql: str
+    kind: QueryKind
+
+
+def build_workload(count: int, seed: int) -> List[Query]:
+    """``count`` distinct queries, the same for the same seed."""
+    r = random.Random(seed)
+    seen: set = set()
+    queries: List[Query] = []
+    weights = [k.weight for k in KINDS]
+    while len(queries) < count:
+        kind = r.choices(KINDS, weights)[0]
+        sql = kind.make(r)
+        if sql not in seen:
+            seen.add(sql)
+            queries.append(Query(sql, kind))
+    return queries
+
+
+# ----------------------------------------------------------------------------- timing
+
+Call = Callable[[int], Any]
+
+
+@dataclass
+class Series:
+    """One row of the table: a timed call per query and what it decided."""
+
+    label: str
+    call: Call
+    is_blocked: Callable[[Any], bool]
+    samples_ns: List[int]
+    blocked: List[bool]
+
+    @classmethod
+    def of(cls, label: str, call: Call, is_blocked: Callable[[Any], bool]) -> "Series":
+        return cls(label, call, is_blocked, [], [])
+
+    def summary(self) -> Dict[str, Any]:
+        ordered = sorted(self.samples_ns)
+        p99 = ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+        return {
+            "approach": self.label,
+            "n": len(ordered),
+            "median_us": statistics.median(ordered) / 1000,
+            "p99_us": p99 / 1000,
+            "blocked": sum(self.blocked),
+        }
+
+
+def run_interleaved(series: Sequence[Series], count: int) -> None:
+    """Time every series on queries 0..count-1, one query at a time, rotating who goes first."""
+    clock = time.perf_counter_ns
+    for i in range(count):
+        shift = i % len(series)
+        for s in (*series[shift:], *series[:shift]):
+            started = clock()
+            result = s.call(i)
+            s.samples_ns.append(clock() - started)
+            s.blocked.append(s.is_blocked(result))
+
+
+def warm_up(calls: Sequence[Call], count: int) -> None:
+    """Exercise every code path, cache misses and hits, on queries outside the workload."""
+    for _ in range(2):
+        for i in range(count):
+            for call in calls:
+                call(i)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def environment() -> Dict[str, Any]:
+    def version(dist: str) -> Optional[str]:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "sqlglot": sqlglot.__version__,
+        "sqlglotc_installed": version("sqlglotc"),
+        "sqlglotc_in_use": str(sqlglot.parser.__file__).endswith(".so"),
+        "agent_os_kernel": version("agent-os-kernel"),
+    }
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[f"{c:,.1f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(row[j]) for row in cells)) for j, h in enumerate(headers)]
+    line = lambda values: "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths)))  # noqa: E731
+    print(line(headers))
+    print(line(["-" * w for w in widths]))
+    for row in cells:
+        print(line(row))
+
+
+def short(sql: str, limit: int = 100) -> str:
+    text = repr(sql)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=2000, help="number of distinct SQL queries in the workload (default: 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the query generator (default: 0)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    if args.n < 1:
+        parser.error("--n must be at least 1")
+
+    queries = build_workload(args.n + WARMUP_QUERIES, args.seed)
+    workload, warmup = queries[: args.n], queries[args.n :]
+    actions = [Action(TOOL, {"query": q.sql}) for q in workload]
+    arguments = [{"query": q.sql} for q in workload]
+    warm_actions = [Action(TOOL, {"query": q.sql}) for q in warmup]
+    warm_arguments = [{"query": q.sql} for q in warmup]
+    cache_size = len(queries)  # room for the whole workload: repeated rows are all cache hits
+
+    kernel_policy = SQLPolicy(deny=DENY, cache_size=cache_size)
+    kernel = GovernanceKernel([kernel_policy])
+    bare_policy = SQLPolicy(deny=DENY, cache_size=cache_size)
+    engine = PolicyEngine()
+    engine.add_constraint(ROLE, [TOOL])
+
+    env = environment()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
+        audited = GovernanceKernel([kernel_policy], recorder=Path(tmp) / "audit.db")
+        warm_up(
+            [
+                lambda i: kernel.check(warm_actions[i]),
+                lambda i: bare_policy.check_sql(warmup[i].sql),
+                lambda i: engine.check_violation(ROLE, TOOL, warm_arguments[i]),
+                lambda i: audited.check(warm_actions[i]),
+            ],
+            len(warmup),
+        )
+
+        decided = lambda d: d.blocked  # noqa: E731
+        found = bool
+        denied = lambda reason: reason is not None  # noqa: E731
+        first_seen = [
+            Series.of("kernel.check  first-seen", lambda i: kernel.check(actions[i]), decided),
+            Series.of("SQLPolicy.check_sql  first-seen", lambda i: bare_policy.check_sql(workload[i].sql), found),
+            Series.of("agent_os PolicyEngine.check_violation", lambda i: engine.check_violation(ROLE, TOOL, arguments[i]), denied),
+        ]
+        repeated = [
+            Series.of("kernel.check  repeated", lambda i: kernel.check(actions[i]), decided),
+            Series.of("SQLPolicy.check_sql  repeated", lambda i: bare_policy.check_sql(workload[i].sql), found),
+            Series.of("kernel.check + audit  repeated", lambda i: audited.check(actions[i]), decided),
+            Series.of("(harness floor: no-op call)", lambda i: None, lambda _: False),
+        ]
+        run_interleaved(first_seen, args.n)
+        run_interleaved(repeated, args.n)
+        audit = audited.verify_audit()
+        audited.close()
+    elapsed_s = time.perf_counter() - started
+
+    kernel_cold, policy_cold, agent_os = first_seen
+    series = [kernel_cold, policy_cold, agent_os, *repeated[:3]]
+    floor = repeated[3].summary()
+
+    print(f"Governance kernel decision latency -- n={args.n} distinct queries, seed={args.seed}, warm-up={len(warmup)}")
+    print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")
+    sqlglotc = f"yes (sqlglotc {env['sqlglotc_installed']})" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
+    print(f"sqlglot {env['sqlglot']}, compiled sqlglotc parser in use: {sqlglotc}; agent-os-kernel {env['agent_os_kernel']}")
+    print(f"policy: SQLPolicy(deny={list(DENY)}); Agent OS: PolicyEngine with role {ROLE!r} allowed {TOOL!r}\n")
+    summaries = [s.summary() for s in series]
+    print_table(
+        ["approach", "n", "median us", "p99 us", "blocked"],
+        [[s["approach"], s["n"], s["median_us"], s["p99_us"], s["blocked"]] for s in summaries],
+    )
+    print(f"harness floor (timer + a no-op call): median {floor['median_us']:.2f} us, included in every figure")
+    print(f"audit trail: {audit.get('total_entries')} FlightRecorder records, hash chain valid: {audit.get('valid')}")
+    consistent = kernel_cold.blocked == policy_cold.blocked == repeated[0].blocked == repeated[1].blocked == repeated[2].blocked
+    print(f"kernel, check_sql, cold and warm, audited or not: same verdict on every query: {'yes' if consistent else 'NO'}")
+
+    regex_only = [i for i in range(args.n) if agent_os.blocked[i] and not policy_cold.blocked[i]]
+    parser_only = [i for i in range(args.n) if policy_cold.blocked[i] and not agent_os.blocked[i]]
+    print(
+        f"\nAgent OS regex vs SQLPolicy parse: disagree on {len(regex_only) + len(parser_only)} of {args.n} queries "
+        f"(blocked only by the regex: {len(regex_only)}, only by the parser: {len(parser_only)})\n"
+    )
+    by_kind = []
+    for kind in KINDS:
+        members = [i for i, q in enumerate(workload) if q.kind is kind]
+        if members:
+            by_kind.append(
+                {
+                    "kind": kind.name,
+                    "n": len(members),
+                    "label": "block" if kind.should_block else "allow",
+                    "sqlpolicy_blocked": sum(policy_cold.blocked[i] for i in members),
+                    "agent_os_blocked": sum(agent_os.blocked[i] for i in members),
+                }
+            )
+    print_table(
+        ["kind of query", "n", "label", "SQLPolicy blocked", "Agent OS blocked"],
+        [list(row.values()) for row in by_kind],
+    )
+    print("(Agent OS also blocks 'UPDATE ... WHERE 1 = 1' by design; the deny list here does not name UPDATE.)")
+
+    mislabelled = {
+        name: [i for i in range(args.n) if s.blocked[i] != workload[i].kind.should_block]
+        for name, s in (("sqlpolicy", policy_cold), ("agent_os", agent_os))
+    }
+    print(
+        f"\nverdicts against the label: SQLPolicy {len(mislabelled['sqlpolicy'])} wrong, "
+        f"Agent OS {len(mislabelled['agent_os'])} wrong"
+    )
+    for i in mislabelled["sqlpolicy"][:3]:
+        verdict = "blocked" if policy_cold.blocked[i] else "allowed"
+        print(f"  SQLPolicy {verdict}: {short(workload[i].sql)}")
+    print(f"\ntotal measured time {elapsed_s:.1f} s")
+
+    report = {
+        "n": args.n,
+        "seed": args.seed,
+        "warmup": len(warmup),
+        "environment": env,
+        "rows": summaries,
+        "harness_floor_us": floor["median_us"],
+        "audit": {"records": audit.get("total_entries"), "valid": audit.get("valid")},
+        "disagreements": {"regex_only": len(regex_only), "parser_only": len(parser_only)},
+        "by_kind": by_kind,
+        "wrong_vs_label": {name: len(indices) for name, indices in mislabelled.items()},
+        "sqlpolicy_wrong_examples": [workload[i].sql for i in mislabelled["sqlpolicy"][:10]],
+    }
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"figures written to {args.json}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)

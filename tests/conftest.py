@@ -1,0 +1,46 @@
+"""Fixtures shared by the tests: a real SQLite database and audit paths in a temp directory."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+
+def make_shop_db(path: Path) -> None:
+    """A small but real database: users and orders with a foreign key."""
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, note TEXT, dropped_at TEXT);
+        CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER REFERENCES users(id), total REAL);
+        """
+    )
+    conn.executemany("INSERT INTO users (name, note) VALUES (?, ?)", [(f"user{i}", "delete from me" if i % 7 == 0 else None) for i in range(50)])
+    conn.executemany("INSERT INTO orders (user_id, total) VALUES (?, ?)", [(1 + i % 50, 10.0 * i) for i in range(200)])
+    conn.commit()
+    conn.close()
+
+
+def table_counts(path: Path) -> dict:
+    conn = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def shop_db(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "shop.db"
+    make_shop_db(path)
+    yield path
+
+
+@pytest.fixture
+def audit_path(tmp_path: Path) -> Path:
+    (tmp_path / "audit").mkdir()
+    return tmp_path / "audit" / "flight_recorder.db"
