@@ -30,6 +30,8 @@ Rows of the table:
 * ``kernel.check + audit  repeated`` -- a kernel sharing the warm SQLPolicy but writing every
   decision to a real Agent OS ``FlightRecorder`` (SQLite, in a temporary directory). Blocked
   decisions are flushed to disk before ``check`` returns, so its p99 is mostly those flushes.
+  The recorder's WARNING log line per blocked action is silenced: it would print hundreds of
+  lines, and terminal output is not what this measures.
 
 ``blocked`` counts the queries each approach blocked. Below the table: where Agent OS's regex and
 the SQL parser disagree, a breakdown by kind of query against the labels, and examples of queries
@@ -40,18 +42,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import platform
 import random
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 # agentlightning imports litellm, which otherwise fetches its model cost map over the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -325,7 +327,7 @@ class Query:
 def build_workload(count: int, seed: int) -> List[Query]:
     """``count`` distinct queries, the same for the same seed."""
     r = random.Random(seed)
-    seen: set = set()
+    seen: Set[str] = set()
     queries: List[Query] = []
     weights = [k.weight for k in KINDS]
     while len(queries) < count:
@@ -412,7 +414,10 @@ def environment() -> Dict[str, Any]:
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     cells = [[f"{c:,.1f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
     widths = [max(len(h), *(len(row[j]) for row in cells)) for j, h in enumerate(headers)]
-    line = lambda values: "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths)))  # noqa: E731
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths)))
+
     print(line(headers))
     print(line(["-" * w for w in widths]))
     for row in cells:
@@ -424,22 +429,21 @@ def short(sql: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=2000, help="number of distinct SQL queries in the workload (default: 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the query generator (default: 0)")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
-    args = parser.parse_args(argv)
-    if args.n < 1:
-        parser.error("--n must be at least 1")
+@dataclass
+class Results:
+    first_seen: List[Series]  # kernel.check, SQLPolicy.check_sql, Agent OS check_violation
+    repeated: List[Series]  # kernel.check, SQLPolicy.check_sql, kernel.check with audit
+    floor: Series  # a no-op call through the same harness
+    audit: Dict[str, Any]  # FlightRecorder.verify_integrity() of the audited kernel's file
+    elapsed_s: float
 
-    queries = build_workload(args.n + WARMUP_QUERIES, args.seed)
-    workload, warmup = queries[: args.n], queries[args.n :]
+
+def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
     actions = [Action(TOOL, {"query": q.sql}) for q in workload]
     arguments = [{"query": q.sql} for q in workload]
     warm_actions = [Action(TOOL, {"query": q.sql}) for q in warmup]
     warm_arguments = [{"query": q.sql} for q in warmup]
-    cache_size = len(queries)  # room for the whole workload: repeated rows are all cache hits
+    cache_size = len(workload) + len(warmup)  # room for everything: repeated rows are all cache hits
 
     kernel_policy = SQLPolicy(deny=DENY, cache_size=cache_size)
     kernel = GovernanceKernel([kernel_policy])
@@ -447,7 +451,12 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     engine = PolicyEngine()
     engine.add_constraint(ROLE, [TOOL])
 
-    env = environment()
+    def decided(decision: Any) -> bool:
+        return bool(decision.blocked)
+
+    def denied(reason: Optional[str]) -> bool:
+        return reason is not None
+
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
         audited = GovernanceKernel([kernel_policy], recorder=Path(tmp) / "audit.db")
@@ -460,51 +469,51 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
             ],
             len(warmup),
         )
-
-        decided = lambda d: d.blocked  # noqa: E731
-        found = bool
-        denied = lambda reason: reason is not None  # noqa: E731
         first_seen = [
             Series.of("kernel.check  first-seen", lambda i: kernel.check(actions[i]), decided),
-            Series.of("SQLPolicy.check_sql  first-seen", lambda i: bare_policy.check_sql(workload[i].sql), found),
+            Series.of("SQLPolicy.check_sql  first-seen", lambda i: bare_policy.check_sql(workload[i].sql), bool),
             Series.of("agent_os PolicyEngine.check_violation", lambda i: engine.check_violation(ROLE, TOOL, arguments[i]), denied),
         ]
         repeated = [
             Series.of("kernel.check  repeated", lambda i: kernel.check(actions[i]), decided),
-            Series.of("SQLPolicy.check_sql  repeated", lambda i: bare_policy.check_sql(workload[i].sql), found),
+            Series.of("SQLPolicy.check_sql  repeated", lambda i: bare_policy.check_sql(workload[i].sql), bool),
             Series.of("kernel.check + audit  repeated", lambda i: audited.check(actions[i]), decided),
-            Series.of("(harness floor: no-op call)", lambda i: None, lambda _: False),
         ]
-        run_interleaved(first_seen, args.n)
-        run_interleaved(repeated, args.n)
+        floor = Series.of("no-op call", lambda i: None, lambda _: False)
+        run_interleaved(first_seen, len(workload))
+        run_interleaved([*repeated, floor], len(workload))
         audit = audited.verify_audit()
         audited.close()
-    elapsed_s = time.perf_counter() - started
+    return Results(first_seen, repeated, floor, audit, time.perf_counter() - started)
 
-    kernel_cold, policy_cold, agent_os = first_seen
-    series = [kernel_cold, policy_cold, agent_os, *repeated[:3]]
-    floor = repeated[3].summary()
 
-    print(f"Governance kernel decision latency -- n={args.n} distinct queries, seed={args.seed}, warm-up={len(warmup)}")
+def report(workload: Sequence[Query], results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]:
+    """Print the figures; return them as a JSON-able dict."""
+    kernel_cold, policy_cold, agent_os = results.first_seen
+    rows = [s.summary() for s in (*results.first_seen, *results.repeated)]
+    floor_us = results.floor.summary()["median_us"]
+    n = len(workload)
+
+    print(header)
     print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")
     sqlglotc = f"yes (sqlglotc {env['sqlglotc_installed']})" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
     print(f"sqlglot {env['sqlglot']}, compiled sqlglotc parser in use: {sqlglotc}; agent-os-kernel {env['agent_os_kernel']}")
     print(f"policy: SQLPolicy(deny={list(DENY)}); Agent OS: PolicyEngine with role {ROLE!r} allowed {TOOL!r}\n")
-    summaries = [s.summary() for s in series]
     print_table(
         ["approach", "n", "median us", "p99 us", "blocked"],
-        [[s["approach"], s["n"], s["median_us"], s["p99_us"], s["blocked"]] for s in summaries],
+        [[r["approach"], r["n"], r["median_us"], r["p99_us"], r["blocked"]] for r in rows],
     )
-    print(f"harness floor (timer + a no-op call): median {floor['median_us']:.2f} us, included in every figure")
-    print(f"audit trail: {audit.get('total_entries')} FlightRecorder records, hash chain valid: {audit.get('valid')}")
-    consistent = kernel_cold.blocked == policy_cold.blocked == repeated[0].blocked == repeated[1].blocked == repeated[2].blocked
-    print(f"kernel, check_sql, cold and warm, audited or not: same verdict on every query: {'yes' if consistent else 'NO'}")
+    print(f"harness floor (timer + a no-op call): median {floor_us:.2f} us, included in every figure")
+    print(f"audit trail: {results.audit.get('total_entries')} FlightRecorder records, hash chain valid: {results.audit.get('valid')}")
+    verdicts = [s.blocked for s in (kernel_cold, policy_cold, *results.repeated)]
+    same = all(v == verdicts[0] for v in verdicts)
+    print(f"kernel and check_sql, cold and warm, audited or not: same verdict on every query: {'yes' if same else 'NO'}")
 
-    regex_only = [i for i in range(args.n) if agent_os.blocked[i] and not policy_cold.blocked[i]]
-    parser_only = [i for i in range(args.n) if policy_cold.blocked[i] and not agent_os.blocked[i]]
+    regex_only = sum(a and not p for a, p in zip(agent_os.blocked, policy_cold.blocked))
+    parser_only = sum(p and not a for a, p in zip(agent_os.blocked, policy_cold.blocked))
     print(
-        f"\nAgent OS regex vs SQLPolicy parse: disagree on {len(regex_only) + len(parser_only)} of {args.n} queries "
-        f"(blocked only by the regex: {len(regex_only)}, only by the parser: {len(parser_only)})\n"
+        f"\nAgent OS regex vs SQLPolicy parse: disagree on {regex_only + parser_only} of {n} queries "
+        f"(blocked only by the regex: {regex_only}, only by the parser: {parser_only})\n"
     )
     by_kind = []
     for kind in KINDS:
@@ -519,44 +528,49 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
                     "agent_os_blocked": sum(agent_os.blocked[i] for i in members),
                 }
             )
-    print_table(
-        ["kind of query", "n", "label", "SQLPolicy blocked", "Agent OS blocked"],
-        [list(row.values()) for row in by_kind],
-    )
+    print_table(["kind of query", "n", "label", "SQLPolicy blocked", "Agent OS blocked"], [list(k.values()) for k in by_kind])
     print("(Agent OS also blocks 'UPDATE ... WHERE 1 = 1' by design; the deny list here does not name UPDATE.)")
 
-    mislabelled = {
-        name: [i for i in range(args.n) if s.blocked[i] != workload[i].kind.should_block]
+    wrong = {
+        name: [i for i, q in enumerate(workload) if s.blocked[i] != q.kind.should_block]
         for name, s in (("sqlpolicy", policy_cold), ("agent_os", agent_os))
     }
-    print(
-        f"\nverdicts against the label: SQLPolicy {len(mislabelled['sqlpolicy'])} wrong, "
-        f"Agent OS {len(mislabelled['agent_os'])} wrong"
-    )
-    for i in mislabelled["sqlpolicy"][:3]:
-        verdict = "blocked" if policy_cold.blocked[i] else "allowed"
-        print(f"  SQLPolicy {verdict}: {short(workload[i].sql)}")
-    print(f"\ntotal measured time {elapsed_s:.1f} s")
+    print(f"\nverdicts against the label: SQLPolicy {len(wrong['sqlpolicy'])} wrong, Agent OS {len(wrong['agent_os'])} wrong")
+    for i in wrong["sqlpolicy"][:3]:
+        print(f"  SQLPolicy {'blocked' if policy_cold.blocked[i] else 'allowed'}: {short(workload[i].sql)}")
+    print(f"\nwarm-up and measurement took {results.elapsed_s:.1f} s")
 
-    report = {
-        "n": args.n,
-        "seed": args.seed,
-        "warmup": len(warmup),
+    return {
         "environment": env,
-        "rows": summaries,
-        "harness_floor_us": floor["median_us"],
-        "audit": {"records": audit.get("total_entries"), "valid": audit.get("valid")},
-        "disagreements": {"regex_only": len(regex_only), "parser_only": len(parser_only)},
+        "rows": rows,
+        "harness_floor_us": floor_us,
+        "audit": {"records": results.audit.get("total_entries"), "valid": results.audit.get("valid")},
+        "disagreements": {"regex_only": regex_only, "parser_only": parser_only},
         "by_kind": by_kind,
-        "wrong_vs_label": {name: len(indices) for name, indices in mislabelled.items()},
-        "sqlpolicy_wrong_examples": [workload[i].sql for i in mislabelled["sqlpolicy"][:10]],
+        "wrong_vs_label": {name: len(indices) for name, indices in wrong.items()},
+        "sqlpolicy_wrong_examples": [workload[i].sql for i in wrong["sqlpolicy"][:10]],
     }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=2000, help="number of distinct SQL queries in the workload (default: 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the query generator (default: 0)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    if args.n < 1:
+        parser.error("--n must be at least 1")
+
+    logging.getLogger("FlightRecorder").setLevel(logging.ERROR)  # it logs a WARNING line per blocked action
+    queries = build_workload(args.n + WARMUP_QUERIES, args.seed)
+    workload, warmup = queries[: args.n], queries[args.n :]
+    results = measure(workload, warmup)
+    header = f"Governance kernel decision latency -- n={args.n} distinct queries, seed={args.seed}, warm-up={len(warmup)}"
+    figures = report(workload, results, header, environment())
     if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        args.json.write_text(json.dumps({"n": args.n, "seed": args.seed, "warmup": len(warmup), **figures}, indent=2) + "\n")
         print(f"figures written to {args.json}")
-    return report
 
 
 if __name__ == "__main__":
     main()
-    sys.exit(0)
