@@ -61,7 +61,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import sqlglot  # noqa: E402
 import sqlglot.parser  # noqa: E402
 from agent_os import PolicyEngine  # noqa: E402
-
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 
 DENY = ("DROP", "DELETE", "TRUNCATE")
@@ -416,7 +415,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     widths = [max(len(h), *(len(row[j]) for row in cells)) for j, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths)))
+        return "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths, strict=True)))
 
     print(line(headers))
     print(line(["-" * w for w in widths]))
@@ -509,8 +508,8 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
     same = all(v == verdicts[0] for v in verdicts)
     print(f"kernel and check_sql, cold and warm, audited or not: same verdict on every query: {'yes' if same else 'NO'}")
 
-    regex_only = sum(a and not p for a, p in zip(agent_os.blocked, policy_cold.blocked))
-    parser_only = sum(p and not a for a, p in zip(agent_os.blocked, policy_cold.blocked))
+    regex_only = sum(a and not p for a, p in zip(agent_os.blocked, policy_cold.blocked, strict=True))
+    parser_only = sum(p and not a for a, p in zip(agent_os.blocked, policy_cold.blocked, strict=True))
     print(
         f"\nAgent OS regex vs SQLPolicy parse: disagree on {regex_only + parser_only} of {n} queries "
         f"(blocked only by the regex: {regex_only}, only by the parser: {parser_only})\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import threading
 import time
@@ -295,17 +296,8 @@ class GovernanceKernel:
                 f"audit write failed ({type(err).__name__}: {err}); failing closed: action blocked",
                 self.error_severity,
             )
-            blocked = Decision(
-                action=decision.action,
-                verdict=Verdict.BLOCKED,
-                violations=decision.violations + (failure,),
-                context=decision.context,
-                decision_id=decision.decision_id,
-                original_action=decision.original_action,
-                elapsed_us=decision.elapsed_us,
-            )
-            return blocked
-        return Decision(**{**decision.__dict__, "audit_id": audit_id})
+            return dataclasses.replace(decision, verdict=Verdict.BLOCKED, violations=decision.violations + (failure,))
+        return dataclasses.replace(decision, audit_id=audit_id)
 
     # ----------------------------------------------------------------- state and outcomes
     def record_outcome(self, decision: Decision, *, result: Any = None, error: Optional[BaseException | str] = None, execution_time_ms: Optional[float] = None) -> None:
