@@ -41,6 +41,8 @@ MUST_BLOCK = [
     "truncate orders",
     "ALTER TABLE users DROP COLUMN note",
     "EXPLAIN DROP TABLE users",
+    "SELECT id FROM orders /* /* */; DROP TABLE users; -- */",
+    "/* /* */ DROP TABLE users; -- */\nSELECT 1",
 ]
 
 MUST_PASS = [
@@ -141,6 +143,20 @@ def test_repeated_queries_hit_the_cache(policy):
     before = policy._analyze.cache_info().hits
     policy.check_sql(query)
     assert policy._analyze.cache_info().hits == before + 1
+
+
+def test_nested_comment_ambiguity_fails_closed_without_a_dialect(shop_db):
+    """sqlglot's default reading nests block comments (Postgres); SQLite does not, and runs the DROP."""
+    query = "SELECT id FROM orders /* /* */; DROP TABLE users; -- */"
+    conn = sqlite3.connect(shop_db)
+    conn.executescript(query)  # proof of the danger on a real SQLite database
+    assert "users" not in table_counts(shop_db)
+    conn.close()
+    assert SQLPolicy(deny=["DROP"]).check_sql(query)[0].description.startswith("DROP statement denied")
+    assert SQLPolicy(deny=["DROP"], dialect="sqlite").check_sql(query)
+    assert SQLPolicy(deny=["DROP"], dialect="postgres").check_sql(query) == []  # a comment in Postgres
+    # A nested comment that only Postgres can read is unparseable under the flat reading: blocked.
+    assert "unparseable" in SQLPolicy(deny=["DROP"]).check_sql("/* a /* b */ c */ SELECT 1")[0].description
 
 
 def test_analyze_sql_names_nested_statement_kinds():

@@ -12,7 +12,6 @@ Run:  python contrib/recipes/agentos/governance_demo.py --out runs/demo
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sqlite3
 import sys
@@ -74,7 +73,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--users", type=int, default=1000, help="rows in the users table (orders has 4x as many)")
     parser.add_argument("--budget", type=float, default=0.55, help="per-rollout spending limit in USD for CostControlPolicy")
     args = parser.parse_args(argv)
-    logging.getLogger("FlightRecorder").setLevel(logging.ERROR)  # it logs every record; we print our own table
 
     args.out.mkdir(parents=True, exist_ok=True)
     db_path, audit_path = args.out / "shop.db", args.out / "audit.db"

@@ -27,6 +27,8 @@ from .actions import Decision
 __all__ = ["AuditTrail", "open_flight_recorder", "decision_from_record"]
 
 logger = logging.getLogger(__name__)
+RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
+RECORDER_LOGGER.setLevel(logging.ERROR)
 
 #: Arguments longer than this (as JSON) are stored truncated, with the full payload's SHA-256.
 DEFAULT_MAX_ARGS_CHARS = 65_536
@@ -82,6 +84,10 @@ class AuditTrail:
                 f"or pass a file path and the kernel opens one"
             )
         self.recorder = recorder
+        # The FlightRecorder logs a WARNING per blocked action; in training that is one stderr line
+        # per violation. Route this recorder's messages to a logger of ours that shows errors only
+        # (lower its level to see them all).
+        recorder.logger = RECORDER_LOGGER
         self.max_args_chars = max_args_chars
         self._lock = threading.Lock()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import itertools
 import logging
 import threading
 import time
@@ -110,6 +111,10 @@ class GovernanceKernel:
             raise TypeError(f"recorder must be an agent_os.FlightRecorder or a file path, got {type(recorder).__name__}")
         self._rewriters = tuple(p for p in self.policies if type(p).rewrite is not Policy.rewrite)
         self._dispatchers: Dict[str, SignalDispatcher] = {}
+        # Decision ids: a random per-kernel prefix plus a counter, unique across processes and
+        # far cheaper on the hot path than a uuid4 per decision.
+        self._id_prefix = uuid.uuid4().hex[:16]
+        self._id_counter = itertools.count(1)
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._executor_lock = threading.Lock()
 
@@ -186,7 +191,7 @@ class GovernanceKernel:
             violations=tuple(violations),
             signals=signals,
             context=context,
-            decision_id=uuid.uuid4().hex,
+            decision_id=f"{self._id_prefix}-{next(self._id_counter):x}",
             original_action=original,
             elapsed_us=(time.perf_counter() - started) * 1e6,
         )

@@ -101,8 +101,22 @@ def _command_kinds(node: exp.Command) -> FrozenSet[str]:
     return frozenset({str(node.this).upper()} | {m.upper() for m in _KEYWORD_WORD.findall(str(text))})
 
 
+class _FlatCommentsDialect(sqlglot.Dialect):
+    """sqlglot's default dialect reads ``/* /* */`` as an unclosed nested comment (as Postgres
+    does); SQLite and MySQL close it at the first ``*/``. This is the default dialect with the
+    SQLite/MySQL reading, used as the second reading when the target dialect is not known."""
+
+    class Tokenizer(sqlglot.tokens.Tokenizer):
+        NESTED_COMMENTS = False
+
+
 def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
     """Parse ``query`` into statements and name the kinds each contains.
+
+    With no ``dialect`` the database's comment rules are unknown, so text containing ``/*`` is
+    read both with nesting block comments (Postgres) and without (SQLite, MySQL); it counts as
+    everything either reading finds, and fails if either reading fails. ``SELECT 1 /* /* */;
+    DROP TABLE t; -- */`` is a harmless comment in Postgres but drops ``t`` in SQLite.
 
     >>> analyze_sql("SELECT 'DROP TABLE users'").kinds == {"SELECT"}
     True
@@ -110,7 +124,20 @@ def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
     ['DELETE', 'SELECT']
     >>> analyze_sql("SELEC * FRM").error
     'not an SQL statement: SELEC * FRM'
+    >>> sorted(analyze_sql("SELECT 1 /* /* */; DROP TABLE t; -- */").kinds)
+    ['DROP', 'SELECT']
     """
+    analysis = _analyze_one_reading(query, dialect)
+    if dialect is None and "/*" in query and analysis.error is None:
+        flat = _analyze_one_reading(query, _FlatCommentsDialect)
+        if flat.error is not None:
+            return flat
+        extra = tuple(s for s in flat.statements if s not in analysis.statements)
+        analysis = SQLAnalysis(analysis.statements + extra)
+    return analysis
+
+
+def _analyze_one_reading(query: str, dialect: Any) -> SQLAnalysis:
     try:
         parsed = sqlglot.parse(query, read=dialect)
     except SqlglotError as err:
@@ -120,7 +147,7 @@ def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
         return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
     statements: List[Tuple[str, FrozenSet[str]]] = []
     for node in parsed:
-        if node is None:  # empty statement between semicolons
+        if node is None or isinstance(node, exp.Semicolon):  # empty statement between semicolons
             continue
         if not isinstance(node, _STATEMENT_ROOTS):
             return SQLAnalysis((), f"not an SQL statement: {_snippet(node.sql(dialect=dialect))}")
