@@ -19,6 +19,7 @@ from .audit import AuditTrail, decision_from_record, open_flight_recorder
 from .engine import AgentOSPolicy
 from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy
+from . import semconv
 from .sql import SQL_KEYWORDS, SQLAnalysis, SQLPolicy, analyze_sql
 from .violations import (
     DEFAULT_SEVERITY_PENALTIES,
@@ -50,6 +51,7 @@ __all__ = [
     "Verdict",
     "ViolationType",
     "analyze_sql",
+    "semconv",
     "as_kernel",
     "current_context",
     "decision_from_record",

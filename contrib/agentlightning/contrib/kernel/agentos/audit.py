@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -89,6 +90,7 @@ class AuditTrail:
         # (lower its level to see them all).
         recorder.logger = RECORDER_LOGGER
         self.max_args_chars = max_args_chars
+        self.pid = os.getpid()  # the process whose chain head this recorder holds
         self._lock = threading.Lock()
 
     @property

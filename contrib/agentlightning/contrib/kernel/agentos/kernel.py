@@ -43,6 +43,14 @@ def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, Agent
     return parsed
 
 
+def _audit_trail(recorder: Union[FlightRecorder, str, Path]) -> AuditTrail:
+    if isinstance(recorder, FlightRecorder):
+        return AuditTrail(recorder)
+    if isinstance(recorder, (str, Path)):
+        return AuditTrail(open_flight_recorder(recorder))
+    raise TypeError(f"recorder must be an agent_os.FlightRecorder or a file path, got {type(recorder).__name__}")
+
+
 class GovernanceKernel:
     """Checks every action against a list of policies, on top of the real Agent OS.
 
@@ -103,12 +111,7 @@ class GovernanceKernel:
         self.policy_timeout_s = float(policy_timeout_s)
         self.error_severity = Severity.parse(error_severity)
         self.signal_map = _parse_signals(signals)
-        if recorder is None or isinstance(recorder, FlightRecorder):
-            self.audit: Optional[AuditTrail] = AuditTrail(recorder) if recorder is not None else None
-        elif isinstance(recorder, (str, Path)):
-            self.audit = AuditTrail(open_flight_recorder(recorder))
-        else:
-            raise TypeError(f"recorder must be an agent_os.FlightRecorder or a file path, got {type(recorder).__name__}")
+        self.audit: Optional[AuditTrail] = None if recorder is None else _audit_trail(recorder)
         self._rewriters = tuple(p for p in self.policies if type(p).rewrite is not Policy.rewrite)
         self._dispatchers: Dict[str, SignalDispatcher] = {}
         # Decision ids: a random per-kernel prefix plus a counter, unique across processes and
@@ -136,6 +139,16 @@ class GovernanceKernel:
     @property
     def policy_names(self) -> List[str]:
         return [p.name for p in self.policies]
+
+    def attach_recorder(self, recorder: Union[FlightRecorder, str, Path]) -> None:
+        """Write further decisions to ``recorder`` (a FlightRecorder or a file path).
+
+        Runners call this in each worker process: the FlightRecorder's hash chain lives in the
+        recorder object, so every process needs its own file.
+        """
+        if self.audit is not None:
+            self.audit.flush()
+        self.audit = _audit_trail(recorder)
 
     @property
     def recorder(self) -> Optional[FlightRecorder]:

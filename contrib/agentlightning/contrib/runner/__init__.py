@@ -1,0 +1,1 @@
+"""Runners contributed to Agent Lightning."""

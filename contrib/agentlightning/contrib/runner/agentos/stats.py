@@ -1,0 +1,79 @@
+"""Governance statistics computed from the store: the single source of truth across workers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Dict, Optional, Sequence
+
+from agentlightning.store.base import LightningStore
+
+from agentlightning.contrib.kernel.agentos.semconv import (
+    AGENTOS_ACTION_BLOCKED,
+    AGENTOS_DECISION_ID,
+    AGENTOS_POLICY_NAME,
+    AGENTOS_SEVERITY,
+    AGENTOS_VERDICT,
+    AGENTOS_VIOLATION_INDEX,
+    is_check_span,
+    is_violation_span,
+)
+
+__all__ = ["governance_stats"]
+
+
+async def governance_stats(
+    store: LightningStore, rollout_ids: Optional[Sequence[str]] = None, *, attempt: str = "latest"
+) -> Dict[str, Any]:
+    """Totals and rates of governance spans in ``store`` (in-memory, or a client of ``agl store``).
+
+    Counts the latest attempt of each rollout by default (``attempt="all"`` for every attempt).
+    ``violation_rate`` is violations per rollout (as ``runner.get_stats()``);
+    ``rollout_violation_rate`` the fraction of rollouts with at least one violation.
+    ``duplicate_spans`` counts violation spans seen more than once (it should be 0).
+
+    >>> import asyncio
+    >>> from agentlightning.store.memory import InMemoryLightningStore
+    >>> asyncio.run(governance_stats(InMemoryLightningStore()))["total_rollouts"]
+    0
+    """
+    if attempt not in ("latest", "all"):
+        raise ValueError(f"attempt must be 'latest' or 'all', got {attempt!r}")
+    if rollout_ids is None:
+        rollouts = await store.query_rollouts()
+        rollout_ids = [r.rollout_id for r in rollouts]
+    checks = violations = blocked = rollouts_with_violations = duplicates = 0
+    by_policy: Counter = Counter()
+    by_severity: Counter = Counter()
+    for rollout_id in rollout_ids:
+        spans = await store.query_spans(rollout_id, "latest" if attempt == "latest" else None)
+        seen = set()
+        rollout_violations = 0
+        for span in spans:
+            attributes = span.attributes or {}
+            if is_check_span(span):
+                checks += 1
+                blocked += attributes.get(AGENTOS_VERDICT) == "blocked"
+            elif is_violation_span(span):
+                key = (span.attempt_id, attributes.get(AGENTOS_DECISION_ID), attributes.get(AGENTOS_VIOLATION_INDEX))
+                if key in seen:
+                    duplicates += 1
+                    continue
+                seen.add(key)
+                rollout_violations += 1
+                by_policy[attributes.get(AGENTOS_POLICY_NAME)] += 1
+                by_severity[attributes.get(AGENTOS_SEVERITY)] += 1
+        violations += rollout_violations
+        rollouts_with_violations += rollout_violations > 0
+    total = len(rollout_ids)
+    return {
+        "total_rollouts": total,
+        "total_checks": checks,
+        "total_violations": violations,
+        "blocked_actions": blocked,
+        "rollouts_with_violations": rollouts_with_violations,
+        "violation_rate": violations / total if total else 0.0,
+        "rollout_violation_rate": rollouts_with_violations / total if total else 0.0,
+        "violations_by_policy": dict(by_policy),
+        "violations_by_severity": dict(by_severity),
+        "duplicate_spans": duplicates,
+    }

@@ -1,0 +1,251 @@
+"""Governed tools: an agent's tool calls go through the kernel inside a governed rollout.
+
+:func:`governed_tool` wraps a function (sync or async). Inside a rollout run by
+:class:`AgentOSRunner`, every call is checked by the runner's kernel, recorded as native spans of
+that rollout and attempt, and executed only when allowed. A blocked call does not run: it raises
+:class:`ActionBlockedError`, whose message names the policy, so an LLM agent can read it and try
+something else.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Tuple, TypeVar, overload
+
+from agentlightning.emitter import emit_annotation
+from agentlightning.tracer.base import get_active_tracer
+
+from agentlightning.contrib.kernel.agentos import (
+    Action,
+    ActionContext,
+    Decision,
+    GovernanceKernel,
+    PolicyViolation,
+    governance_context,
+)
+from agentlightning.contrib.kernel.agentos.semconv import check_span_attributes, violation_span_attributes
+
+__all__ = [
+    "ActionBlockedError",
+    "PolicyViolationError",
+    "RolloutGovernance",
+    "active_rollout",
+    "governed_tool",
+]
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ActionBlockedError(Exception):
+    """A governed tool call was blocked; the tool did not run. ``str(err)`` explains why.
+
+    Agents catch it to recover (an LLM agent can be shown the message as the tool's result).
+    """
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        self.violations: Tuple[PolicyViolation, ...] = decision.violations
+        super().__init__(f"action {decision.action.tool_name!r} blocked by policy: {decision.reason}")
+
+
+class PolicyViolationError(RuntimeError):
+    """Raised instead of :class:`ActionBlockedError` when the runner has ``fail_on_violation=True``:
+    the rollout fails (and ``runner.step`` raises). The violation is recorded before it is raised."""
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        self.violations: Tuple[PolicyViolation, ...] = decision.violations
+        super().__init__(f"policy violation in {decision.action.tool_name!r}: {decision.reason}")
+
+
+@dataclass
+class RolloutGovernance:
+    """What the kernel decided during one rollout attempt (one per attempt, never shared)."""
+
+    kernel: GovernanceKernel
+    context: ActionContext
+    fail_on_violation: bool = False
+    on_decision: Optional[Callable[[Decision], None]] = None
+    decisions: List[Decision] = field(default_factory=list)
+    task_output: Any = None
+    input_blocked: bool = False
+    started: float = field(default_factory=time.perf_counter)
+
+    def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
+        """Check ``action``, record the decision here and as spans of the active trace."""
+        decision = (kernel or self.kernel).check(action, context=self.context)
+        self.decisions.append(decision)
+        emit_decision_spans(decision)
+        if self.on_decision is not None:
+            self.on_decision(decision)
+        return decision
+
+    @property
+    def violations(self) -> List[PolicyViolation]:
+        return [v for d in self.decisions for v in d.violations]
+
+    @property
+    def signals(self) -> List[str]:
+        return [s for d in self.decisions for s in d.signals]
+
+    @property
+    def total_penalty(self) -> float:
+        return float(sum(d.total_penalty for d in self.decisions))
+
+    @property
+    def blocked_actions(self) -> int:
+        return sum(d.blocked for d in self.decisions)
+
+    def summary(self) -> dict:
+        """Plain-data summary (stored in the attempt's metadata under ``"agentos"``)."""
+        by_policy: dict = {}
+        for v in self.violations:
+            by_policy[v.policy_name] = by_policy.get(v.policy_name, 0) + 1
+        return {
+            "checks": len(self.decisions),
+            "violations": len(self.violations),
+            "blocked_actions": self.blocked_actions,
+            "total_penalty": self.total_penalty,
+            "signals": self.signals,
+            "violations_by_policy": by_policy,
+            "input_blocked": self.input_blocked,
+        }
+
+
+_ACTIVE: contextvars.ContextVar[Optional[RolloutGovernance]] = contextvars.ContextVar("agentos_active_rollout", default=None)
+
+
+def active_rollout() -> Optional[RolloutGovernance]:
+    """The governance state of the rollout running in this task, or None outside a governed rollout."""
+    return _ACTIVE.get()
+
+
+def _enter(state: RolloutGovernance) -> Tuple[contextvars.Token, Any]:
+    token = _ACTIVE.set(state)
+    context_manager = governance_context(state.context)
+    context_manager.__enter__()
+    return token, context_manager
+
+
+def _exit(token: contextvars.Token, context_manager: Any) -> None:
+    context_manager.__exit__(None, None, None)
+    _ACTIVE.reset(token)
+
+
+def emit_decision_spans(decision: Decision) -> None:
+    """One annotation span for the check and one per violation, in the active trace.
+
+    Outside a trace (a governed tool used with an explicit kernel and no runner) there is nowhere
+    to put spans; the decision is still in the kernel's audit trail.
+    """
+    if get_active_tracer() is None:
+        return
+    emit_annotation(check_span_attributes(decision))
+    for index in range(len(decision.violations)):
+        emit_annotation(violation_span_attributes(decision, index))
+
+
+def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel]) -> Decision:
+    state = active_rollout()
+    action = Action(tool_name, call_args)
+    if state is not None:
+        decision = state.decide(action, kernel)
+        fail = state.fail_on_violation
+    elif kernel is not None:
+        decision = kernel.check(action)
+        fail = False
+    else:
+        raise RuntimeError(
+            f"governed_tool {tool_name!r} was called outside a governed rollout and without kernel=...; "
+            f"refusing to run it ungoverned. Run the agent with AgentOSRunner, or pass kernel= to governed_tool."
+        )
+    if decision.blocked:
+        raise PolicyViolationError(decision) if fail else ActionBlockedError(decision)
+    return decision
+
+
+def _record(kernel: Optional[GovernanceKernel], decision: Decision, started: float, result: Any = None, error: Any = None) -> None:
+    state = active_rollout()
+    owner = kernel or (state.kernel if state is not None else None)
+    if owner is not None:
+        owner.record_outcome(decision, result=result, error=error, execution_time_ms=(time.perf_counter() - started) * 1e3)
+
+
+@overload
+def governed_tool(tool_name: str, fn: F, *, kernel: Optional[GovernanceKernel] = None) -> F: ...
+@overload
+def governed_tool(tool_name: str, fn: None = None, *, kernel: Optional[GovernanceKernel] = None) -> Callable[[F], F]: ...
+def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[GovernanceKernel] = None) -> Any:
+    """Route every call of ``fn`` through the kernel as the action ``tool_name(**arguments)``.
+
+    The action's arguments are ``fn``'s bound arguments by parameter name, so
+    ``query = governed_tool("database_query", execute_query)`` with
+    ``def execute_query(query): ...`` is checked by :class:`SQLPolicy` on ``query``. If a policy
+    rewrites the action, ``fn`` receives the rewritten arguments. Works as a decorator too.
+    ``kernel`` is optional inside :class:`AgentOSRunner` (the runner's kernel is used).
+
+    >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+    >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    >>> run_sql = governed_tool("database_query", lambda query: f"ran {query}", kernel=kernel)
+    >>> run_sql("SELECT 1")
+    'ran SELECT 1'
+    >>> try:
+    ...     run_sql(query="DROP TABLE users")
+    ... except ActionBlockedError as err:
+    ...     print(err)
+    action 'database_query' blocked by policy: SQLPolicy[critical]: DROP statement denied: DROP TABLE users
+    """
+    if not isinstance(tool_name, str) or not tool_name:
+        raise TypeError(f"tool_name must be a non-empty str, got {tool_name!r}")
+    if kernel is not None and not isinstance(kernel, GovernanceKernel):
+        raise TypeError(f"kernel must be a GovernanceKernel, got {type(kernel).__name__}")
+    if fn is None:
+        return lambda f: governed_tool(tool_name, f, kernel=kernel)
+    if not callable(fn):
+        raise TypeError(f"governed_tool needs a callable, got {type(fn).__name__}")
+    signature = inspect.signature(fn)
+
+    def bind(args: tuple, kwargs: dict) -> dict:
+        return dict(signature.bind(*args, **kwargs).arguments)
+
+    def call_args(decision: Decision) -> inspect.BoundArguments:
+        bound = signature.bind_partial()
+        bound.arguments.update(decision.action.args)
+        return bound
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            decision = _decide(tool_name, bind(args, kwargs), kernel)
+            bound, started = call_args(decision), time.perf_counter()
+            try:
+                result = await fn(*bound.args, **bound.kwargs)
+            except Exception as err:
+                _record(kernel, decision, started, error=err)
+                raise
+            _record(kernel, decision, started, result=result)
+            return result
+
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        decision = _decide(tool_name, bind(args, kwargs), kernel)
+        bound, started = call_args(decision), time.perf_counter()
+        try:
+            result = fn(*bound.args, **bound.kwargs)
+        except Exception as err:
+            _record(kernel, decision, started, error=err)
+            raise
+        _record(kernel, decision, started, result=result)
+        return result
+
+    return wrapper
