@@ -27,7 +27,7 @@ from agentlightning.contrib.kernel.agentos import (
     as_kernel,
 )
 
-from .tools import PolicyViolationError, RolloutGovernance, _enter, _exit, active_rollout
+from .tools import PolicyViolationError, RolloutGovernance, active_rollout
 
 __all__ = ["AgentOSRunner", "GovernedRunner", "GovernedRollout"]
 
@@ -134,7 +134,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self._wrap_agent(agent)
 
     def init_worker(self, worker_id: int, store: LightningStore, **kwargs: Any) -> None:
-        super().init_worker(worker_id, store, **kwargs)
         if self.audit_dir is not None:
             self.kernel.attach_recorder(self.audit_dir / f"worker-{worker_id}.db")
         elif self.kernel.audit is not None and self.kernel.audit.pid != os.getpid():
@@ -142,6 +141,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 "the kernel's FlightRecorder was opened in another process; its hash chain cannot be "
                 "shared. Pass audit_dir=... to AgentOSRunner so each runner process writes its own file."
             )
+        super().init_worker(worker_id, store, **kwargs)
 
     def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
         if self.kernel.audit is not None:
@@ -200,11 +200,10 @@ class AgentOSRunner(LitAgentRunner[Any]):
             fail_on_violation=self.fail_on_violation,
             on_decision=self._on_decision,
         )
-        tokens = _enter(state)
         try:
-            return await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
+            with state.activate():
+                return await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
         finally:
-            _exit(*tokens)
             await self._finish(next_rollout, state)
             if raise_on_exception:  # called from step(): it returns the governance fields
                 self._step_states[next_rollout.rollout_id] = state

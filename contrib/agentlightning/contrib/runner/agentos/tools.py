@@ -9,13 +9,14 @@ something else.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import inspect
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Tuple, TypeVar, overload
+from typing import Any, Callable, Iterator, List, Optional, Tuple, TypeVar, overload
 
 from agentlightning.emitter import emit_annotation
 from agentlightning.tracer.base import get_active_tracer
@@ -103,6 +104,20 @@ class RolloutGovernance:
     def blocked_actions(self) -> int:
         return sum(d.blocked for d in self.decisions)
 
+    @contextlib.contextmanager
+    def activate(self) -> Iterator["RolloutGovernance"]:
+        """Make this the active rollout (and its context the kernel's) in the current task.
+
+        Each asyncio task or thread sees only the state it activated, so concurrent rollouts
+        never mix decisions.
+        """
+        token = _ACTIVE.set(self)
+        try:
+            with governance_context(self.context):
+                yield self
+        finally:
+            _ACTIVE.reset(token)
+
     def summary(self) -> dict:
         """Plain-data summary (stored in the attempt's metadata under ``"agentos"``)."""
         by_policy: dict = {}
@@ -125,18 +140,6 @@ _ACTIVE: contextvars.ContextVar[Optional[RolloutGovernance]] = contextvars.Conte
 def active_rollout() -> Optional[RolloutGovernance]:
     """The governance state of the rollout running in this task, or None outside a governed rollout."""
     return _ACTIVE.get()
-
-
-def _enter(state: RolloutGovernance) -> Tuple[contextvars.Token, Any]:
-    token = _ACTIVE.set(state)
-    context_manager = governance_context(state.context)
-    context_manager.__enter__()
-    return token, context_manager
-
-
-def _exit(token: contextvars.Token, context_manager: Any) -> None:
-    context_manager.__exit__(None, None, None)
-    _ACTIVE.reset(token)
 
 
 def emit_decision_spans(decision: Decision) -> None:

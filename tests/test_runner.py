@@ -1,0 +1,185 @@
+"""AgentOSRunner in one process: the reference's step() forms, fail_on_violation, callbacks,
+governed tools outside a runner, and isolation of concurrent rollouts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+import agentlightning as agl
+from agentlightning.store.memory import InMemoryLightningStore
+
+from agentlightning.contrib.kernel.agentos import (
+    ActionContext,
+    GovernanceConfigError,
+    GovernanceKernel,
+    Severity,
+    SQLPolicy,
+)
+from agentlightning.contrib.runner.agentos import (
+    ActionBlockedError,
+    AgentOSRunner,
+    GovernedRollout,
+    GovernedRunner,
+    PolicyViolationError,
+    RolloutGovernance,
+    active_rollout,
+    governance_stats,
+    governed_tool,
+)
+
+from .conftest import table_counts
+from .runner_agents import InputSQLAgent, SQLAgent, execute_query
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+async def _started(runner: AgentOSRunner, agent: agl.LitAgent) -> InMemoryLightningStore:
+    store = InMemoryLightningStore()
+    await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+    runner.init(agent)
+    runner.init_worker(0, store)
+    return store
+
+
+def test_step_governs_the_task_input_before_the_agent_runs(shop_db, audit_path):
+    async def scenario():
+        kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])], recorder=audit_path)
+        runner = GovernedRunner(kernel, govern_input=True, log_violations=False)
+        store = await _started(runner, InputSQLAgent(str(shop_db)))
+        blocked = await runner.step("DROP TABLE users")
+        selected = await runner.step("SELECT id FROM users WHERE id <= 3")
+        stats = await governance_stats(store)
+        runner.teardown_worker(0)
+        runner.teardown()
+        return kernel, store, blocked, selected, stats
+
+    before = table_counts(shop_db)
+    kernel, store, blocked, selected, stats = _run(scenario())
+    assert table_counts(shop_db) == before  # the DROP never ran
+    assert isinstance(blocked, GovernedRollout) and blocked.task_input == "DROP TABLE users"
+    assert blocked.success is False and blocked.task_output is None  # the agent did not run
+    (violation,) = blocked.violations
+    assert (violation.policy_name, violation.severity, violation.penalty) == ("SQLPolicy", Severity.CRITICAL, -100.0)
+    assert blocked.total_penalty == -100.0 and blocked.execution_time_ms > 0
+    assert selected.success is True and selected.violations == [] and selected.task_output == 3.0  # rows returned
+    assert stats["total_rollouts"] == 2 and stats["total_violations"] == 1 and stats["total_checks"] == 2
+    assert [r["policy_verdict"] for r in kernel.audit.records()] == ["blocked", "allowed"]
+
+
+def test_fail_on_violation_raises_after_recording(shop_db):
+    async def scenario():
+        runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], fail_on_violation=True, log_violations=False)
+        store = await _started(runner, SQLAgent())
+        with pytest.raises(PolicyViolationError, match="DROP statement denied"):
+            await runner.step({"db": str(shop_db), "queries": ["SELECT 1", "DROP TABLE users"]})
+        return runner, store
+
+    runner, store = _run(scenario())
+    (rollout,) = _run(store.query_rollouts())
+    assert rollout.status == "failed"
+    spans = _run(store.query_spans(rollout.rollout_id))
+    assert sum(s.attributes.get("agentos.kind") == "violation" for s in spans) == 1
+    assert runner.get_stats()["total_violations"] == 1
+    assert "users" in table_counts(shop_db)
+
+
+def test_violation_callback_and_logging(shop_db, caplog):
+    seen = []
+
+    def callback(violation):
+        seen.append((violation.policy_name, violation.severity.value))
+        raise RuntimeError("callbacks may fail without breaking governance")
+
+    async def scenario():
+        runner = AgentOSRunner([SQLPolicy(deny=["DELETE"], severity="high")], violation_callback=callback)
+        await _started(runner, SQLAgent())
+        return runner, await runner.step({"db": str(shop_db), "queries": ["DELETE FROM orders", "SELECT 1"]})
+
+    with caplog.at_level(logging.WARNING):
+        runner, rollout = _run(scenario())
+    assert seen == [("SQLPolicy", "high")]
+    assert any("BLOCKED SQLPolicy[high]: DELETE statement denied" in r.getMessage() for r in caplog.records)
+    assert rollout.success is True and rollout.task_output == 0.5  # the agent recovered from the block
+    assert runner.get_stats() == {
+        "total_rollouts": 1, "total_violations": 1, "violation_rate": 1.0,
+        "total_checks": 2, "blocked_actions": 1, "rollouts_with_violations": 1,
+    }
+    assert runner.get_violation_rate() == 1.0
+
+
+def test_governed_tool_refuses_to_run_ungoverned(shop_db):
+    calls = []
+    tool = governed_tool("database_query", lambda query: calls.append(query))
+    with pytest.raises(RuntimeError, match="refusing to run it ungoverned"):
+        tool("SELECT 1")
+    assert calls == []
+
+
+def test_governed_tool_with_an_explicit_kernel_records_outcomes(shop_db, audit_path):
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=audit_path)
+    run = governed_tool("database_query", execute_query, kernel=kernel)
+    assert run("SELECT COUNT(*) FROM users", db=str(shop_db)) == [(50,)]
+    with pytest.raises(ActionBlockedError) as err:
+        run(query="DROP TABLE users", db=str(shop_db))
+    assert "users" in table_counts(shop_db)
+    assert err.value.violations[0].policy_name == "SQLPolicy"
+    rows = kernel.audit.records()
+    assert [(r["policy_verdict"], r["result"]) for r in rows] == [("allowed", "[(50,)]"), ("blocked", None)]
+
+
+def test_async_governed_tool():
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+
+    @governed_tool("database_query", kernel=kernel)
+    async def query(query: str) -> str:
+        return query.lower()
+
+    assert asyncio.run(query("SELECT 1")) == "select 1"
+    with pytest.raises(ActionBlockedError):
+        asyncio.run(query("DROP TABLE t"))
+
+
+def test_concurrent_rollouts_never_mix_decisions():
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    tool = governed_tool("database_query", lambda query: query)
+
+    async def rollout(name: str, n_drops: int) -> RolloutGovernance:
+        state = RolloutGovernance(kernel=kernel, context=ActionContext(rollout_id=name))
+        with state.activate():
+            for i in range(6):
+                try:
+                    tool("DROP TABLE t" if i < n_drops else "SELECT 1")
+                except ActionBlockedError:
+                    pass
+                await asyncio.sleep(0)  # interleave with the other rollouts
+        return state
+
+    async def main():
+        return await asyncio.gather(*(rollout(f"ro-{n}", n) for n in range(4)))
+
+    states = asyncio.run(main())
+    assert [len(s.violations) for s in states] == [0, 1, 2, 3]
+    assert all(d.context.rollout_id == s.context.rollout_id for s in states for d in s.decisions)
+    assert active_rollout() is None
+
+
+def test_bad_runner_configuration():
+    with pytest.raises(TypeError, match="expected a GovernanceKernel, an agent_os.KernelSpace or a list of policies"):
+        AgentOSRunner("strict")
+    with pytest.raises(TypeError, match="fail_on_violation must be a bool"):
+        AgentOSRunner([SQLPolicy()], fail_on_violation="yes")
+    with pytest.raises(TypeError, match="violation_callback must be callable"):
+        AgentOSRunner([SQLPolicy()], violation_callback=42)
+
+
+def test_a_recorder_from_another_process_is_refused(audit_path):
+    kernel = GovernanceKernel([SQLPolicy()], recorder=audit_path)
+    kernel.audit.pid = -1  # as if the kernel had been built in the parent of a forked runner
+    runner = AgentOSRunner(kernel)
+    with pytest.raises(GovernanceConfigError, match="Pass audit_dir="):
+        runner.init_worker(0, InMemoryLightningStore())

@@ -1,0 +1,115 @@
+"""AgentOSRunner inside the real agentlightning Trainer: client-server strategy, two runner
+processes, a real SQLite database, the real kernel, FlightRecorder files per process."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+
+import pytest
+from agent_os import FlightRecorder
+
+import agentlightning as agl
+
+from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+from agentlightning.contrib.runner.agentos import AgentOSRunner
+
+from .conftest import make_shop_db, table_counts
+from .runner_agents import SQLAgent, make_collecting_algorithm
+
+BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "SELECT 1; DROP TABLE orders", "TRUNCATE users"]
+GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'", "UPDATE users SET dropped_at = 'x' WHERE id = 1"]
+N_ROLLOUTS = 24
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def trainer_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("trainer")
+    db = tmp / "shop.db"
+    make_shop_db(db)
+    before = table_counts(db)
+    tasks = []
+    for i in range(N_ROLLOUTS):
+        queries = [GOOD[i % len(GOOD)]]
+        if i % 3 == 0:
+            queries.append(BAD[(i // 3) % len(BAD)])
+        if i % 8 == 0:
+            queries.append(BAD[(i // 8 + 1) % len(BAD)])
+        tasks.append({"db": str(db), "queries": queries, "sleep": 0.1})
+    result_path = tmp / "result.json"
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
+    runner = AgentOSRunner(kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False)
+    trainer = agl.Trainer(algorithm=make_collecting_algorithm(tasks, str(result_path)), runner=runner, n_runners=2, port=_free_port())
+    trainer.fit(SQLAgent())
+    result = json.loads(result_path.read_text())
+    return {"tasks": tasks, "result": result, "db": db, "before": before, "audit_dir": tmp / "audit"}
+
+
+def _expected_violations(task) -> int:
+    return sum(q in BAD for q in task["queries"])
+
+
+def test_every_rollout_succeeded_on_both_runner_processes(trainer_run):
+    rollouts = trainer_run["result"]["rollouts"].values()
+    assert {r["status"] for r in rollouts} == {"succeeded"}
+    assert len({r["worker_id"] for r in rollouts}) == 2
+
+
+def test_each_violation_is_one_span_of_its_own_rollout_and_attempt(trainer_run):
+    tasks = trainer_run["tasks"]
+    for rollout_id, rollout in trainer_run["result"]["rollouts"].items():
+        task = tasks[rollout["task_index"]]
+        checks = [s for s in rollout["spans"] if s["attributes"].get("agentos.kind") == "check"]
+        violations = [s for s in rollout["spans"] if s["attributes"].get("agentos.kind") == "violation"]
+        assert len(checks) == len(task["queries"])
+        assert len(violations) == _expected_violations(task)
+        keys = {(s["attributes"]["agentos.decision_id"], s["attributes"]["agentos.violation_index"]) for s in violations}
+        assert len(keys) == len(violations)  # no duplicates
+        for span in checks + violations:
+            assert span["rollout_id"] == rollout_id and span["attempt_id"] == rollout["attempt_id"]
+        for span in violations:
+            assert span["attributes"]["agentos.policy_name"] == "SQLPolicy"
+            assert span["attributes"]["agentos.severity"] == "critical"
+            assert span["attributes"]["agentos.action_blocked"] is True
+        summary = rollout["metadata"]["agentos"]
+        assert summary["violations"] == _expected_violations(task) and summary["checks"] == len(task["queries"])
+        # The agent's own reward span arrived too: the fraction of its queries that ran.
+        assert rollout["final_reward"] == pytest.approx(1 - _expected_violations(task) / len(task["queries"]))
+
+
+def test_store_statistics_equal_ground_truth(trainer_run):
+    tasks = trainer_run["tasks"]
+    stats = trainer_run["result"]["stats"]
+    expected = sum(_expected_violations(t) for t in tasks)
+    assert expected > 0
+    assert stats["total_rollouts"] == N_ROLLOUTS
+    assert stats["total_violations"] == expected == stats["blocked_actions"]
+    assert stats["total_checks"] == sum(len(t["queries"]) for t in tasks)
+    assert stats["rollouts_with_violations"] == sum(_expected_violations(t) > 0 for t in tasks)
+    assert stats["violation_rate"] == pytest.approx(expected / N_ROLLOUTS)
+    assert stats["duplicate_spans"] == 0
+
+
+def test_no_blocked_statement_reached_the_database(trainer_run):
+    assert table_counts(trainer_run["db"]) == trainer_run["before"]
+    names = [r[0] for r in sqlite3.connect(trainer_run["db"]).execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    assert sorted(names) == ["orders", "users"]
+
+
+def test_each_runner_process_kept_its_own_verifiable_audit_file(trainer_run):
+    files = sorted(trainer_run["audit_dir"].glob("worker-*.db"))
+    assert [f.name for f in files] == ["worker-0.db", "worker-1.db"]
+    blocked = 0
+    for path in files:
+        recorder = FlightRecorder(db_path=str(path))
+        assert recorder.verify_integrity()["valid"] is True
+        blocked += sum(row["policy_verdict"] == "blocked" for row in recorder.get_log())
+        recorder.close()
+    assert blocked == sum(_expected_violations(t) for t in trainer_run["tasks"])
