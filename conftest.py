@@ -4,3 +4,5 @@ import os
 
 # litellm (imported by agentlightning) fetches a model cost map from the network unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")
+os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")

@@ -31,6 +31,12 @@ from .tools import PolicyViolationError, RolloutGovernance, active_rollout
 
 __all__ = ["AgentOSRunner", "GovernedRunner", "GovernedRollout"]
 
+# AgentOps (agentlightning's default tracer) writes agentops.log into the current directory and
+# prints "Session Replay" links although nothing is sent anywhere; keep the first out of the
+# user's working tree and the second quiet, unless the user configured them.
+os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")
+os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
+
 logger = logging.getLogger(__name__)
 
 _ROLLOUT_METHODS = ("training_rollout", "validation_rollout", "training_rollout_async", "validation_rollout_async")

@@ -1,0 +1,521 @@
+"""Rollout throughput of AgentOSRunner next to the plain agentlightning LitAgentRunner.
+
+Run it on demand (pytest does not collect ``tests/benchmarks``)::
+
+    python tests/benchmarks/bench_runner_throughput.py                     # 40 rollouts x 8 rounds, seed 0
+    python tests/benchmarks/bench_runner_throughput.py --rollouts 60 --rounds 12 --seed 3 --json /tmp/runner.json
+
+The agent is the same in every arm: a ``LitAgent`` whose task is 2 or 3 SQL queries; it runs each
+one through a tool against a small real SQLite database (users, products, orders; built from
+``--seed`` in a temporary directory, never the working directory) and returns the fraction of its
+queries that ran as its reward. The queries are SELECTs with joins, filters, aggregates and
+sorting, with random parameters, so most are new to the policy's parse cache (as an LLM's queries
+would be). The tool opens a connection per call, runs the query and fetches all rows.
+
+Arms (rows of the table), each with its own runner, its own ``InMemoryLightningStore`` and the
+default ``AgentOpsTracer`` (the one the Trainer uses; all runners share the process's AgentOps
+client and span processor, as runners in one process do):
+
+* ``plain LitAgentRunner`` -- ``agentlightning.LitAgentRunner``; the tool is the plain function.
+* ``AgentOSRunner`` -- ``AgentOSRunner(GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE",
+  "TRUNCATE"], dialect="sqlite")]), log_violations=False)``; the tool is the same function
+  wrapped with ``governed_tool("database_query", fn)``. Every call is checked by the kernel and
+  becomes an annotation span of the rollout; the runner writes a governance summary to the
+  attempt's metadata and returns a ``GovernedRollout``.
+* ``AgentOSRunner + audit`` -- the same, with ``recorder=<tmpdir>/audit.db``: every decision is
+  also written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 hash chain). Allowed
+  decisions are batched by the recorder (it commits every 100 writes, on the calling thread);
+  blocked ones are flushed before the check returns; each executed call's outcome is written too.
+
+``--destructive`` of the tasks of every round (10 % by default, exactly that many per round) have
+one destructive statement among their queries (``DROP TABLE ...`` or ``DELETE FROM ...``). The
+governed arms block it (the tool does not run; the agent catches ``ActionBlockedError`` and goes
+on). The plain runner has no policy and would execute it, wrecking the database for every later
+rollout, so in the plain arm's copy of the task that statement is replaced by a read of the same
+rows (``DROP TABLE t`` -> ``SELECT COUNT(*) FROM t``, ``DELETE FROM t WHERE c`` -> ``SELECT
+COUNT(*) FROM t WHERE c``). So on those tasks the plain arm does one cheap query that the governed
+arms do not do -- a bias of a few tens of microseconds per affected rollout, in the governed arms'
+favour. Everything else about the tasks is identical across arms. The database is checked
+unchanged at the end.
+
+How rollouts are driven: ``await runner.step(task)`` in a loop, in one process and one event
+loop, after ``runner.init(agent)`` and ``runner.init_worker(0, store)``. ``step`` runs the same
+``_step_impl`` that ``runner.iter()`` runs for a dequeued rollout (resources, trace context,
+agent, reward, spans, ``update_attempt``), plus ``start_rollout`` and ``get_rollout_by_id``
+around it, and no polling, heartbeat or sleep between rollouts -- so the figures are the runner's
+own cost, not the queue's poll interval. Rollouts run one after another: agentlightning's tracer
+allows one active trace per process.
+
+Rounds: a warm-up round per arm (not counted), then ``--rounds`` rounds; in each round every arm
+runs ``--rollouts`` rollouts on that round's tasks (the same tasks for all arms; new tasks every
+round). The order of the arms rotates from round to round (ABC, BCA, CAB, ...) and the garbage
+collector is run (untimed) before each arm's batch, so on a noisy shared machine a slow spell or
+another arm's garbage hits every arm alike. The GC stays on during timing, as in real use.
+
+Columns:
+
+* ``rollouts/s median`` and ``min-max`` -- per round, rollouts divided by the wall time of the
+  arm's batch; the median and the spread over rounds.
+* ``vs plain`` -- median rollouts/s of the arm over that of the plain runner.
+* ``paired ratio`` -- the same ratio computed within each round (the arms ran seconds apart), its
+  median and [min-max] over rounds; less exposed to slow drift of the machine.
+* ``ms/rollout`` -- 1000 / median rollouts/s; ``+ms vs plain`` -- its difference to the plain
+  runner: the absolute cost of governance per rollout of this agent.
+* ``step p50 ms`` -- the median duration of a single ``step`` over all rounds.
+* ``checks``, ``blocked``, ``spans/rollout`` -- kernel checks and blocked calls in the counted
+  rounds, and the spans the store holds per rollout (governance adds one annotation span per
+  check and one per violation; each span is written to the store through the tracer's span
+  processor, which hands it to its own event-loop thread and waits for it).
+
+Below the table: whether every rollout succeeded, the database was left intact, and (audit arm)
+the FlightRecorder's record count and hash-chain check. Logging of agentlightning is set to ERROR
+(a second runner in one process makes the tracer warn that it reuses the span processor) and the
+runners' per-violation WARNING lines are off (``log_violations=False``), so no arm pays for
+writing log lines. Timing targets are not asserted; this only reports.
+"""
+
+from __future__ import annotations
+
+import os
+
+# agentlightning imports litellm, which otherwise fetches its model cost map over the network;
+# AgentOps would otherwise write agentops.log into the working directory.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")
+os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import platform  # noqa: E402
+import random  # noqa: E402
+import sqlite3  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from importlib import metadata  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
+
+import sqlglot  # noqa: E402
+import sqlglot.parser  # noqa: E402
+
+import agentlightning as agl  # noqa: E402
+from agentlightning.store.memory import InMemoryLightningStore  # noqa: E402
+
+from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
+from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool  # noqa: E402
+
+DENY = ("DROP", "DELETE", "TRUNCATE")
+TOOL = "database_query"
+WARMUP_ROLLOUTS = 10
+COUNTRIES = ("DE", "FR", "US", "JP", "BR", "IN", "NG", "CA")
+CATEGORIES = ("books", "games", "garden", "kitchen", "music", "sports", "tools", "toys")
+STATUSES = ("paid", "shipped", "refunded", "cancelled")
+N_USERS, N_PRODUCTS, N_ORDERS = 400, 80, 4000
+
+# ----------------------------------------------------------------------------- database and tasks
+
+
+def build_database(path: Path, seed: int) -> None:
+    """A small but real shop database: users, products and orders, with an index per join key."""
+    r = random.Random(seed)
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT NOT NULL, created_at TEXT NOT NULL);
+        CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL, category TEXT NOT NULL, price REAL NOT NULL);
+        CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id),
+                             product_id INTEGER NOT NULL REFERENCES products(id), total REAL NOT NULL,
+                             status TEXT NOT NULL, created_at TEXT NOT NULL);
+        CREATE INDEX orders_user ON orders(user_id);
+        CREATE INDEX orders_product ON orders(product_id);
+        """
+    )
+    conn.executemany(
+        "INSERT INTO users (name, country, created_at) VALUES (?, ?, ?)",
+        [(f"user{i}", r.choice(COUNTRIES), f"2025-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}") for i in range(N_USERS)],
+    )
+    conn.executemany(
+        "INSERT INTO products (name, category, price) VALUES (?, ?, ?)",
+        [(f"product{i}", r.choice(CATEGORIES), round(r.uniform(2, 300), 2)) for i in range(N_PRODUCTS)],
+    )
+    conn.executemany(
+        "INSERT INTO orders (user_id, product_id, total, status, created_at) VALUES (?, ?, ?, ?, ?)",
+        [
+            (r.randint(1, N_USERS), r.randint(1, N_PRODUCTS), round(r.uniform(2, 900), 2), r.choice(STATUSES),
+             f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}")
+            for _ in range(N_ORDERS)
+        ],
+    )
+    conn.commit()
+    conn.close()
+
+
+def table_counts(path: Path) -> Dict[str, int]:
+    conn = sqlite3.connect(path)
+    try:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {name: conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0] for name in names}
+    finally:
+        conn.close()
+
+
+def read_query(r: random.Random) -> str:
+    """One of the agent's read queries, with random parameters."""
+    uid, k = r.randint(1, N_USERS), r.randint(3, 20)
+    lo = r.randint(2, 200)
+    return r.choice(
+        [
+            f"SELECT COUNT(*), ROUND(SUM(total), 2) FROM orders WHERE user_id = {uid} AND status <> 'cancelled'",
+            f"SELECT u.name, COUNT(o.id) AS n, ROUND(SUM(o.total), 2) AS spent FROM users u JOIN orders o ON o.user_id = u.id "
+            f"WHERE u.country = '{r.choice(COUNTRIES)}' GROUP BY u.id ORDER BY spent DESC LIMIT {k}",
+            f"SELECT p.category, COUNT(*) AS n, ROUND(AVG(o.total), 2) FROM orders o JOIN products p ON p.id = o.product_id "
+            f"WHERE o.status = '{r.choice(STATUSES)}' AND o.created_at >= '2026-{r.randint(1, 12):02d}-01' GROUP BY p.category ORDER BY n DESC",
+            f"SELECT id, name, price FROM products WHERE category = '{r.choice(CATEGORIES)}' AND price BETWEEN {lo} AND {lo + r.randint(20, 200)} "
+            f"ORDER BY price LIMIT {k}",
+            f"SELECT o.id, o.total, u.name FROM orders o JOIN users u ON u.id = o.user_id WHERE o.status = 'refunded' "
+            f"AND o.total > {r.randint(100, 800)} ORDER BY o.total DESC LIMIT {k}",
+            f"WITH recent AS (SELECT user_id, SUM(total) AS spent FROM orders WHERE created_at >= '2026-{r.randint(6, 12):02d}-01' "
+            f"GROUP BY user_id) SELECT COUNT(*), ROUND(AVG(spent), 2) FROM recent WHERE spent > {r.randint(100, 1500)}",
+        ]
+    )
+
+
+def destructive_query(r: random.Random) -> Tuple[str, str]:
+    """A statement the policy denies, and the read of the same rows the plain arm runs instead."""
+    uid = r.randint(1, N_USERS)
+    return r.choice(
+        [
+            ("DROP TABLE orders", "SELECT COUNT(*) FROM orders"),
+            ("DROP TABLE IF EXISTS users", "SELECT COUNT(*) FROM users"),
+            (f"DELETE FROM orders WHERE user_id = {uid}", f"SELECT COUNT(*) FROM orders WHERE user_id = {uid}"),
+            (f"DELETE FROM users WHERE country = '{r.choice(COUNTRIES)}'", f"SELECT COUNT(*) FROM users WHERE country = '{r.choice(COUNTRIES)}'"),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class TaskPair:
+    governed: Dict[str, Any]  # what the governed arms run
+    plain: Dict[str, Any]  # the same task with its destructive statement (if any) replaced by a read
+    destructive: bool
+
+
+def make_tasks(r: random.Random, count: int, destructive_fraction: float, db: str) -> List[TaskPair]:
+    n_destructive = round(destructive_fraction * count)
+    destructive = set(r.sample(range(count), n_destructive))
+    tasks = []
+    for i in range(count):
+        queries = [read_query(r) for _ in range(r.choice((2, 3)))]
+        plain = list(queries)
+        if i in destructive:
+            position = r.randrange(len(queries))
+            queries[position], plain[position] = destructive_query(r)
+        tasks.append(TaskPair({"db": db, "queries": queries}, {"db": db, "queries": plain}, i in destructive))
+    return tasks
+
+
+# ----------------------------------------------------------------------------- agent
+
+
+def run_sql(query: str, db: str) -> List[tuple]:
+    """The agent's tool: one connection per call, all rows fetched."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(query).fetchall()
+    finally:
+        conn.close()
+
+
+class SQLTaskAgent(agl.LitAgent):
+    """Runs the queries of its task through ``tool``; reward = fraction of the queries that ran."""
+
+    def __init__(self, tool: Callable[..., List[tuple]]) -> None:
+        super().__init__()
+        self.tool = tool
+
+    def rollout(self, task: Dict[str, Any], resources: Any, rollout: Any) -> float:
+        ran = 0
+        for query in task["queries"]:
+            try:
+                self.tool(query, db=task["db"])
+                ran += 1
+            except ActionBlockedError:
+                pass  # an LLM agent would read the message and try something else
+        return ran / len(task["queries"])
+
+
+# ----------------------------------------------------------------------------- arms
+
+
+@dataclass
+class Arm:
+    label: str
+    runner: agl.LitAgentRunner
+    store: InMemoryLightningStore
+    governed: bool
+    kernel: Optional[GovernanceKernel] = None
+    rollouts_per_s: List[float] = field(default_factory=list)  # one per counted round
+    step_ms: List[float] = field(default_factory=list)  # every counted step
+    rollout_ids: List[str] = field(default_factory=list)  # counted rollouts
+    failed: int = 0
+
+    async def run_batch(self, tasks: Sequence[TaskPair], counted: bool) -> None:
+        clock = time.perf_counter
+        gc.collect()
+        steps: List[float] = []
+        ids: List[str] = []
+        failed = 0
+        batch_started = clock()
+        for pair in tasks:
+            started = clock()
+            rollout = await self.runner.step(pair.governed if self.governed else pair.plain)
+            steps.append(clock() - started)
+            ids.append(rollout.rollout_id)
+            failed += rollout.status != "succeeded"
+        elapsed = clock() - batch_started
+        if counted:
+            self.rollouts_per_s.append(len(tasks) / elapsed)
+            self.step_ms.extend(s * 1e3 for s in steps)
+            self.rollout_ids.extend(ids)
+            self.failed += failed
+
+
+async def start_arm(label: str, runner: agl.LitAgentRunner, tool: Callable[..., Any], governed: bool, kernel: Optional[GovernanceKernel] = None) -> Arm:
+    store = InMemoryLightningStore()
+    await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+    runner.init(SQLTaskAgent(tool))
+    runner.init_worker(0, store)
+    return Arm(label, runner, store, governed, kernel)
+
+
+def policy() -> SQLPolicy:
+    return SQLPolicy(deny=list(DENY), dialect="sqlite")
+
+
+@dataclass
+class Results:
+    arms: List[Arm]
+    db_intact: bool
+    audit: Dict[str, Any]
+    spans_per_rollout: Dict[str, float]
+    checks: Dict[str, int]
+    blocked: Dict[str, int]
+    expected_blocked: int
+    elapsed_s: float
+
+
+async def measure(rounds: int, rollouts: int, seed: int, destructive: float, tmp: Path) -> Results:
+    started = time.perf_counter()
+    db = tmp / "shop.db"
+    build_database(db, seed)
+    before = table_counts(db)
+    r = random.Random(seed)
+    warmup = make_tasks(r, WARMUP_ROLLOUTS, destructive, str(db))
+    schedule = [make_tasks(r, rollouts, destructive, str(db)) for _ in range(rounds)]
+
+    governed = governed_tool(TOOL, run_sql)
+    kernel = GovernanceKernel([policy()])
+    audit_kernel = GovernanceKernel([policy()], recorder=tmp / "audit.db")
+    arms = [
+        await start_arm("plain LitAgentRunner", agl.LitAgentRunner(agl.AgentOpsTracer()), run_sql, governed=False),
+        await start_arm("AgentOSRunner", AgentOSRunner(kernel, log_violations=False), governed, True, kernel),
+        await start_arm("AgentOSRunner + audit", AgentOSRunner(audit_kernel, log_violations=False), governed, True, audit_kernel),
+    ]
+    try:
+        for arm in arms:
+            await arm.run_batch(warmup, counted=False)
+        counts_before = {arm.label: dict(arm.runner.get_stats()) for arm in arms if isinstance(arm.runner, AgentOSRunner)}
+        for index, tasks in enumerate(schedule):
+            shift = index % len(arms)
+            for arm in (*arms[shift:], *arms[:shift]):
+                await arm.run_batch(tasks, counted=True)
+
+        spans_per_rollout = {}
+        for arm in arms:
+            total = 0
+            for rollout_id in arm.rollout_ids:
+                total += len(await arm.store.query_spans(rollout_id))
+            spans_per_rollout[arm.label] = total / len(arm.rollout_ids)
+        checks, blocked = {}, {}
+        for arm in arms:
+            if isinstance(arm.runner, AgentOSRunner):
+                stats = arm.runner.get_stats()
+                checks[arm.label] = stats["total_checks"] - counts_before[arm.label]["total_checks"]
+                blocked[arm.label] = stats["blocked_actions"] - counts_before[arm.label]["blocked_actions"]
+            else:
+                checks[arm.label] = blocked[arm.label] = 0
+    finally:
+        for arm in arms:
+            try:
+                arm.runner.teardown_worker(0)
+                arm.runner.teardown()
+            except Exception:  # noqa: BLE001 -- a teardown problem must not hide the figures
+                logging.getLogger(__name__).exception("teardown of %s failed", arm.label)
+    audit_kernel.audit.flush()
+    audit = audit_kernel.verify_audit()
+    audit_kernel.close()
+    kernel.close()
+    return Results(
+        arms=arms,
+        db_intact=table_counts(db) == before,
+        audit=audit,
+        spans_per_rollout=spans_per_rollout,
+        checks=checks,
+        blocked=blocked,
+        expected_blocked=sum(t.destructive for tasks in schedule for t in tasks),
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def environment() -> Dict[str, Any]:
+    def version(dist: str) -> Optional[str]:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "agentlightning": version("agentlightning"),
+        "agentops": version("agentops"),
+        "agent_os_kernel": version("agent-os-kernel"),
+        "sqlglot": sqlglot.__version__,
+        "sqlglotc_in_use": str(sqlglot.parser.__file__).endswith(".so"),
+        "sqlite": sqlite3.sqlite_version,
+    }
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[f"{c:,.2f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(row[j]) for row in cells)) for j, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths, strict=True)))
+
+    print(line(headers))
+    print(line(["-" * w for w in widths]))
+    for row in cells:
+        print(line(row))
+
+
+def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]:
+    """Print the figures; return them as a JSON-able dict."""
+    plain = results.arms[0]
+    plain_median = statistics.median(plain.rollouts_per_s)
+    rows = []
+    for arm in results.arms:
+        median = statistics.median(arm.rollouts_per_s)
+        paired = [a / p for a, p in zip(arm.rollouts_per_s, plain.rollouts_per_s, strict=True)]
+        rows.append(
+            {
+                "arm": arm.label,
+                "rounds": len(arm.rollouts_per_s),
+                "rollouts": len(arm.rollout_ids),
+                "rollouts_per_s_median": median,
+                "rollouts_per_s_min": min(arm.rollouts_per_s),
+                "rollouts_per_s_max": max(arm.rollouts_per_s),
+                "rollouts_per_s_by_round": arm.rollouts_per_s,
+                "ratio_to_plain": median / plain_median,
+                "paired_ratio_median": statistics.median(paired),
+                "paired_ratio_min": min(paired),
+                "paired_ratio_max": max(paired),
+                "ms_per_rollout": 1e3 / median,
+                "extra_ms_vs_plain": 1e3 / median - 1e3 / plain_median,
+                "step_p50_ms": statistics.median(arm.step_ms),
+                "checks": results.checks[arm.label],
+                "blocked": results.blocked[arm.label],
+                "spans_per_rollout": results.spans_per_rollout[arm.label],
+                "failed_rollouts": arm.failed,
+            }
+        )
+
+    print(header)
+    print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")
+    sqlglotc = "yes" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
+    print(
+        f"agentlightning {env['agentlightning']}, agentops {env['agentops']}, agent-os-kernel {env['agent_os_kernel']}, "
+        f"sqlglot {env['sqlglot']} (compiled parser: {sqlglotc}), SQLite {env['sqlite']}"
+    )
+    print(f"policy: SQLPolicy(deny={list(DENY)}, dialect='sqlite'); driven by runner.step(); InMemoryLightningStore; AgentOpsTracer\n")
+    print_table(
+        ["arm", "rollouts/s median", "min-max", "vs plain", "paired ratio [min-max]", "ms/rollout", "+ms vs plain", "step p50 ms", "checks", "blocked", "spans/rollout"],
+        [
+            [
+                row["arm"],
+                f"{row['rollouts_per_s_median']:.1f}",
+                f"{row['rollouts_per_s_min']:.1f}-{row['rollouts_per_s_max']:.1f}",
+                f"{row['ratio_to_plain']:.2f}",
+                f"{row['paired_ratio_median']:.2f} [{row['paired_ratio_min']:.2f}-{row['paired_ratio_max']:.2f}]",
+                f"{row['ms_per_rollout']:.2f}",
+                "-" if row is rows[0] else f"{row['extra_ms_vs_plain']:+.2f}",
+                f"{row['step_p50_ms']:.2f}",
+                row["checks"] if row is not rows[0] else "-",
+                row["blocked"] if row is not rows[0] else "-",
+                f"{row['spans_per_rollout']:.1f}",
+            ]
+            for row in rows
+        ],
+    )
+    failed = sum(row["failed_rollouts"] for row in rows)
+    print(f"\nrollouts that did not succeed: {failed}; database unchanged after all rollouts: {'yes' if results.db_intact else 'NO'}")
+    print(
+        f"destructive statements in the counted tasks: {results.expected_blocked}; blocked by "
+        + ", ".join(f"{label}: {n}" for label, n in results.blocked.items() if label != plain.label)
+        + " (the plain arm ran a read of the same rows instead)"
+    )
+    print(f"audit trail: {results.audit.get('total_entries')} FlightRecorder records (warm-up included), hash chain valid: {results.audit.get('valid')}")
+    print(f"\nset-up, warm-up and measurement took {results.elapsed_s:.1f} s")
+    return {
+        "environment": env,
+        "rows": rows,
+        "db_intact": results.db_intact,
+        "destructive_statements": results.expected_blocked,
+        "audit": {"records": results.audit.get("total_entries"), "valid": results.audit.get("valid")},
+        "elapsed_s": results.elapsed_s,
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rollouts", type=int, default=40, help="rollouts per arm per round (default: 40)")
+    parser.add_argument("--rounds", type=int, default=8, help="counted rounds; every arm runs once per round, in rotating order (default: 8)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the database content and of the tasks (default: 0)")
+    parser.add_argument(
+        "--destructive", type=float, default=0.1, metavar="FRACTION",
+        help="fraction of each round's tasks that carry one DROP or DELETE (default: 0.1)",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    if args.rollouts < 1:
+        parser.error("--rollouts must be at least 1")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if not 0 <= args.destructive <= 1:
+        parser.error("--destructive must be between 0 and 1")
+
+    logging.getLogger("agentlightning").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
+        results = asyncio.run(measure(args.rounds, args.rollouts, args.seed, args.destructive, Path(tmp)))
+    header = (
+        f"Rollout throughput, plain LitAgentRunner vs AgentOSRunner -- {args.rounds} rounds x {args.rollouts} rollouts per arm, "
+        f"seed={args.seed}, destructive={args.destructive:.0%} of tasks, warm-up={WARMUP_ROLLOUTS} rollouts per arm"
+    )
+    figures = report(results, header, environment())
+    if args.json is not None:
+        settings = {"rollouts": args.rollouts, "rounds": args.rounds, "seed": args.seed, "destructive": args.destructive, "warmup": WARMUP_ROLLOUTS}
+        args.json.write_text(json.dumps({**settings, **figures}, indent=2) + "\n")
+        print(f"figures written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
