@@ -13,6 +13,7 @@ from typing import Any, Dict, List
 import agentlightning as agl
 from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
+from agentlightning.store.client_server import LightningStoreClient
 
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governance_stats, governed_tool
 
@@ -55,8 +56,9 @@ class InputSQLAgent(agl.LitAgent):
         return float(len(execute_query(task, self.db)))
 
 
-def make_collecting_algorithm(tasks: List[Dict[str, Any]], result_path: str):
-    """An @algo that enqueues ``tasks``, waits for them, and writes what the store holds to JSON."""
+def make_collecting_algorithm(tasks: List[Dict[str, Any]], result_path: str, port: int):
+    """An @algo that enqueues ``tasks``, waits for them, and writes what the store holds to JSON
+    (statistics both from the server-side store and through an HTTP client of it)."""
 
     @algo
     async def collect(*, store: agl.LightningStore) -> None:
@@ -85,6 +87,12 @@ def make_collecting_algorithm(tasks: List[Dict[str, Any]], result_path: str):
                 ],
             }
         stats = await governance_stats(store, ids)
-        Path(result_path).write_text(json.dumps({"rollouts": per_rollout, "stats": stats}, default=str))
+        client = LightningStoreClient(f"http://localhost:{port}")
+        try:
+            client_stats = await governance_stats(client)
+        finally:
+            await client.close()
+        result = {"rollouts": per_rollout, "stats": stats, "client_stats": client_stats}
+        Path(result_path).write_text(json.dumps(result, default=str))
 
     return collect

@@ -46,7 +46,8 @@ def trainer_run(tmp_path_factory):
     result_path = tmp / "result.json"
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
     runner = AgentOSRunner(kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False)
-    trainer = agl.Trainer(algorithm=make_collecting_algorithm(tasks, str(result_path)), runner=runner, n_runners=2, port=_free_port())
+    port = _free_port()
+    trainer = agl.Trainer(algorithm=make_collecting_algorithm(tasks, str(result_path), port), runner=runner, n_runners=2, port=port)
     trainer.fit(SQLAgent())
     result = json.loads(result_path.read_text())
     return {"tasks": tasks, "result": result, "db": db, "before": before, "audit_dir": tmp / "audit"}
@@ -95,6 +96,7 @@ def test_store_statistics_equal_ground_truth(trainer_run):
     assert stats["rollouts_with_violations"] == sum(_expected_violations(t) > 0 for t in tasks)
     assert stats["violation_rate"] == pytest.approx(expected / N_ROLLOUTS)
     assert stats["duplicate_spans"] == 0
+    assert trainer_run["result"]["client_stats"] == stats  # the same through an HTTP client of the store server
 
 
 def test_no_blocked_statement_reached_the_database(trainer_run):
