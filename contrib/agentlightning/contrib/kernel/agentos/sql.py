@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import sqlglot
 from sqlglot import exp
@@ -110,13 +110,19 @@ class _FlatCommentsDialect(sqlglot.Dialect):
         NESTED_COMMENTS = False
 
 
-def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
+def analyze_sql(
+    query: str, dialect: Optional[str] = None, *, describe: Optional[Callable[[FrozenSet[str]], bool]] = None
+) -> SQLAnalysis:
     """Parse ``query`` into statements and name the kinds each contains.
 
     With no ``dialect`` the database's comment rules are unknown, so text containing ``/*`` is
     read both with nesting block comments (Postgres) and without (SQLite, MySQL); it counts as
     everything either reading finds, and fails if either reading fails. ``SELECT 1 /* /* */;
     DROP TABLE t; -- */`` is a harmless comment in Postgres but drops ``t`` in SQLite.
+
+    Rendering a statement back to text costs as much as parsing it, so ``describe(kinds)`` may
+    say which statements need their text (a policy asks only for the ones it will report);
+    the others get an empty text.
 
     >>> analyze_sql("SELECT 'DROP TABLE users'").kinds == {"SELECT"}
     True
@@ -127,9 +133,9 @@ def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
     >>> sorted(analyze_sql("SELECT 1 /* /* */; DROP TABLE t; -- */").kinds)
     ['DROP', 'SELECT']
     """
-    analysis = _analyze_one_reading(query, dialect)
+    analysis = _analyze_one_reading(query, dialect, describe)
     if dialect is None and "/*" in query and analysis.error is None:
-        flat = _analyze_one_reading(query, _FlatCommentsDialect)
+        flat = _analyze_one_reading(query, _FlatCommentsDialect, describe)
         if flat.error is not None:
             return flat
         extra = tuple(s for s in flat.statements if s not in analysis.statements)
@@ -137,7 +143,7 @@ def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
     return analysis
 
 
-def _analyze_one_reading(query: str, dialect: Any) -> SQLAnalysis:
+def _analyze_one_reading(query: str, dialect: Any, describe: Optional[Callable[[FrozenSet[str]], bool]]) -> SQLAnalysis:
     try:
         parsed = sqlglot.parse(query, read=dialect)
     except SqlglotError as err:
@@ -163,7 +169,9 @@ def _analyze_one_reading(query: str, dialect: Any) -> SQLAnalysis:
                 kind = _kind_of(sub)
                 if kind is not None:
                     kinds.add(kind)
-        statements.append((_snippet(node.sql(dialect=dialect)), frozenset(kinds)))
+        frozen = frozenset(kinds)
+        text = _snippet(node.sql(dialect=dialect)) if describe is None or describe(frozen) else ""
+        statements.append((text, frozen))
     if not statements:
         return SQLAnalysis((), "empty SQL: no statement to run")
     return SQLAnalysis(tuple(statements))
@@ -256,7 +264,13 @@ class SQLPolicy(Policy):
         self.max_query_chars = max_query_chars
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise GovernanceConfigError(f"cache_size must be an int >= 0, got {cache_size!r}")
-        self._analyze = functools.lru_cache(maxsize=cache_size)(functools.partial(analyze_sql, dialect=dialect))
+        self._analyze = functools.lru_cache(maxsize=cache_size)(
+            functools.partial(analyze_sql, dialect=dialect, describe=self._reports)
+        )
+
+    def _reports(self, kinds: FrozenSet[str]) -> bool:
+        """Whether a statement of these kinds produces a finding (and so needs its text)."""
+        return bool(kinds & self.deny) or (self.allow is not None and bool(kinds - self.allow))
 
     def check_sql(self, query: Any) -> List[PolicyViolation]:
         """Decide on SQL text directly (for notebooks and other frameworks)."""
