@@ -19,7 +19,6 @@ from agentlightning.contrib.kernel.agentos import (
     GovernanceConfigError,
     GovernanceKernel,
     Policy,
-    PolicyViolation,
     Severity,
     SQLPolicy,
     ToolAllowListPolicy,

@@ -44,21 +44,19 @@ import argparse
 import json
 import math
 import os
-import platform
 import random
 import statistics
 import tempfile
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 # agentlightning imports litellm, which otherwise fetches its model cost map over the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import sqlglot  # noqa: E402
-import sqlglot.parser  # noqa: E402
+
+from bench_common import environment, print_table  # noqa: E402
 from agent_os import PolicyEngine  # noqa: E402
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 
@@ -391,37 +389,6 @@ def warm_up(calls: Sequence[Call], count: int) -> None:
 # ----------------------------------------------------------------------------- report
 
 
-def environment() -> Dict[str, Any]:
-    def version(dist: str) -> Optional[str]:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return None
-
-    return {
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "sqlglot": sqlglot.__version__,
-        "sqlglotc_installed": version("sqlglotc"),
-        "sqlglotc_in_use": str(sqlglot.parser.__file__).endswith(".so"),
-        "agent_os_kernel": version("agent-os-kernel"),
-    }
-
-
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[f"{c:,.1f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(row[j]) for row in cells)) for j, h in enumerate(headers)]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths, strict=True)))
-
-    print(line(headers))
-    print(line(["-" * w for w in widths]))
-    for row in cells:
-        print(line(row))
-
-
 def short(sql: str, limit: int = 100) -> str:
     text = repr(sql)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -494,7 +461,7 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
 
     print(header)
     print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")
-    sqlglotc = f"yes (sqlglotc {env['sqlglotc_installed']})" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
+    sqlglotc = f"yes (sqlglotc {env['sqlglotc']})" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
     print(f"sqlglot {env['sqlglot']}, compiled sqlglotc parser in use: {sqlglotc}; agent-os-kernel {env['agent_os_kernel']}")
     print(f"policy: SQLPolicy(deny={list(DENY)}); Agent OS: PolicyEngine with role {ROLE!r} allowed {TOOL!r}\n")
     print_table(
@@ -563,7 +530,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     workload, warmup = queries[: args.n], queries[args.n :]
     results = measure(workload, warmup)
     header = f"Governance kernel decision latency -- n={args.n} distinct queries, seed={args.seed}, warm-up={len(warmup)}"
-    figures = report(workload, results, header, environment())
+    figures = report(workload, results, header, environment("sqlglotc", "agent-os-kernel"))
     if args.json is not None:
         args.json.write_text(json.dumps({"n": args.n, "seed": args.seed, "warmup": len(warmup), **figures}, indent=2) + "\n")
         print(f"figures written to {args.json}")

@@ -98,19 +98,17 @@ import asyncio  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import platform  # noqa: E402
 import random  # noqa: E402
 import sqlite3  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
-from importlib import metadata  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
 
-import sqlglot  # noqa: E402
-import sqlglot.parser  # noqa: E402
+
+from bench_common import environment, print_table  # noqa: E402
 
 import agentlightning as agl  # noqa: E402
 from agentlightning.store.memory import InMemoryLightningStore  # noqa: E402
@@ -384,39 +382,6 @@ async def measure(rounds: int, rollouts: int, seed: int, destructive: float, tmp
 # ----------------------------------------------------------------------------- report
 
 
-def environment() -> Dict[str, Any]:
-    def version(dist: str) -> Optional[str]:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return None
-
-    return {
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "agentlightning": version("agentlightning"),
-        "agentops": version("agentops"),
-        "agent_os_kernel": version("agent-os-kernel"),
-        "sqlglot": sqlglot.__version__,
-        "sqlglotc_in_use": str(sqlglot.parser.__file__).endswith(".so"),
-        "sqlite": sqlite3.sqlite_version,
-    }
-
-
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[f"{c:,.2f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(row[j]) for row in cells)) for j, h in enumerate(headers)]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths, strict=True)))
-
-    print(line(headers))
-    print(line(["-" * w for w in widths]))
-    for row in cells:
-        print(line(row))
-
-
 def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]:
     """Print the figures; return them as a JSON-able dict."""
     plain = results.arms[0]
@@ -474,6 +439,7 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
             ]
             for row in rows
         ],
+        float_format=",.2f",
     )
     failed = sum(row["failed_rollouts"] for row in rows)
     print(f"\nrollouts that did not succeed: {failed}; database unchanged after all rollouts: {'yes' if results.db_intact else 'NO'}")
@@ -519,7 +485,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         f"Rollout throughput, plain LitAgentRunner vs AgentOSRunner -- {args.rounds} rounds x {args.rollouts} rollouts per arm, "
         f"seed={args.seed}, destructive={args.destructive:.0%} of tasks, warm-up={WARMUP_ROLLOUTS} rollouts per arm"
     )
-    figures = report(results, header, environment())
+    figures = report(results, header, environment("agentlightning", "agentops", "agent-os-kernel"))
     if args.json is not None:
         settings = {"rollouts": args.rollouts, "rounds": args.rounds, "seed": args.seed, "destructive": args.destructive, "warmup": WARMUP_ROLLOUTS}
         args.json.write_text(json.dumps({**settings, **figures}, indent=2) + "\n")

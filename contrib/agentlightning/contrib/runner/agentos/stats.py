@@ -8,7 +8,6 @@ from typing import Any, Dict, Optional, Sequence
 from agentlightning.store.base import LightningStore
 
 from agentlightning.contrib.kernel.agentos.semconv import (
-    AGENTOS_ACTION_BLOCKED,
     AGENTOS_DECISION_ID,
     AGENTOS_POLICY_NAME,
     AGENTOS_SEVERITY,
