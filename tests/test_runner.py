@@ -51,6 +51,7 @@ def test_step_governs_the_task_input_before_the_agent_runs(shop_db, audit_path):
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])], recorder=audit_path)
         runner = GovernedRunner(kernel, govern_input=True, log_violations=False)
         store = await _started(runner, InputSQLAgent(str(shop_db)))
+        runner.init(runner.get_agent())  # a second init must not govern the input twice
         blocked = await runner.step("DROP TABLE users")
         selected = await runner.step("SELECT id FROM users WHERE id <= 3")
         stats = await governance_stats(store)

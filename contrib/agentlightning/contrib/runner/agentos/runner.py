@@ -132,7 +132,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.agent_id = agent_id
         self.audit_dir = Path(audit_dir) if audit_dir is not None else None
         self._counts = {"total_rollouts": 0, "total_violations": 0, "total_checks": 0, "blocked_actions": 0, "rollouts_with_violations": 0}
-        self._step_states: Dict[str, RolloutGovernance] = {}
+        self._last_step_state: Optional[RolloutGovernance] = None
 
     # ------------------------------------------------------------------ lifecycle
     def init(self, agent: LitAgent[Any], **kwargs: Any) -> None:
@@ -163,6 +163,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
     def _wrap_agent(self, agent: LitAgent[Any]) -> None:
         """Shadow the agent's rollout methods (on the instance) to govern a string task first."""
         for name in _ROLLOUT_METHODS:
+            agent.__dict__.pop(name, None)  # never wrap a wrapper (init may run twice on one agent)
             original = getattr(agent, name)
             if name.endswith("_async"):
 
@@ -211,8 +212,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 return await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
         finally:
             await self._finish(next_rollout, state)
-            if raise_on_exception:  # called from step(): it returns the governance fields
-                self._step_states[next_rollout.rollout_id] = state
+            if raise_on_exception:  # called from step(), which returns the governance fields
+                self._last_step_state = state
 
     async def _post_process_rollout_result(self, rollout: AttemptedRollout, raw_result: Any) -> Any:
         state = active_rollout()
@@ -254,8 +255,12 @@ class AgentOSRunner(LitAgentRunner[Any]):
     async def step(self, input: Any, *, resources: Any = None, mode: Any = None, event: Any = None) -> GovernedRollout:  # type: ignore[override]
         """Run one task now and return the rollout with its governance fields."""
         started = time.perf_counter()
-        rollout = await super().step(input, resources=resources, mode=mode, event=event)
-        state = self._step_states.pop(rollout.rollout_id)
+        try:
+            rollout = await super().step(input, resources=resources, mode=mode, event=event)
+            state = self._last_step_state
+        finally:
+            self._last_step_state = None
+        assert state is not None and state.context.rollout_id == rollout.rollout_id
         return GovernedRollout.from_state(rollout, state, (time.perf_counter() - started) * 1e3)
 
     # ------------------------------------------------------------------ statistics
