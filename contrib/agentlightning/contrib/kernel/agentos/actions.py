@@ -8,9 +8,9 @@ import contextvars
 import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Iterator, Mapping, Optional, Tuple
 
-from .violations import PolicyViolation, Severity
+from .violations import PolicyViolation
 
 __all__ = [
     "Action",
@@ -166,27 +166,6 @@ class Decision:
         return float(sum(v.penalty for v in self.violations))  # type: ignore[misc]
 
     @property
-    def max_severity(self) -> Optional[Severity]:
-        if not self.violations:
-            return None
-        return max((v.severity for v in self.violations), key=lambda s: s.rank)
-
-    @property
     def reason(self) -> str:
         """One line naming every violation, e.g. ``SQLPolicy[critical]: DROP statement denied``."""
         return "; ".join(f"{v.policy_name}[{v.severity.value}]: {v.description}" for v in self.violations)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "decision_id": self.decision_id,
-            "verdict": self.verdict.value,
-            "tool_name": self.action.tool_name,
-            "agent_id": self.context.agent_id,
-            "rollout_id": self.context.rollout_id,
-            "attempt_id": self.context.attempt_id,
-            "violations": [v.to_dict() for v in self.violations],
-            "signals": list(self.signals),
-            "total_penalty": self.total_penalty,
-            "audit_id": self.audit_id,
-            "elapsed_us": self.elapsed_us,
-        }

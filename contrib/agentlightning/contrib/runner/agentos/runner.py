@@ -170,8 +170,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 async def async_method(task: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
                     if not self._task_allowed(task):
                         return None
-                    result = await _original(task, *args, **kwargs)
-                    return result
+                    return await _original(task, *args, **kwargs)
 
                 setattr(agent, name, async_method)
             else:

@@ -77,7 +77,6 @@ class RolloutGovernance:
     decisions: List[Decision] = field(default_factory=list)
     task_output: Any = None
     input_blocked: bool = False
-    started: float = field(default_factory=time.perf_counter)
 
     def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
         """Check ``action``, record the decision here and as spans of the active trace."""
@@ -215,20 +214,18 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
         raise TypeError(f"governed_tool needs a callable, got {type(fn).__name__}")
     signature = inspect.signature(fn)
 
-    def bind(args: tuple, kwargs: dict) -> dict:
-        return dict(signature.bind(*args, **kwargs).arguments)
-
-    def call_args(decision: Decision) -> inspect.BoundArguments:
+    def start(args: tuple, kwargs: dict) -> Tuple[Decision, inspect.BoundArguments, float]:
+        """Decide on the call; the arguments to run with are the (possibly rewritten) action's."""
+        decision = _decide(tool_name, dict(signature.bind(*args, **kwargs).arguments), kernel)
         bound = signature.bind_partial()
         bound.arguments.update(decision.action.args)
-        return bound
+        return decision, bound, time.perf_counter()
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            decision = _decide(tool_name, bind(args, kwargs), kernel)
-            bound, started = call_args(decision), time.perf_counter()
+            decision, bound, started = start(args, kwargs)
             try:
                 result = await fn(*bound.args, **bound.kwargs)
             except Exception as err:
@@ -241,8 +238,7 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        decision = _decide(tool_name, bind(args, kwargs), kernel)
-        bound, started = call_args(decision), time.perf_counter()
+        decision, bound, started = start(args, kwargs)
         try:
             result = fn(*bound.args, **bound.kwargs)
         except Exception as err:
