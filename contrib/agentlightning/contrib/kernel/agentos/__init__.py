@@ -20,14 +20,17 @@ from .engine import AgentOSPolicy
 from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy
 from . import semconv
+from .stats import governance_stats
 from .sql import SQL_KEYWORDS, SQLAnalysis, SQLPolicy, analyze_sql
 from .violations import (
+    DEFAULT_SEVERITY_COSTS,
     DEFAULT_SEVERITY_PENALTIES,
     GovernanceConfigError,
     PolicyViolation,
     PolicyViolationType,
     Severity,
     ViolationType,
+    constraint_cost,
 )
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "AgentOSPolicy",
     "AuditTrail",
     "CostControlPolicy",
+    "DEFAULT_SEVERITY_COSTS",
     "DEFAULT_SEVERITY_PENALTIES",
     "Decision",
     "GovernanceConfigError",
@@ -53,8 +57,10 @@ __all__ = [
     "analyze_sql",
     "semconv",
     "as_kernel",
+    "constraint_cost",
     "current_context",
     "decision_from_record",
     "governance_context",
+    "governance_stats",
     "open_flight_recorder",
 ]

@@ -3,7 +3,10 @@ audit adapter so that every path writes (and every reader finds) the same spans.
 
 Each kernel check becomes one ``agentlightning.annotation`` span tagged ``agentos.check``; each
 violation of that check becomes one more annotation span tagged ``agentos.violation``, linked to
-its check by ``agentos.decision_id``. Attribute names are the constants below.
+its check by ``agentos.decision_id``. The governed reward of a rollout is one multi-dimensional
+agentlightning reward span (primary dimension ``final``, then ``base``, ``policy_penalty`` and
+``clean_bonus``) tagged ``agentos.reward``, carrying the constraint cost and violation count as
+attributes (:class:`GovernedReward`). Attribute names are the constants below.
 
 >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
 >>> decision = GovernanceKernel([SQLPolicy(deny=["DROP"])]).check(Action.sql("DROP TABLE t"))
@@ -14,7 +17,8 @@ its check by ``agentos.decision_id``. Attribute names are the constants below.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional
 
 from agentlightning.utils.otel import make_link_attributes, make_tag_attributes
 
@@ -38,6 +42,16 @@ __all__ = [
     "AGENTOS_DESCRIPTION",
     "AGENTOS_PENALTY",
     "AGENTOS_ACTION_BLOCKED",
+    "AGENTOS_REWARD_TAG",
+    "AGENTOS_COST",
+    "AGENTOS_REWARD_CLAMPED",
+    "AGENTOS_LAGRANGE_MULTIPLIER",
+    "REWARD_FINAL",
+    "REWARD_BASE",
+    "REWARD_POLICY_PENALTY",
+    "REWARD_CLEAN_BONUS",
+    "GovernedReward",
+    "is_governed_reward_span",
     "check_span_attributes",
     "violation_span_attributes",
     "is_check_span",
@@ -62,6 +76,17 @@ AGENTOS_VIOLATION_TYPE = "agentos.violation_type"
 AGENTOS_DESCRIPTION = "agentos.description"
 AGENTOS_PENALTY = "agentos.penalty"
 AGENTOS_ACTION_BLOCKED = "agentos.action_blocked"
+
+AGENTOS_REWARD_TAG = "agentos.reward"
+AGENTOS_COST = "agentos.cost"  #: constraint cost of the rollout (>= 0), see ``constraint_cost``
+AGENTOS_REWARD_CLAMPED = "agentos.reward_clamped"  #: the final reward hit min_reward/max_reward
+AGENTOS_LAGRANGE_MULTIPLIER = "agentos.lagrange_multiplier"  #: the multiplier that priced the cost
+
+#: Names of the governed reward's dimensions; ``final`` is the primary one (``find_final_reward``).
+REWARD_FINAL = "final"
+REWARD_BASE = "base"
+REWARD_POLICY_PENALTY = "policy_penalty"
+REWARD_CLEAN_BONUS = "clean_bonus"
 
 #: Descriptions are truncated in span attributes (the full text is in the audit trail).
 MAX_DESCRIPTION_CHARS = 1000
@@ -114,3 +139,61 @@ def is_check_span(span: Any) -> bool:
 def is_violation_span(span: Any) -> bool:
     """True for a span written with :func:`violation_span_attributes`."""
     return _kind(getattr(span, "attributes", None) or {}) == "violation"
+
+
+@dataclass(frozen=True)
+class GovernedReward:
+    """One rollout's (or one step's) governed reward, decomposed.
+
+    ``final = clamp(base + policy_penalty + clean_bonus)``; ``cost`` is the constraint cost kept
+    separate from the reward, ``clamped`` says whether a bound was hit.
+
+    >>> r = GovernedReward(final=-100.0, base=1.0, policy_penalty=-200.0, clean_bonus=0.0, cost=20.0, violation_count=2, clamped=True)
+    >>> r.dimensions()
+    {'final': -100.0, 'base': 1.0, 'policy_penalty': -200.0, 'clean_bonus': 0.0}
+    >>> r.span_attributes()[AGENTOS_COST], r.span_attributes()[AGENTOS_VIOLATION_COUNT]
+    (20.0, 2)
+    """
+
+    final: float
+    base: float
+    policy_penalty: float
+    clean_bonus: float
+    cost: float
+    violation_count: int
+    clamped: bool = False
+    lagrange_multiplier: Optional[float] = None
+
+    def dimensions(self) -> Dict[str, float]:
+        """The reward dimensions, ``final`` first (agentlightning's primary dimension)."""
+        return {
+            REWARD_FINAL: self.final,
+            REWARD_BASE: self.base,
+            REWARD_POLICY_PENALTY: self.policy_penalty,
+            REWARD_CLEAN_BONUS: self.clean_bonus,
+        }
+
+    def span_attributes(self) -> Dict[str, Any]:
+        """Attributes of the reward span besides the reward dimensions."""
+        attributes: Dict[str, Any] = {
+            AGENTOS_KIND: "reward",
+            AGENTOS_COST: self.cost,
+            AGENTOS_VIOLATION_COUNT: self.violation_count,
+            AGENTOS_REWARD_CLAMPED: self.clamped,
+            **make_tag_attributes([AGENTOS_REWARD_TAG]),
+        }
+        if self.lagrange_multiplier is not None:
+            attributes[AGENTOS_LAGRANGE_MULTIPLIER] = self.lagrange_multiplier
+        return attributes
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-ready form (stored in the attempt's metadata)."""
+        data = {**self.dimensions(), "cost": self.cost, "violation_count": self.violation_count, "clamped": self.clamped}
+        if self.lagrange_multiplier is not None:
+            data["lagrange_multiplier"] = self.lagrange_multiplier
+        return data
+
+
+def is_governed_reward_span(span: Any) -> bool:
+    """True for the reward span written from a :class:`GovernedReward`."""
+    return _kind(getattr(span, "attributes", None) or {}) == "reward"

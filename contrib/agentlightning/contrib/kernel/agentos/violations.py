@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 __all__ = [
     "Severity",
@@ -19,7 +19,9 @@ __all__ = [
     "PolicyViolationType",
     "PolicyViolation",
     "DEFAULT_SEVERITY_PENALTIES",
+    "DEFAULT_SEVERITY_COSTS",
     "GovernanceConfigError",
+    "constraint_cost",
 ]
 
 
@@ -73,6 +75,17 @@ DEFAULT_SEVERITY_PENALTIES: Mapping[Severity, float] = {
     Severity.HIGH: -50.0,
     Severity.MEDIUM: -10.0,
     Severity.LOW: -1.0,
+}
+
+
+#: Default constraint cost per violation, by severity: the safe-RL signal kept separate from the
+#: reward (positive, as safety-gymnasium's ``info["cost"]``). The ratios follow the reference
+#: environment's severity scaling (critical x10, high x5, medium and low x1).
+DEFAULT_SEVERITY_COSTS: Mapping[Severity, float] = {
+    Severity.CRITICAL: 10.0,
+    Severity.HIGH: 5.0,
+    Severity.MEDIUM: 1.0,
+    Severity.LOW: 1.0,
 }
 
 
@@ -195,3 +208,31 @@ class PolicyViolation:
             penalty=data.get("penalty") if data.get("penalty_is_explicit") else None,
         )
         return violation
+
+
+def constraint_cost(violations: Iterable["PolicyViolation"], weights: Optional[Mapping[Any, float]] = None) -> float:
+    """The constraint cost of a set of violations: the sum of their severities' weights (>= 0).
+
+    ``weights`` maps severities (or their names) to non-negative costs; missing severities use
+    :data:`DEFAULT_SEVERITY_COSTS`. Safe-RL algorithms (Lagrangian PPO, CPO) constrain the
+    expected cost directly instead of folding a hand-tuned penalty into the reward.
+
+    >>> vs = [PolicyViolation("blocked", "SQLPolicy", "DROP", "critical"), PolicyViolation("warned", "P", "x", "low")]
+    >>> constraint_cost(vs)
+    11.0
+    >>> constraint_cost(vs, weights={"critical": 1.0, "low": 0.0})
+    1.0
+    >>> constraint_cost([])
+    0.0
+    """
+    table = dict(DEFAULT_SEVERITY_COSTS)
+    for key, weight in (weights or {}).items():
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+            raise GovernanceConfigError(f"cost weight for {key!r} must be a finite number >= 0, got {weight!r}")
+        table[Severity.parse(key)] = float(weight)
+    total = 0.0
+    for violation in violations:
+        if not isinstance(violation, PolicyViolation):
+            raise TypeError(f"expected PolicyViolation objects, got {type(violation).__name__}")
+        total += table[violation.severity]
+    return total

@@ -8,7 +8,7 @@
 """
 
 from .runner import AgentOSRunner, GovernedRollout, GovernedRunner
-from .stats import governance_stats
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from .tools import ActionBlockedError, PolicyViolationError, RolloutGovernance, active_rollout, governed_tool
 
 __all__ = [

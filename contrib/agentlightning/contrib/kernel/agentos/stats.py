@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional, Sequence
 
 from agentlightning.store.base import LightningStore
 
-from agentlightning.contrib.kernel.agentos.semconv import (
+from .semconv import (
     AGENTOS_DECISION_ID,
     AGENTOS_POLICY_NAME,
     AGENTOS_SEVERITY,

@@ -1,0 +1,1 @@
+"""Environments contributed to Agent Lightning."""
