@@ -13,6 +13,7 @@ from agent_os import FlightRecorder
 import agentlightning as agl
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 
 from .conftest import make_shop_db, table_counts
@@ -45,7 +46,7 @@ def trainer_run(tmp_path_factory):
         tasks.append({"db": str(db), "queries": queries, "sleep": 0.1})
     result_path = tmp / "result.json"
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
-    runner = AgentOSRunner(kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False)
+    runner = AgentOSRunner(kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel))
     port = _free_port()
     trainer = agl.Trainer(algorithm=make_collecting_algorithm(tasks, str(result_path), port), runner=runner, n_runners=2, port=port)
     trainer.fit(SQLAgent())
@@ -81,8 +82,29 @@ def test_each_violation_is_one_span_of_its_own_rollout_and_attempt(trainer_run):
             assert span["attributes"]["agentos.action_blocked"] is True
         summary = rollout["metadata"]["agentos"]
         assert summary["violations"] == _expected_violations(task) and summary["checks"] == len(task["queries"])
-        # The agent's own reward span arrived too: the fraction of its queries that ran.
-        assert rollout["final_reward"] == pytest.approx(1 - _expected_violations(task) / len(task["queries"]))
+
+
+
+def test_the_stored_final_reward_is_the_governed_one(trainer_run):
+    """find_final_reward(store.query_spans(rollout_id, "latest")) in the algorithm process is
+    PolicyReward's value: the agent's own reward (fraction of its queries that ran) plus -100 per
+    violation or +5 when clean, clamped at -100; the agent's unshaped float is never stored."""
+    tasks = trainer_run["tasks"]
+    finals = set()
+    for rollout in trainer_run["result"]["rollouts"].values():
+        task = tasks[rollout["task_index"]]
+        violations = _expected_violations(task)
+        base = 1 - violations / len(task["queries"])
+        expected = max(-100.0, base - 100.0 * violations) if violations else base + 5.0
+        assert rollout["final_reward"] == pytest.approx(expected)
+        finals.add(round(expected, 6))
+        reward_spans = [s for s in rollout["spans"] if any(k.startswith("agentlightning.reward") for k in s["attributes"])]
+        assert reward_spans == [rollout["spans"][-1]]  # one reward span, the last one
+        attributes = reward_spans[0]["attributes"]
+        assert attributes["agentos.cost"] == 10.0 * violations and attributes["agentos.violation_count"] == violations
+        summary = rollout["metadata"]["agentos"]["reward"]
+        assert summary["final"] == pytest.approx(expected) and summary["base"] == pytest.approx(base)
+    assert len(finals) >= 3  # clean, one violation and a clamped rollout all occurred
 
 
 def test_store_statistics_equal_ground_truth(trainer_run):

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 from pydantic import ConfigDict, Field
 
+from agentlightning.emitter import emit_reward, find_final_reward
 from agentlightning.litagent import LitAgent
 from agentlightning.runner import LitAgentRunner
 from agentlightning.store.base import LightningStore
@@ -25,7 +26,10 @@ from agentlightning.contrib.kernel.agentos import (
     GovernanceConfigError,
     PolicyViolation,
     as_kernel,
+    constraint_cost,
 )
+from agentlightning.contrib.kernel.agentos.semconv import REWARD_FINAL, GovernedReward
+from agentlightning.contrib.kernel.agentos.spans import add_spans, reward_core_fields
 
 from .tools import PolicyViolationError, RolloutGovernance, active_rollout
 
@@ -53,19 +57,29 @@ class GovernedRollout(Rollout):
     violations: List[PolicyViolation] = Field(default_factory=list)
     signals_sent: List[str] = Field(default_factory=list)
     total_penalty: float = 0.0
+    cost: float = 0.0
+    agent_reward: Optional[float] = None
+    reward: Optional[GovernedReward] = None
     execution_time_ms: float = 0.0
     decisions: List[Decision] = Field(default_factory=list)
 
     @classmethod
-    def from_state(cls, rollout: Rollout, state: RolloutGovernance, execution_time_ms: float) -> "GovernedRollout":
+    def from_state(
+        cls, rollout: Rollout, state: RolloutGovernance, execution_time_ms: float, *, success: Optional[bool] = None
+    ) -> "GovernedRollout":
+        if success is None:
+            success = rollout.status == "succeeded"
         return cls(
-            **rollout.model_dump(),
+            **rollout.model_dump(exclude={"attempt"}),
             task_input=rollout.input,
             task_output=state.task_output,
-            success=rollout.status == "succeeded" and not state.input_blocked,
+            success=success and not state.input_blocked,
             violations=state.violations,
             signals_sent=state.signals,
             total_penalty=state.total_penalty,
+            cost=state.reward.cost if state.reward is not None else constraint_cost(state.violations),
+            agent_reward=state.agent_reward,
+            reward=state.reward,
             execution_time_ms=execution_time_ms,
             decisions=list(state.decisions),
         )
@@ -91,6 +105,15 @@ class AgentOSRunner(LitAgentRunner[Any]):
             reach the agent. Off by default: tasks are usually questions, not actions.
         audit_dir: directory for one FlightRecorder file per runner process
             (``worker-<id>.db``); required when the kernel audits and runners are processes.
+        reward_fn: shapes each rollout's reward by its violations, typically a ``PolicyReward``.
+            It is called with the :class:`GovernedRollout` (``agent_reward`` holds the reward the
+            agent returned or emitted, ``success`` whether it finished without raising) and its
+            result becomes one multi-dimensional reward span (primary dimension ``final``) that is
+            the last reward span of the attempt, so ``find_final_reward`` returns it; a float
+            returned by the agent is not stored unshaped. If the agent raises, the span is still
+            written (with ``success=False``) before the attempt is marked failed. An object with
+            ``score(rollout) -> GovernedReward`` keeps its decomposition; a plain callable's float
+            is stored as ``final`` and ``base``.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
 
     >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
@@ -112,6 +135,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         input_arg: str = "query",
         agent_id: Optional[str] = None,
         audit_dir: Union[str, Path, None] = None,
+        reward_fn: Optional[Callable[[Any], Any]] = None,
         **runner_kwargs: Any,
     ) -> None:
         self.kernel = as_kernel(kernel)
@@ -120,6 +144,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
         if violation_callback is not None and not callable(violation_callback):
             raise TypeError(f"violation_callback must be callable, got {type(violation_callback).__name__}")
+        if reward_fn is not None and not callable(reward_fn):
+            raise TypeError(f"reward_fn must be callable (rollout -> reward), e.g. PolicyReward(kernel); got {type(reward_fn).__name__}")
         if tracer is not None and not isinstance(tracer, Tracer):
             raise TypeError(f"tracer must be an agentlightning Tracer, got {type(tracer).__name__}")
         super().__init__(tracer if tracer is not None else AgentOpsTracer(), **runner_kwargs)
@@ -131,6 +157,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.input_arg = input_arg
         self.agent_id = agent_id
         self.audit_dir = Path(audit_dir) if audit_dir is not None else None
+        self.reward_fn = reward_fn
         self._counts = {"total_rollouts": 0, "total_violations": 0, "total_checks": 0, "blocked_actions": 0, "rollouts_with_violations": 0}
         self._last_step_state: Optional[RolloutGovernance] = None
 
@@ -170,7 +197,11 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 async def async_method(task: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
                     if not self._task_allowed(task):
                         return None
-                    return await _original(task, *args, **kwargs)
+                    try:
+                        return await _original(task, *args, **kwargs)
+                    except Exception:
+                        self._emit_failed_rollout_reward()
+                        raise
 
                 setattr(agent, name, async_method)
             else:
@@ -178,7 +209,11 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 def method(task: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
                     if not self._task_allowed(task):
                         return None
-                    return _original(task, *args, **kwargs)
+                    try:
+                        return _original(task, *args, **kwargs)
+                    except Exception:
+                        self._emit_failed_rollout_reward()
+                        raise
 
                 setattr(agent, name, method)
 
@@ -206,6 +241,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             fail_on_violation=self.fail_on_violation,
             on_decision=self._on_decision,
         )
+        state.rollout = next_rollout
         try:
             with state.activate():
                 return await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
@@ -218,7 +254,50 @@ class AgentOSRunner(LitAgentRunner[Any]):
         state = active_rollout()
         if state is not None:
             state.task_output = raw_result
-        return await super()._post_process_rollout_result(rollout, raw_result)
+        if state is None or self.reward_fn is None:
+            return await super()._post_process_rollout_result(rollout, raw_result)
+        if isinstance(raw_result, (bool, int, float)):
+            # The agent's own reward becomes the base of the shaped one; it is not stored unshaped.
+            state.agent_reward = float(raw_result)
+            raw_result = None
+        spans = list(await super()._post_process_rollout_result(rollout, raw_result))
+        if state.agent_reward is None:
+            state.agent_reward = find_final_reward(spans)  # a reward the agent emitted itself
+        state.reward = self._score(rollout, state, success=True)
+        spans += await add_spans(
+            self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id, [reward_core_fields(state.reward)]
+        )
+        return spans
+
+    def _score(self, rollout: Rollout, state: RolloutGovernance, *, success: bool) -> GovernedReward:
+        view = GovernedRollout.from_state(rollout, state, 0.0, success=success)
+        score = getattr(self.reward_fn, "score", None)
+        value = score(view) if callable(score) else self.reward_fn(view)  # type: ignore[misc]
+        if isinstance(value, GovernedReward):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"reward_fn returned {type(value).__name__} ({value!r}); it must return a float or a GovernedReward")
+        return GovernedReward(
+            final=float(value),
+            base=float(value),
+            policy_penalty=0.0,
+            clean_bonus=0.0,
+            cost=constraint_cost(state.violations),
+            violation_count=len(state.violations),
+        )
+
+    def _emit_failed_rollout_reward(self) -> None:
+        """The agent raised: emit the shaped reward into the trace now, before the runner marks
+        the attempt failed (a span added after that could revive a requeued rollout)."""
+        state = active_rollout()
+        if state is None or self.reward_fn is None or state.rollout is None or state.reward is not None:
+            return
+        rollout = state.rollout
+        try:
+            state.reward = self._score(rollout, state, success=False)
+            emit_reward(state.reward.dimensions(), primary_key=REWARD_FINAL, attributes=state.reward.span_attributes())
+        except Exception:
+            logger.exception("could not emit the governed reward of failed rollout %s", rollout.rollout_id)
 
     async def _finish(self, rollout: AttemptedRollout, state: RolloutGovernance) -> None:
         self.kernel.end_rollout(rollout.rollout_id)

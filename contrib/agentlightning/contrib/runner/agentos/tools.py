@@ -27,6 +27,7 @@ from agentlightning.contrib.kernel.agentos import (
     Decision,
     GovernanceKernel,
     PolicyViolation,
+    constraint_cost,
     governance_context,
 )
 from agentlightning.contrib.kernel.agentos.semconv import check_span_attributes, violation_span_attributes
@@ -77,6 +78,9 @@ class RolloutGovernance:
     decisions: List[Decision] = field(default_factory=list)
     task_output: Any = None
     input_blocked: bool = False
+    agent_reward: Optional[float] = None
+    rollout: Any = None  #: the store's attempted rollout, when run by AgentOSRunner
+    reward: Any = None  #: the GovernedReward written for this attempt, when the runner has a reward_fn
 
     def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
         """Check ``action``, record the decision here and as spans of the active trace."""
@@ -130,6 +134,8 @@ class RolloutGovernance:
             "signals": self.signals,
             "violations_by_policy": by_policy,
             "input_blocked": self.input_blocked,
+            "cost": self.reward.cost if self.reward is not None else constraint_cost(self.violations),
+            "reward": self.reward.to_dict() if self.reward is not None else None,
         }
 
 

@@ -1,0 +1,146 @@
+""":class:`EnvironmentConfig`: the governed environment's reward, termination and kernel-state knobs."""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Mapping, Optional, Union
+
+from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity
+
+__all__ = ["EnvironmentConfig", "SEVERITY_SCALE", "config_from_kwargs"]
+
+#: How ``violation_penalty`` is scaled per violation, by severity (the reference's scaling).
+SEVERITY_SCALE: Mapping[Severity, float] = {
+    Severity.CRITICAL: 10.0,
+    Severity.HIGH: 5.0,
+    Severity.MEDIUM: 1.0,
+    Severity.LOW: 1.0,
+}
+
+_KERNEL_RESET_MODES = (True, False, "all")
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"EnvironmentConfig.{name} must be a number, got {type(value).__name__}: {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise GovernanceConfigError(f"EnvironmentConfig.{name} must be finite, got {value}")
+    return value
+
+
+@dataclass
+class EnvironmentConfig:
+    """Reward shaping and episode limits of a :class:`GovernedEnvironment`.
+
+    The first six fields are the reference's, with its defaults. Per step::
+
+        reward = task_reward + step_penalty + sum(violation_penalty * SEVERITY_SCALE[v.severity])
+                 (+ success_bonus when the step is clean and successful)
+
+    with ``SEVERITY_SCALE`` critical x10, high x5, medium and low x1. Penalties are zero or
+    negative, the bonus zero or positive.
+
+    * ``max_steps``: steps per episode before the episode is truncated (``truncated=True``).
+    * ``terminate_on_critical``: a critical violation ends the episode (``terminated=True``).
+    * ``reset_kernel_state``: what ``reset()`` clears in the kernel. ``True``: the per-rollout
+      state of the episode that just ended (``kernel.end_rollout(episode_id)``, e.g. a per-rollout
+      budget); per-run budgets are kept. ``"all"``: ``kernel.reset()``, every policy's state
+      including per-run budgets. ``False``: nothing.
+    * ``terminate_on_success`` (beyond the reference): a clean successful step ends the episode
+      (``terminated=True``); the text-to-SQL environment turns it on (one task per episode).
+    * ``cost_weights`` (beyond the reference): severity -> constraint cost used for
+      ``info["cost"]``; missing severities use ``DEFAULT_SEVERITY_COSTS`` (10/5/1/1).
+
+    >>> EnvironmentConfig(max_steps=50).violation_penalty
+    -10.0
+    >>> EnvironmentConfig(step_penalty=0.1)
+    Traceback (most recent call last):
+    ...
+    agentlightning.contrib.kernel.agentos.violations.GovernanceConfigError: EnvironmentConfig.step_penalty must be <= 0 (a penalty is negative in reward space), got 0.1; did you mean -0.1?
+    """
+
+    max_steps: int = 100
+    violation_penalty: float = -10.0
+    terminate_on_critical: bool = True
+    step_penalty: float = -0.1
+    success_bonus: float = 10.0
+    reset_kernel_state: Union[bool, str] = True
+    terminate_on_success: bool = False
+    cost_weights: Optional[Dict[str, float]] = field(default=None)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int):
+            raise TypeError(f"EnvironmentConfig.max_steps must be an int, got {type(self.max_steps).__name__}: {self.max_steps!r}")
+        if self.max_steps < 1:
+            raise GovernanceConfigError(
+                f"EnvironmentConfig.max_steps must be >= 1 (steps per episode before truncation), got {self.max_steps}"
+            )
+        for name in ("violation_penalty", "step_penalty"):
+            value = _number(name, getattr(self, name))
+            if value > 0:
+                raise GovernanceConfigError(
+                    f"EnvironmentConfig.{name} must be <= 0 (a penalty is negative in reward space), got {value}; "
+                    f"did you mean {-value}?"
+                )
+            setattr(self, name, value)
+        self.success_bonus = _number("success_bonus", self.success_bonus)
+        if self.success_bonus < 0:
+            raise GovernanceConfigError(
+                f"EnvironmentConfig.success_bonus must be >= 0 (use violation_penalty or step_penalty for "
+                f"penalties), got {self.success_bonus}"
+            )
+        for name in ("terminate_on_critical", "terminate_on_success"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"EnvironmentConfig.{name} must be True or False, got {getattr(self, name)!r}")
+        if not any(self.reset_kernel_state is m or (isinstance(m, str) and self.reset_kernel_state == m) for m in _KERNEL_RESET_MODES):
+            raise GovernanceConfigError(
+                f"EnvironmentConfig.reset_kernel_state must be True (end the finished episode's rollout state), "
+                f"'all' (kernel.reset(): all policy state, per-run budgets included) or False, got {self.reset_kernel_state!r}"
+            )
+        if self.cost_weights is not None:
+            if not isinstance(self.cost_weights, Mapping):
+                raise TypeError(
+                    f"EnvironmentConfig.cost_weights must be a mapping of severity to cost, e.g. {{'critical': 1.0}}, "
+                    f"got {type(self.cost_weights).__name__}"
+                )
+            weights: Dict[str, float] = {}
+            for key, weight in self.cost_weights.items():
+                severity = Severity.parse(key)
+                weight = _number(f"cost_weights[{key!r}]", weight)
+                if weight < 0:
+                    raise GovernanceConfigError(f"EnvironmentConfig.cost_weights[{key!r}] must be >= 0, got {weight}")
+                weights[severity.value] = weight
+            self.cost_weights = weights
+
+    def violation_reward(self, severity: Union[Severity, str]) -> float:
+        """The reward added for one violation of ``severity`` (``violation_penalty`` x severity scale).
+
+        >>> EnvironmentConfig().violation_reward("critical"), EnvironmentConfig().violation_reward("high")
+        (-100.0, -50.0)
+        """
+        return self.violation_penalty * SEVERITY_SCALE[Severity.parse(severity)]
+
+
+def config_from_kwargs(config: Optional[EnvironmentConfig] = None, **overrides: Any) -> EnvironmentConfig:
+    """``config`` (or the defaults) with ``overrides`` applied; an unknown field is a clear error.
+
+    >>> config_from_kwargs(max_steps=5).max_steps
+    5
+    >>> config_from_kwargs(max_step=5)
+    Traceback (most recent call last):
+    ...
+    TypeError: unknown EnvironmentConfig field 'max_step' (did you mean 'max_steps'?); valid fields: max_steps, violation_penalty, terminate_on_critical, step_penalty, success_bonus, reset_kernel_state, terminate_on_success, cost_weights
+    """
+    if config is not None and not isinstance(config, EnvironmentConfig):
+        raise TypeError(f"config must be an EnvironmentConfig, got {type(config).__name__}")
+    names = [f.name for f in fields(EnvironmentConfig)]
+    for key in overrides:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"unknown EnvironmentConfig field {key!r}{hint}; valid fields: {', '.join(names)}")
+    base = {f.name: getattr(config, f.name) for f in fields(EnvironmentConfig)} if config is not None else {}
+    return EnvironmentConfig(**{**base, **overrides})

@@ -1,0 +1,111 @@
+"""RewardConfig: every reward-shaping parameter in one validated dataclass."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Mapping, Optional
+
+from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity
+
+__all__ = ["RewardConfig"]
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"RewardConfig.{name} must be a number, got {type(value).__name__}: {value!r}")
+    if not math.isfinite(value):
+        raise GovernanceConfigError(f"RewardConfig.{name} must be finite, got {value}")
+    return float(value)
+
+
+@dataclass
+class RewardConfig:
+    """How violations shape a reward (names and defaults of the reference tutorial).
+
+    Additive mode: ``final = clamp(base + sum(penalties) + clean_bonus_if_clean)``; a violation
+    whose ``penalty`` was set explicitly keeps it, others use the per-severity penalty below.
+    Multiplicative mode: on any violation ``final = base - |base| * (1 - multiplicative_factor)``
+    (``0.9 -> 0.45`` with the default 0.5; a negative base gets *more* negative, ``-1.0 -> -1.5``,
+    so a violation never raises a reward). ``min_reward``/``max_reward`` of ``None`` disable a bound.
+
+    ``cost_weights`` (beyond the reference) maps severities to the constraint cost reported next
+    to the reward; missing severities use ``DEFAULT_SEVERITY_COSTS`` (critical 10, high 5,
+    medium 1, low 1).
+
+    >>> RewardConfig().critical_penalty, RewardConfig().clean_bonus
+    (-100.0, 5.0)
+    >>> RewardConfig(high_penalty=20)
+    Traceback (most recent call last):
+    ...
+    agentlightning.contrib.kernel.agentos.violations.GovernanceConfigError: RewardConfig.high_penalty must be <= 0 (a penalty is negative reward), got 20.0; did you mean -20.0?
+    """
+
+    critical_penalty: float = -100.0
+    high_penalty: float = -50.0
+    medium_penalty: float = -10.0
+    low_penalty: float = -1.0
+    clean_bonus: float = 5.0
+    multiplicative: bool = False
+    multiplicative_factor: float = 0.5
+    min_reward: Optional[float] = -100.0
+    max_reward: Optional[float] = 100.0
+    cost_weights: Optional[Mapping[Any, float]] = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("critical_penalty", "high_penalty", "medium_penalty", "low_penalty"):
+            value = _number(name, getattr(self, name))
+            if value > 0:
+                raise GovernanceConfigError(
+                    f"RewardConfig.{name} must be <= 0 (a penalty is negative reward), got {value}; did you mean {-value}?"
+                )
+            setattr(self, name, value)
+        self.clean_bonus = _number("clean_bonus", self.clean_bonus)
+        if self.clean_bonus < 0:
+            raise GovernanceConfigError(
+                f"RewardConfig.clean_bonus must be >= 0 (it rewards clean rollouts), got {self.clean_bonus}; "
+                "put penalties in the *_penalty fields"
+            )
+        if not isinstance(self.multiplicative, bool):
+            raise TypeError(f"RewardConfig.multiplicative must be a bool, got {type(self.multiplicative).__name__}")
+        self.multiplicative_factor = _number("multiplicative_factor", self.multiplicative_factor)
+        if not 0.0 <= self.multiplicative_factor <= 1.0:
+            raise GovernanceConfigError(
+                f"RewardConfig.multiplicative_factor must be in [0, 1] (a factor above 1 would raise the reward of a "
+                f"violating rollout), got {self.multiplicative_factor}"
+            )
+        for name in ("min_reward", "max_reward"):
+            if getattr(self, name) is not None:
+                setattr(self, name, _number(name, getattr(self, name)))
+        if self.min_reward is not None and self.max_reward is not None and self.min_reward > self.max_reward:
+            raise GovernanceConfigError(f"RewardConfig.min_reward ({self.min_reward}) is above max_reward ({self.max_reward})")
+        if self.cost_weights is not None:
+            if not isinstance(self.cost_weights, Mapping):
+                raise TypeError(f"RewardConfig.cost_weights must be a mapping of severity to cost, got {type(self.cost_weights).__name__}")
+            self.cost_weights = {Severity.parse(k): v for k, v in self.cost_weights.items()}
+
+    @property
+    def severity_penalties(self) -> Dict[Severity, float]:
+        """The per-severity penalties as a mapping."""
+        return {
+            Severity.CRITICAL: self.critical_penalty,
+            Severity.HIGH: self.high_penalty,
+            Severity.MEDIUM: self.medium_penalty,
+            Severity.LOW: self.low_penalty,
+        }
+
+    def clamp(self, value: float) -> float:
+        """``value`` limited to ``[min_reward, max_reward]`` (a ``None`` bound is open).
+
+        >>> RewardConfig().clamp(-250.0), RewardConfig(min_reward=None).clamp(-250.0)
+        (-100.0, -250.0)
+        """
+        if self.min_reward is not None and value < self.min_reward:
+            return self.min_reward
+        if self.max_reward is not None and value > self.max_reward:
+            return self.max_reward
+        return value
+
+    @classmethod
+    def field_names(cls) -> tuple:
+        return tuple(f.name for f in fields(cls))

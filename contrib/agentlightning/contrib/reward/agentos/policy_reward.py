@@ -1,0 +1,149 @@
+"""PolicyReward: the task reward shaped by the rollout's policy violations."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, Mapping, Optional
+
+from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity, as_kernel
+from agentlightning.contrib.kernel.agentos.semconv import GovernedReward
+from agentlightning.contrib.kernel.agentos.spans import add_spans, reward_core_fields
+
+from .config import RewardConfig
+from .lagrangian import LagrangianPenalty
+from .shaping import default_base_reward, rollout_violations, shape_reward
+
+__all__ = ["PolicyReward", "create_policy_reward"]
+
+
+class PolicyReward:
+    """Wraps a base reward function and shapes its value by the rollout's violations.
+
+    ``reward_fn(rollout)`` returns the final reward (a float); :meth:`score` returns the whole
+    :class:`GovernedReward` (final, base, policy_penalty, clean_bonus, cost, violation count).
+    A rollout is anything with ``.violations`` (and ``.success``/``.agent_reward`` for the
+    default base reward), such as what ``AgentOSRunner.step`` returns; no tracer or store is
+    needed. Attached to a runner, ``AgentOSRunner(kernel, reward_fn=PolicyReward(kernel))``, the
+    shaped reward becomes the rollout's final reward span in the store.
+
+    Args:
+        kernel: the kernel whose violations are scored (a ``GovernanceKernel``, an
+            ``agent_os.KernelSpace`` or a list of policies).
+        base_reward_fn: ``rollout -> float``; default :func:`default_base_reward` (the agent's
+            own reward if it gave one, else 1.0 on success and 0.0 otherwise).
+        config: a :class:`RewardConfig` (default: the reference defaults).
+        lagrangian: a :class:`LagrangianPenalty`; when given, the penalty is ``-lambda * cost``
+            instead of the per-severity table.
+
+    >>> from types import SimpleNamespace
+    >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
+    >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    >>> drop = kernel.check(Action.sql("DROP TABLE users"))
+    >>> reward_fn = PolicyReward(kernel)
+    >>> reward_fn(SimpleNamespace(success=True, violations=[])), reward_fn(SimpleNamespace(success=True, violations=drop.violations))
+    (6.0, -99.0)
+    >>> reward_fn.get_stats()
+    {'total_rewards': 2, 'total_penalties': -100.0, 'avg_penalty': -50.0, 'violation_rate': 0.5, 'clean_rate': 0.5, 'avg_reward': -46.5, 'total_cost': 10.0, 'avg_cost': 5.0}
+    """
+
+    def __init__(
+        self,
+        kernel: Any,
+        base_reward_fn: Optional[Callable[[Any], float]] = None,
+        config: Optional[RewardConfig] = None,
+        *,
+        lagrangian: Optional[LagrangianPenalty] = None,
+    ) -> None:
+        self.kernel = as_kernel(kernel) if kernel is not None else None
+        if base_reward_fn is not None and not callable(base_reward_fn):
+            raise TypeError(f"base_reward_fn must be callable (rollout -> float), got {type(base_reward_fn).__name__}")
+        if config is not None and not isinstance(config, RewardConfig):
+            raise TypeError(f"config must be a RewardConfig, got {type(config).__name__}")
+        if lagrangian is not None and not isinstance(lagrangian, LagrangianPenalty):
+            raise TypeError(f"lagrangian must be a LagrangianPenalty, got {type(lagrangian).__name__}")
+        self.base_reward_fn = base_reward_fn or default_base_reward
+        self.config = config or RewardConfig()
+        if lagrangian is not None and self.config.multiplicative:
+            raise GovernanceConfigError("lagrangian= prices violations additively; it cannot be combined with RewardConfig(multiplicative=True)")
+        self.lagrangian = lagrangian
+        self._lock = threading.Lock()
+        self.reset_stats()
+
+    def score(self, rollout: Any) -> GovernedReward:
+        """The governed reward of ``rollout``, decomposed (and counted in :meth:`get_stats`)."""
+        violations = rollout_violations(rollout)
+        base = self.base_reward_fn(rollout)
+        multiplier = self.lagrangian.multiplier_for(rollout) if self.lagrangian is not None else None
+        reward = shape_reward(base, violations, self.config, lagrange_multiplier=multiplier)
+        with self._lock:
+            self._stats["total_rewards"] += 1
+            self._stats["total_penalties"] += reward.policy_penalty
+            self._stats["violating"] += reward.violation_count > 0
+            self._stats["sum_rewards"] += reward.final
+            self._stats["total_cost"] += reward.cost
+        return reward
+
+    def __call__(self, rollout: Any) -> float:
+        return self.score(rollout).final
+
+    async def record(self, store: Any, rollout: Any, attempt_id: Optional[str] = None) -> GovernedReward:
+        """Score ``rollout`` and add its reward span to ``store`` (no tracer needed), as the
+        last span of its latest attempt (or ``attempt_id``), so ``find_final_reward`` returns it."""
+        rollout_id = getattr(rollout, "rollout_id", None)
+        if not isinstance(rollout_id, str):
+            raise TypeError("record() needs a rollout with a rollout_id (e.g. what AgentOSRunner.step returns)")
+        if attempt_id is None:
+            attempt = await store.get_latest_attempt(rollout_id)
+            if attempt is None:
+                raise GovernanceConfigError(f"rollout {rollout_id} has no attempt in this store")
+            attempt_id = attempt.attempt_id
+        reward = self.score(rollout)
+        await add_spans(store, rollout_id, attempt_id, [reward_core_fields(reward)])
+        return reward
+
+    def get_stats(self) -> Dict[str, Any]:
+        """Totals since the last :meth:`reset_stats` (counts are rollouts scored here)."""
+        with self._lock:
+            stats = dict(self._stats)
+        n = stats["total_rewards"]
+        return {
+            "total_rewards": n,
+            "total_penalties": stats["total_penalties"],
+            "avg_penalty": stats["total_penalties"] / n if n else 0.0,
+            "violation_rate": stats["violating"] / n if n else 0.0,
+            "clean_rate": (n - stats["violating"]) / n if n else 0.0,
+            "avg_reward": stats["sum_rewards"] / n if n else 0.0,
+            "total_cost": stats["total_cost"],
+            "avg_cost": stats["total_cost"] / n if n else 0.0,
+        }
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            self._stats = {"total_rewards": 0, "total_penalties": 0.0, "violating": 0, "sum_rewards": 0.0, "total_cost": 0.0}
+
+
+def create_policy_reward(
+    kernel: Any,
+    base_reward_fn: Optional[Callable[[Any], float]] = None,
+    severity_penalties: Optional[Mapping[Any, float]] = None,
+    clean_bonus: float = 5.0,
+    multiplicative: bool = False,
+    **config_fields: Any,
+) -> PolicyReward:
+    """One-line :class:`PolicyReward`; other :class:`RewardConfig` fields pass through.
+
+    >>> reward_fn = create_policy_reward(None, severity_penalties={"critical": -200.0}, clean_bonus=10.0)
+    >>> reward_fn.config.critical_penalty, reward_fn.config.high_penalty, reward_fn.config.clean_bonus
+    (-200.0, -50.0, 10.0)
+    """
+    unknown = set(config_fields) - set(RewardConfig.field_names())
+    if unknown:
+        raise GovernanceConfigError(f"unknown RewardConfig field(s) {sorted(unknown)}; valid: {', '.join(RewardConfig.field_names())}")
+    penalties: Dict[str, float] = {}
+    for key, value in (severity_penalties or {}).items():
+        penalties[f"{Severity.parse(key).value}_penalty"] = value
+    clash = set(penalties) & set(config_fields)
+    if clash:
+        raise GovernanceConfigError(f"{sorted(clash)} given both in severity_penalties and as keywords; give each once")
+    config = RewardConfig(clean_bonus=clean_bonus, multiplicative=multiplicative, **penalties, **config_fields)
+    return PolicyReward(kernel, base_reward_fn=base_reward_fn, config=config)
