@@ -351,3 +351,20 @@ def test_lagrangian_updates_from_store_statistics(kernel, governed_run):
     assert asyncio.run(lagrangian.update_from_store(governed_run["store"])) == pytest.approx(1.0 + (0.6 - 0.2))
     empty = LagrangianPenalty(multiplier=2.0)
     assert asyncio.run(empty.update_from_store(InMemoryLightningStore())) == 2.0 and empty.history == []
+
+
+def test_runner_prices_a_rollout_at_the_multiplier_it_was_enqueued_with(kernel):
+    """The algorithm stamps lambda on the rollouts it enqueues; a runner (any process) uses it."""
+
+    async def scenario():
+        store = InMemoryLightningStore()
+        await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+        algorithm_side = LagrangianPenalty(multiplier=7.0)
+        enqueued = await store.enqueue_rollout(input={"queries": ["DROP TABLE t"], "returns": 1.0}, mode="train", metadata=algorithm_side.rollout_metadata())
+        runner_side = PolicyReward(kernel, config=RewardConfig(min_reward=None, clean_bonus=0.0), lagrangian=LagrangianPenalty(multiplier=1.0))
+        runner = AgentOSRunner(kernel, reward_fn=runner_side, log_violations=False, max_rollouts=1, poll_interval=0.01)
+        with runner.run_context(agent=ScriptedAgent(), store=store):
+            await runner.iter()
+        return find_final_reward(await store.query_spans(enqueued.rollout_id, "latest"))
+
+    assert asyncio.run(scenario()) == 1.0 - 7.0 * 10.0
