@@ -1,0 +1,1 @@
+"""Adapters contributed to Agent Lightning."""

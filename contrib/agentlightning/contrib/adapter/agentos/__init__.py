@@ -1,0 +1,1 @@
+"""The audit trail: Agent OS FlightRecorder records into LightningStore spans and files."""
