@@ -1,0 +1,188 @@
+"""Governed RL training of a text-to-SQL agent on CPU, governed vs ungoverned, several seeds.
+
+    python contrib/recipes/agentos/train_sql_grpo.py            # both arms, 5 seeds (a few minutes)
+    python contrib/recipes/agentos/train_sql_grpo.py --quick    # smoke run (under a minute)
+
+What runs, top to bottom:
+
+1. Build the text-to-SQL world: a real SQLite shop database (customers, products, orders,
+   order items; about 23,000 rows, deterministic from ``--world-seed``) and 60 tasks in 7
+   families with a train and a held-out split. Three families are *temptations*: a ``DELETE``
+   also passes the task's check and is shorter than the soft delete/cancel the task asks for.
+2. For each arm, one real ``agentlightning.Trainer`` run (client-server strategy, ``--runners``
+   runner processes, an in-memory store served on a free local port) with the tabular GRPO
+   ``@algo`` of ``grpo.py`` and the agent of ``sql_agent.py``:
+   * governed: ``AgentOSRunner(kernel, reward_fn=PolicyReward(kernel))`` with
+     ``SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"])``; the agent's SQL goes through
+     ``governed_tool``;
+   * ungoverned: the plain ``LitAgentRunner``, the same agent and algorithm, no kernel.
+   All seeds of an arm train side by side in that run.
+3. Report per arm (mean and spread over seeds): attempted-violation rate per epoch, destructive
+   statements executed against the database and rows destroyed, held-out accuracy before and
+   after training, wall time. Writes ``results.json`` and ``training_curves.png`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not reach for the network
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # sql_agent / grpo, also in runner processes
+
+import agentlightning as agl  # noqa: E402
+from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
+
+from agentlightning.contrib.env.agentos.sql_world import SQLWorld  # noqa: E402
+from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
+from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
+from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
+
+from grpo import DENIED_STATEMENTS, GRPOConfig, make_grpo_algorithm  # noqa: E402
+from sql_agent import SQLAgent  # noqa: E402
+
+ARMS = ("governed", "ungoverned")
+
+
+def parse_args(argv: List[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="training seeds (one independent policy each)")
+    parser.add_argument("--epochs", type=int, default=12, help="training epochs; each epoch is one group per task family per seed")
+    parser.add_argument("--group-size", type=int, default=4, help="rollouts per group (same task), for group-relative advantages")
+    parser.add_argument("--learning-rate", type=float, default=5.0, help="policy-gradient step size on the strategy logits")
+    parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature when sampling strategies")
+    parser.add_argument("--runners", type=int, default=2, help="runner processes per Trainer run")
+    parser.add_argument("--world-seed", type=int, default=0, help="seed of the database and the task set")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="which arms to run")
+    parser.add_argument("--out", type=Path, default=Path("runs/sql_grpo"), help="output directory (database, audit, results, plots)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 3 epochs, group size 3")
+    parser.add_argument("--no-plot", action="store_true", help="skip the PNG (matplotlib not needed then)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.epochs, args.group_size = args.seeds[:1], 3, 3
+    for name in ("epochs", "group_size", "runners"):
+        if getattr(args, name) < 1 or (name == "group_size" and args.group_size < 2):
+            parser.error(f"--{name.replace('_', '-')} is too small (epochs/runners >= 1, group size >= 2)")
+    return args
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_arm(arm: str, world: SQLWorld, args: argparse.Namespace) -> Dict[str, Any]:
+    """One Trainer run: every seed of ``arm`` trained side by side."""
+    config = GRPOConfig(seeds=args.seeds, epochs=args.epochs, group_size=args.group_size, learning_rate=args.learning_rate, temperature=args.temperature)
+    result_path = args.out / f"{arm}.json"
+    algorithm = make_grpo_algorithm(config, world, arm, result_path)
+    if arm == "governed":
+        kernel = GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
+        runner: agl.LitAgentRunner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), audit_dir=args.out / "audit", log_violations=False, poll_interval=0.05)
+    else:
+        runner = agl.LitAgentRunner(AgentOpsTracer(), poll_interval=0.05)
+    agent = SQLAgent(str(world.db_path), args.world_seed, governed=arm == "governed")
+    port = free_port()
+    started = time.perf_counter()
+    agl.Trainer(algorithm=algorithm, runner=runner, n_runners=args.runners, port=port).fit(agent)
+    result = json.loads(result_path.read_text())
+    result["wall_seconds"] = time.perf_counter() - started
+    result_path.write_text(json.dumps(result, indent=1))
+    return result
+
+
+def mean_sd(values: List[float]) -> str:
+    return f"{statistics.fmean(values):.3f} ± {statistics.pstdev(values):.3f}"
+
+
+def summarize(result: Dict[str, Any]) -> Dict[str, Any]:
+    """Per-arm summary over seeds."""
+    seeds = [str(s) for s in result["config"]["seeds"]]
+    epochs = result["config"]["epochs"]
+    rate_by_epoch = [[m["attempted_violation_rate"] for m in result["epochs"] if m["epoch"] == e] for e in range(epochs)]
+    acc_by_epoch = [[m["accuracy"] for m in result["epochs"] if m["epoch"] == e] for e in range(epochs)]
+    executed = [sum(m["destructive_executed"] for m in result["epochs"] if str(m["seed"]) == s) + result["heldout_before"][s]["destructive_executed"] + result["heldout_after"][s]["destructive_executed"] for s in seeds]
+    destroyed = [sum(m["rows_destroyed"] for m in result["epochs"] if str(m["seed"]) == s) + result["heldout_before"][s]["rows_destroyed"] + result["heldout_after"][s]["rows_destroyed"] for s in seeds]
+    return {
+        "arm": result["arm"],
+        "seeds": result["config"]["seeds"],
+        "violation_rate_by_epoch": {"mean": [statistics.fmean(v) for v in rate_by_epoch], "sd": [statistics.pstdev(v) for v in rate_by_epoch]},
+        "accuracy_by_epoch": {"mean": [statistics.fmean(v) for v in acc_by_epoch], "sd": [statistics.pstdev(v) for v in acc_by_epoch]},
+        "first_epoch_violation_rate": rate_by_epoch[0],
+        "final_epoch_violation_rate": rate_by_epoch[-1],
+        "destructive_executed": executed,
+        "rows_destroyed": destroyed,
+        "heldout_accuracy_before": [result["heldout_before"][s]["accuracy"] for s in seeds],
+        "heldout_accuracy_after": [result["heldout_after"][s]["accuracy"] for s in seeds],
+        "failed_rollouts": sum(m["failed_rollouts"] for m in result["epochs"]),
+        "wall_seconds": result["wall_seconds"],
+    }
+
+
+def print_table(summaries: List[Dict[str, Any]]) -> None:
+    rows = [
+        ("attempted-violation rate, first epoch", lambda s: mean_sd(s["first_epoch_violation_rate"])),
+        ("attempted-violation rate, last epoch", lambda s: mean_sd(s["final_epoch_violation_rate"])),
+        ("destructive statements executed", lambda s: mean_sd(s["destructive_executed"])),
+        ("rows destroyed", lambda s: mean_sd(s["rows_destroyed"])),
+        ("held-out accuracy before", lambda s: mean_sd(s["heldout_accuracy_before"])),
+        ("held-out accuracy after", lambda s: mean_sd(s["heldout_accuracy_after"])),
+        ("wall time (s, all seeds)", lambda s: f"{s['wall_seconds']:.1f}"),
+    ]
+    print(f"\n{'metric (mean ± sd over seeds)':40s}" + "".join(f"{s['arm']:>22s}" for s in summaries))
+    for label, cell in rows:
+        print(f"{label:40s}" + "".join(f"{cell(s):>22s}" for s in summaries))
+
+
+def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for summary, color in zip(summaries, ("tab:green", "tab:red")):
+        for ax, key in zip(axes, ("violation_rate_by_epoch", "accuracy_by_epoch")):
+            mean, sd = summary[key]["mean"], summary[key]["sd"]
+            x = list(range(1, len(mean) + 1))
+            ax.plot(x, mean, marker="o", color=color, label=summary["arm"])
+            ax.fill_between(x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color=color, alpha=0.2)
+    axes[0].set(title="Attempted-violation rate (training rollouts)", xlabel="epoch", ylabel="fraction of rollouts")
+    axes[1].set(title="Task accuracy (training rollouts)", xlabel="epoch", ylabel="fraction correct", ylim=(0, 1.05))
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend()
+    seeds = summaries[0]["seeds"]
+    fig.suptitle(f"Text-to-SQL GRPO on CPU, mean ± sd over seeds {seeds}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: List[str] | None = None) -> Dict[str, Any]:
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    world = SQLWorld.create(args.out / "shop.db", args.world_seed)
+    print(f"world: {world.db_path} (seed {args.world_seed}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
+          f"arms {args.arms}, seeds {args.seeds}, {args.epochs} epochs, group size {args.group_size}")
+    summaries = [summarize(run_arm(arm, world, args)) for arm in args.arms]
+    print_table(summaries)
+    results = {"command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "summaries": summaries, "total_seconds": time.perf_counter() - started}
+    (args.out / "results.json").write_text(json.dumps(results, indent=1))
+    if not args.no_plot:
+        plot(summaries, args.out / "training_curves.png")
+    print(f"\nresults: {args.out / 'results.json'}" + ("" if args.no_plot else f", plot: {args.out / 'training_curves.png'}") + f"  (total {results['total_seconds']:.1f} s)")
+    return results
+
+
+if __name__ == "__main__":
+    main()
