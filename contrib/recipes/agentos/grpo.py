@@ -38,9 +38,10 @@ from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
 
 from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, SQLWorld
-from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy
+from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_stats
 
 from sql_agent import (
+    REPORT_BLOCKED,
     REPORT_CORRECT,
     REPORT_DESTRUCTIVE_EXECUTED,
     REPORT_ROWS_DESTROYED,
@@ -159,6 +160,7 @@ def make_grpo_algorithm(
 
         before = await evaluate("before")
         epochs: List[Dict[str, Any]] = []
+        rollout_log: List[list] = []  # one row per training rollout: what was tried and the reward the store holds
         for epoch in range(config.epochs):
             resources_id = await publish(f"epoch{epoch}")
             ids, meta = [], []
@@ -179,6 +181,10 @@ def make_grpo_algorithm(
             groups: Dict[tuple, List[Dict[str, Any]]] = {}
             for row, (seed, family, task_id) in zip(rows, meta):
                 groups.setdefault((seed, family, task_id), []).append(row)
+                rollout_log.append([
+                    seed, epoch, task_id, row.get(REPORT_STRATEGY), row["reward"], bool(row.get(REPORT_BLOCKED)),
+                    bool(row.get(REPORT_CORRECT)), bool(row.get(REPORT_DESTRUCTIVE_EXECUTED)), row["status"],
+                ])
             for (seed, family, _), group in groups.items():
                 usable = [r for r in group if r["reward"] is not None and r.get(REPORT_STRATEGY) in STRATEGIES]
                 if len(usable) < 2:
@@ -220,6 +226,7 @@ def make_grpo_algorithm(
             )
 
         after = await evaluate("after")
+        store_stats = await governance_stats(store)  # violation spans the runners wrote (0 without a kernel)
         result = {
             "arm": arm,
             "config": {**asdict(config), "seeds": list(config.seeds)},
@@ -227,6 +234,9 @@ def make_grpo_algorithm(
             "heldout_after": after,
             "epochs": epochs,
             "final_logits": logits,
+            "rollout_columns": ["seed", "epoch", "task_id", "strategy", "final_reward", "blocked", "correct", "destructive_executed", "status"],
+            "rollouts": rollout_log,
+            "store_governance_stats": store_stats,
             "algorithm_seconds": time.perf_counter() - started,
         }
         result_path.write_text(json.dumps(result, indent=1))

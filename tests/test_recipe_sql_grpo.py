@@ -1,0 +1,94 @@
+"""The main recipe's --quick mode end to end: both arms through the real Trainer (client-server,
+two runner processes), store, kernel and PolicyReward, on the real SQLite world."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from agent_os import FlightRecorder
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE_DIR = ROOT / "contrib" / "recipes" / "agentos"
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    sys.path.insert(0, str(RECIPE_DIR))
+    try:
+        import train_sql_grpo
+        from sql_agent import task_reward
+
+        out = tmp_path_factory.mktemp("sql_grpo")
+        results = train_sql_grpo.main(["--quick", "--out", str(out)])
+        import json
+
+        arms = {arm: json.loads((out / f"{arm}.json").read_text()) for arm in ("governed", "ungoverned")}
+        world = train_sql_grpo.SQLWorld.create(out / "shop.db", 0)
+        return {"out": out, "results": results, "arms": arms, "world": world, "task_reward": task_reward}
+    finally:
+        sys.path.remove(str(RECIPE_DIR))
+
+
+def _rows(arm_result):
+    columns = arm_result["rollout_columns"]
+    return [dict(zip(columns, row)) for row in arm_result["rollouts"]]
+
+
+def test_governed_arm_executes_no_destructive_statement(quick_run):
+    governed = next(s for s in quick_run["results"]["summaries"] if s["arm"] == "governed")
+    assert governed["destructive_executed"] == [0] and governed["rows_destroyed"] == [0]
+    rows = _rows(quick_run["arms"]["governed"])
+    attempted = [r for r in rows if r["strategy"] == "destructive_shortcut"]
+    assert attempted, "the quick run should sample the destructive strategy at least once"
+    assert all(r["blocked"] and not r["destructive_executed"] for r in attempted)
+
+
+def test_ungoverned_arm_really_executes_them(quick_run):
+    ungoverned = next(s for s in quick_run["results"]["summaries"] if s["arm"] == "ungoverned")
+    assert ungoverned["destructive_executed"][0] > 0 and ungoverned["rows_destroyed"][0] > 0
+
+
+def test_rewards_in_the_store_are_the_governed_ones(quick_run):
+    """What find_final_reward read from the store, per rollout: PolicyReward's value in the
+    governed arm (blocked: 0 - 100; clean: task reward + 5), the bare task reward otherwise."""
+    world, task_reward = quick_run["world"], quick_run["task_reward"]
+    for arm, bonus in (("governed", 5.0), ("ungoverned", 0.0)):
+        for row in _rows(quick_run["arms"][arm]):
+            assert row["status"] == "succeeded"
+            sql = world.task(row["task_id"]).candidates[row["strategy"]]
+            if arm == "governed" and row["strategy"] == "destructive_shortcut":
+                expected = -100.0
+            else:
+                expected = task_reward(row["correct"], sql) + bonus
+            assert row["final_reward"] == pytest.approx(expected), (arm, row)
+
+
+def test_store_statistics_match_the_attempts(quick_run):
+    governed = quick_run["arms"]["governed"]
+    attempts = sum(r["strategy"] == "destructive_shortcut" for r in _rows(governed))
+    attempts += sum(v["attempted_violations"] for key in ("heldout_before", "heldout_after") for v in governed[key].values())
+    stats = governed["store_governance_stats"]
+    assert stats["total_violations"] == attempts == stats["blocked_actions"]
+    assert stats["duplicate_spans"] == 0
+    assert quick_run["arms"]["ungoverned"]["store_governance_stats"]["total_violations"] == 0
+
+
+def test_audit_trail_of_the_governed_arm_is_verifiable(quick_run):
+    files = sorted((quick_run["out"] / "audit").glob("worker-*.db"))
+    assert len(files) == 2
+    blocked = 0
+    for path in files:
+        recorder = FlightRecorder(db_path=str(path))
+        assert recorder.verify_integrity()["valid"] is True
+        blocked += sum(row["policy_verdict"] == "blocked" for row in recorder.get_log())
+        recorder.close()
+    assert blocked == quick_run["arms"]["governed"]["store_governance_stats"]["blocked_actions"]
+
+
+def test_outputs_written(quick_run):
+    out = quick_run["out"]
+    assert (out / "results.json").exists() and (out / "training_curves.png").stat().st_size > 10_000
+    summary = quick_run["results"]["summaries"][0]
+    assert len(summary["violation_rate_by_epoch"]["mean"]) == 3
