@@ -388,22 +388,32 @@ class GovernedEnvironment(gym.Env):
         return episodes
 
 
+#: Keyword arguments of GovernedEnvironment that create_governed_env passes through (not config fields).
+_ENV_OPTIONS = (
+    "executor", "tool_name", "arg_name", "observation_fn", "observation_space", "action_space",
+    "agent_id", "record_episodes", "render_mode",
+)
+
+
 def create_governed_env(
     kernel: Any,
     task_generator: Optional[Callable[..., Any]] = None,
     reward_fn: Optional[Callable[[Any, Any, Any], SupportsFloat]] = None,
     *,
     config: Optional[EnvironmentConfig] = None,
-    **config_fields: Any,
+    **fields: Any,
 ) -> GovernedEnvironment:
     """A :class:`GovernedEnvironment` whose config fields are keyword arguments.
 
-    Every keyword must be an :class:`EnvironmentConfig` field (an unknown one is a ``TypeError``
-    naming the valid fields); they override ``config`` (or the defaults).
+    Keywords naming an :class:`EnvironmentConfig` field override ``config`` (or the defaults);
+    the environment's own options (``executor``, ``tool_name``, ``arg_name``, ``observation_fn``,
+    ``observation_space``, ``action_space``, ``agent_id``, ``record_episodes``, ``render_mode``)
+    are passed to it. Anything else is a ``TypeError`` naming the valid fields.
 
     >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
     >>> env = create_governed_env([SQLPolicy(deny=["DROP"])], max_steps=200, violation_penalty=-20.0)
     >>> env.config.max_steps, env.config.violation_penalty, env.config.terminate_on_critical
     (200, -20.0, True)
     """
-    return GovernedEnvironment(kernel, task_generator, reward_fn, config_from_kwargs(config, **config_fields))
+    options = {k: fields.pop(k) for k in _ENV_OPTIONS if k in fields}
+    return GovernedEnvironment(kernel, task_generator, reward_fn, config_from_kwargs(config, **fields), **options)

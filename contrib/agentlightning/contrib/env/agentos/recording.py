@@ -26,6 +26,8 @@ __all__ = ["record_episodes_to_store"]
 
 
 def _jsonable(value: Any) -> Any:
+    if hasattr(value, "to_dict"):
+        value = value.to_dict()
     try:
         json.dumps(value)
         return value

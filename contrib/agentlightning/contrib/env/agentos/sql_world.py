@@ -553,6 +553,10 @@ _DENIED_ACTIONS = {
 }
 
 
+#: PRAGMAs that take an argument but only read the schema.
+_READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"})
+
+
 @dataclass(frozen=True)
 class SQLResult:
     """What one step's SQL did in the sandbox.
@@ -591,7 +595,8 @@ class SQLSandbox:
     :meth:`begin` starts an episode, :meth:`execute` runs one step's SQL (atomically: a failing
     statement undoes the whole step), :meth:`rollback` ends the episode and restores the pristine
     data. The file is only ever opened read-only. Transaction control, SAVEPOINTs, ATTACH/DETACH
-    and PRAGMAs that set a value are refused (:class:`SandboxError`) so SQL cannot escape.
+    and PRAGMAs that set a value are refused (schema-reading ones such as
+    ``PRAGMA table_info(t)`` are fine) (:class:`SandboxError`) so SQL cannot escape.
     """
 
     def __init__(self, db_path: Union[str, Path], *, max_rows: int = 200) -> None:
@@ -636,7 +641,7 @@ class SQLSandbox:
     # -- execution
     def _authorize(self, action: int, arg1: Any, arg2: Any, dbname: Any, source: Any) -> int:
         what = _DENIED_ACTIONS.get(action)
-        if what is None and action == sqlite3.SQLITE_PRAGMA and arg2 is not None:
+        if what is None and action == sqlite3.SQLITE_PRAGMA and arg2 is not None and str(arg1).lower() not in _READ_PRAGMAS:
             what = f"PRAGMA {arg1} = ..."
         if what is not None:
             self._denied = what
