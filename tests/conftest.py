@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from agent_os import FlightRecorder
 
 
 def make_shop_db(path: Path) -> None:
@@ -44,3 +45,18 @@ def shop_db(tmp_path: Path) -> Iterator[Path]:
 def audit_path(tmp_path: Path) -> Path:
     (tmp_path / "audit").mkdir()
     return tmp_path / "audit" / "flight_recorder.db"
+
+
+def verified_blocked_records(audit_dir: Path) -> tuple:
+    """(file names, blocked records) of the per-worker FlightRecorder files in ``audit_dir``,
+    after asserting each file's hash chain verifies."""
+    files = sorted(audit_dir.glob("worker-*.db"))
+    blocked = 0
+    for path in files:
+        recorder = FlightRecorder(db_path=str(path))
+        try:
+            assert recorder.verify_integrity()["valid"] is True, path
+            blocked += sum(row["policy_verdict"] == "blocked" for row in recorder.get_log())
+        finally:
+            recorder.close()
+    return [f.name for f in files], blocked

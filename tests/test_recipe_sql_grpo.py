@@ -3,11 +3,13 @@ two runner processes), store, kernel and PolicyReward, on the real SQLite world.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
-from agent_os import FlightRecorder
+
+from .conftest import verified_blocked_records
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE_DIR = ROOT / "contrib" / "recipes" / "agentos"
@@ -22,8 +24,6 @@ def quick_run(tmp_path_factory):
 
         out = tmp_path_factory.mktemp("sql_grpo")
         results = train_sql_grpo.main(["--quick", "--out", str(out)])
-        import json
-
         arms = {arm: json.loads((out / f"{arm}.json").read_text()) for arm in ("governed", "ungoverned")}
         world = train_sql_grpo.SQLWorld.create(out / "shop.db", 0)
         return {"out": out, "results": results, "arms": arms, "world": world, "task_reward": task_reward}
@@ -76,14 +76,8 @@ def test_store_statistics_match_the_attempts(quick_run):
 
 
 def test_audit_trail_of_the_governed_arm_is_verifiable(quick_run):
-    files = sorted((quick_run["out"] / "audit").glob("worker-*.db"))
-    assert len(files) == 2
-    blocked = 0
-    for path in files:
-        recorder = FlightRecorder(db_path=str(path))
-        assert recorder.verify_integrity()["valid"] is True
-        blocked += sum(row["policy_verdict"] == "blocked" for row in recorder.get_log())
-        recorder.close()
+    names, blocked = verified_blocked_records(quick_run["out"] / "audit")
+    assert names == ["worker-0.db", "worker-1.db"]
     assert blocked == quick_run["arms"]["governed"]["store_governance_stats"]["blocked_actions"]
 
 

@@ -8,7 +8,6 @@ import socket
 import sqlite3
 
 import pytest
-from agent_os import FlightRecorder
 
 import agentlightning as agl
 
@@ -16,7 +15,7 @@ from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 
-from .conftest import make_shop_db, table_counts
+from .conftest import make_shop_db, table_counts, verified_blocked_records
 from .runner_agents import SQLAgent, make_collecting_algorithm
 
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "SELECT 1; DROP TABLE orders", "TRUNCATE users"]
@@ -128,12 +127,6 @@ def test_no_blocked_statement_reached_the_database(trainer_run):
 
 
 def test_each_runner_process_kept_its_own_verifiable_audit_file(trainer_run):
-    files = sorted(trainer_run["audit_dir"].glob("worker-*.db"))
-    assert [f.name for f in files] == ["worker-0.db", "worker-1.db"]
-    blocked = 0
-    for path in files:
-        recorder = FlightRecorder(db_path=str(path))
-        assert recorder.verify_integrity()["valid"] is True
-        blocked += sum(row["policy_verdict"] == "blocked" for row in recorder.get_log())
-        recorder.close()
+    names, blocked = verified_blocked_records(trainer_run["audit_dir"])
+    assert names == ["worker-0.db", "worker-1.db"]
     assert blocked == sum(_expected_violations(t) for t in trainer_run["tasks"])
