@@ -1,0 +1,241 @@
+"""One FlightRecorder record -> one ``agentlightning.types.Span`` with ``agent_os.*`` attributes.
+
+Entry type (``agent_os.entry_type``), decided per record:
+
+* ``policy_check``: a policy found something (the action was blocked, warned or rewritten);
+  attributes ``agent_os.policy_name``, ``agent_os.policy_result``, ``agent_os.policy_violated``,
+  plus ``agent_os.severity`` (worst), ``agent_os.blocked``, ``agent_os.violation_count``,
+  ``agent_os.total_penalty``, ``agent_os.violation_reason``;
+* ``signal``: a record of an Agent OS kernel signal (a ``kernel_panic`` record, or a row whose tool
+  name is a signal such as ``SIGKILL``); attributes ``agent_os.signal_type``, ``agent_os.signal_target``;
+* ``tool_call``: everything else (an action every policy allowed, or a row written without a
+  governance envelope).
+
+Every span carries ``agent_os.entry_type``, ``agent_os.agent_id``, the tool attributes
+(``agent_os.tool_name``, ``agent_os.tool_args`` and ``agent_os.tool_result``, each truncated to
+1000 characters), the record's identity (``agent_os.record_id``, ``agent_os.record_trace_id``,
+``agent_os.entry_hash``, ``agent_os.content_hash``) and ``agentos.kind = "audit"``. That last
+attribute keeps audit spans apart from the runner's ``check``/``violation`` annotation spans, so
+``governance_stats`` never counts a violation twice. A blocked record that also dispatched kernel
+signals stays a ``policy_check`` and gets the signal attributes too.
+
+The span id is the first 16 hex digits of the record's ``entry_hash`` (its SHA-256 chain hash,
+fixed when the row is inserted), so the same record always becomes the same span id: a store
+that already holds it rejects a second copy.
+
+>>> import os, tempfile
+>>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+>>> from agentlightning.contrib.adapter.agentos.records import RecorderReader
+>>> path = os.path.join(tempfile.mkdtemp(), "audit.db")
+>>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
+>>> _ = kernel.check("database_query", {"query": "DROP TABLE t"}); kernel.close()
+>>> record = next(RecorderReader(path).records())
+>>> span = record_to_span(record)
+>>> span.name
+'agent_os.policy_check: blocked by SQLPolicy (critical)'
+>>> span.attributes["agent_os.entry_type"], span.attributes["agent_os.policy_name"], span.attributes["agent_os.severity"], span.attributes["agent_os.blocked"]
+('policy_check', 'SQLPolicy', 'critical', True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Dict, Optional
+
+from agent_os import AgentSignal
+
+from agentlightning.types import Span
+from agentlightning.types.tracer import OtelResource, TraceStatus
+from agentlightning.utils.otel import make_tag_attributes
+
+from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_KIND
+from agentlightning.contrib.kernel.agentos.violations import Severity
+
+from .records import AuditRecord
+
+__all__ = [
+    "AUDIT_KIND",
+    "AUDIT_TAG",
+    "ENTRY_POLICY_CHECK",
+    "ENTRY_SIGNAL",
+    "ENTRY_TOOL_CALL",
+    "MAX_ATTRIBUTE_CHARS",
+    "entry_type",
+    "record_attributes",
+    "record_span_id",
+    "record_to_span",
+    "span_name",
+    "is_audit_span",
+]
+
+#: ``agentos.kind`` of every span this adapter writes ("check", "violation" and "reward" are the runner's).
+AUDIT_KIND = "audit"
+AUDIT_TAG = "agentos.audit"
+ENTRY_POLICY_CHECK = "policy_check"
+ENTRY_SIGNAL = "signal"
+ENTRY_TOOL_CALL = "tool_call"
+#: ``agent_os.tool_args``, ``agent_os.tool_result`` and descriptions are cut to this many characters.
+MAX_ATTRIBUTE_CHARS = 1000
+
+_SIGNAL_NAMES = frozenset(s.name for s in AgentSignal)
+_SEVERITY_RANK = {s.value: s.rank for s in Severity}
+_RESOURCE = OtelResource(attributes={"service.name": "agent_os.flight_recorder"}, schema_url="")
+
+
+def entry_type(record: AuditRecord) -> str:
+    """``policy_check``, ``signal`` or ``tool_call`` (see the module docstring)."""
+    if record.policy_violated:
+        return ENTRY_POLICY_CHECK
+    if record.tool_name == "kernel_panic" or record.tool_name in _SIGNAL_NAMES:
+        return ENTRY_SIGNAL
+    return ENTRY_TOOL_CALL
+
+
+def _truncate(value: Any, limit: int = MAX_ATTRIBUTE_CHARS) -> tuple:
+    if value is None:
+        return "", False
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=repr)
+    return (text[:limit], True) if len(text) > limit else (text, False)
+
+
+def record_span_id(record: AuditRecord) -> str:
+    """Deterministic 16-hex-digit span id of ``record`` (from its chain hash)."""
+    if record.entry_hash and len(record.entry_hash) >= 16:
+        return record.entry_hash[:16]
+    return hashlib.sha256(f"agentos-record:{record.trace_id}".encode()).hexdigest()[:16]
+
+
+def record_attributes(
+    record: AuditRecord, *, include_signals: bool = True, kind: Optional[str] = None
+) -> Dict[str, Any]:
+    """The span attributes of ``record`` (``agent_os.*`` plus ``agentos.kind = "audit"``)."""
+    kind = kind or entry_type(record)
+    args, args_cut = _truncate(record.args if record.tool_args is not None else None)
+    result, result_cut = _truncate(record.result)
+    attributes: Dict[str, Any] = {
+        AGENTOS_KIND: AUDIT_KIND,
+        "agent_os.entry_type": kind,
+        "agent_os.agent_id": record.agent_id,
+        "agent_os.tool_name": record.tool_name,
+        "agent_os.tool_args": args,
+        "agent_os.tool_result": result,
+        "agent_os.verdict": record.verdict,
+        "agent_os.blocked": record.blocked,
+        "agent_os.record_id": record.record_id,
+        "agent_os.record_trace_id": record.trace_id,
+        "agent_os.timestamp": record.timestamp,
+        "agent_os.entry_hash": record.entry_hash or "",
+        "agent_os.content_hash": record.content_hash or "",
+        "agent_os.recorder": record.source,
+        **make_tag_attributes([AUDIT_TAG, f"agent_os.entry_type:{kind}"]),
+    }
+    if args_cut:
+        attributes["agent_os.tool_args_truncated"] = True
+    if result_cut:
+        attributes["agent_os.tool_result_truncated"] = True
+    if record.execution_time_ms is not None:
+        attributes["agent_os.execution_time_ms"] = record.execution_time_ms
+    envelope = record.envelope
+    if envelope is not None:
+        attributes["agent_os.decision_id"] = envelope["decision_id"]
+        if envelope.get("rollout_id"):
+            attributes["agent_os.rollout_id"] = envelope["rollout_id"]
+        if envelope.get("attempt_id"):
+            attributes["agent_os.attempt_id"] = envelope["attempt_id"]
+    if envelope is not None or kind == ENTRY_POLICY_CHECK:
+        violations = record.violations
+        worst = max((v["severity"] for v in violations), key=_SEVERITY_RANK.__getitem__, default="")
+        attributes.update(
+            {
+                "agent_os.policy_name": ",".join(record.policy_names),
+                "agent_os.policy_result": record.policy_verdict,
+                "agent_os.policy_violated": record.policy_violated,
+                "agent_os.severity": worst,
+                "agent_os.violation_count": len(violations),
+                "agent_os.total_penalty": float(sum(v["penalty"] for v in violations)),
+            }
+        )
+    if record.violation_reason:
+        attributes["agent_os.violation_reason"] = _truncate(record.violation_reason)[0]
+    signals = record.signals
+    if kind == ENTRY_SIGNAL:
+        signals = signals or ([record.tool_name] if record.tool_name in _SIGNAL_NAMES else [AgentSignal.SIGKILL.name])
+    if signals and (include_signals or kind == ENTRY_SIGNAL):
+        attributes["agent_os.signal_type"] = ",".join(signals)
+        attributes["agent_os.signal_target"] = record.agent_id
+    for key, value in record.extra.items():  # strict=False keeps unknown fields, never drops them
+        attributes[f"agent_os.extra.{key}"] = json.dumps(value, sort_keys=True, default=repr)[:MAX_ATTRIBUTE_CHARS]
+    return attributes
+
+
+def span_name(record: AuditRecord, *, readable: bool = True, kind: Optional[str] = None) -> str:
+    """``agent_os.<entry_type>``, followed (``readable=True``) by what a person needs to read it
+    in the dashboard's traces table, which shows span names but not attribute values:
+
+    * ``agent_os.policy_check: blocked by SQLPolicy (critical)``
+    * ``agent_os.signal: SIGKILL``
+    * ``agent_os.tool_call: database_query``
+
+    Programs should select spans by ``agent_os.entry_type`` (or ``name.split(":")[0]``).
+    """
+    kind = kind or entry_type(record)
+    base = f"agent_os.{kind}"
+    if not readable:
+        return base
+    if kind == ENTRY_POLICY_CHECK:
+        violations = record.violations
+        worst = max((v["severity"] for v in violations), key=_SEVERITY_RANK.__getitem__, default="")
+        verdict = "blocked" if record.blocked else record.policy_verdict
+        policies = ", ".join(record.policy_names) or "Agent OS"
+        return f"{base}: {verdict} by {policies}" + (f" ({worst})" if worst else "")
+    if kind == ENTRY_SIGNAL:
+        return f"{base}: {','.join(record.signals) or record.tool_name}"
+    return f"{base}: {record.tool_name}" + (f" ({record.verdict})" if record.verdict not in ("allowed", "pending") else "")
+
+
+def record_to_span(
+    record: AuditRecord,
+    *,
+    rollout_id: Optional[str] = None,
+    attempt_id: Optional[str] = None,
+    sequence_id: Optional[int] = None,
+    trace_id_prefix: str = "agentos",
+    include_signals: bool = True,
+    readable_names: bool = True,
+) -> Span:
+    """The :class:`~agentlightning.types.Span` of ``record``.
+
+    ``rollout_id``/``attempt_id`` default to the record's own (from its governance envelope, or
+    ``""`` for a record made outside any rollout) and ``sequence_id`` to the record id; a store
+    export replaces them with the target attempt and store-issued sequence ids. The trace id is
+    ``f"{trace_id_prefix}-{agent_id}"``; the status is ``ERROR`` for blocked or failed actions so
+    they stand out in the dashboard.
+    """
+    kind = entry_type(record)
+    start = record.time
+    end = start + record.execution_time_ms / 1000.0 if record.execution_time_ms else start
+    status = (
+        TraceStatus(status_code="ERROR", description=(record.violation_reason or record.verdict)[:MAX_ATTRIBUTE_CHARS])
+        if record.verdict in ("blocked", "error")
+        else TraceStatus(status_code="OK")
+    )
+    return Span.from_attributes(
+        attributes=record_attributes(record, include_signals=include_signals, kind=kind),
+        rollout_id=rollout_id if rollout_id is not None else (record.rollout_id or ""),
+        attempt_id=attempt_id if attempt_id is not None else (record.attempt_id or ""),
+        sequence_id=sequence_id if sequence_id is not None else record.record_id,
+        name=span_name(record, readable=readable_names, kind=kind),
+        trace_id=f"{trace_id_prefix}-{record.agent_id}",
+        span_id=record_span_id(record),
+        start_time=start,
+        end_time=end,
+        resource=_RESOURCE,
+        status=status,
+    )
+
+
+def is_audit_span(span: Any) -> bool:
+    """True for a span written by this adapter (any object with ``.attributes``)."""
+    attributes = getattr(span, "attributes", None) or {}
+    return attributes.get(AGENTOS_KIND) == AUDIT_KIND
