@@ -3,32 +3,23 @@
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Mapping, Optional, Union
 
-from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity
+from agentlightning.contrib.kernel.agentos import DEFAULT_SEVERITY_COSTS, GovernanceConfigError, Severity, finite_number
 
 __all__ = ["EnvironmentConfig", "SEVERITY_SCALE", "config_from_kwargs"]
 
-#: How ``violation_penalty`` is scaled per violation, by severity (the reference's scaling).
-SEVERITY_SCALE: Mapping[Severity, float] = {
-    Severity.CRITICAL: 10.0,
-    Severity.HIGH: 5.0,
-    Severity.MEDIUM: 1.0,
-    Severity.LOW: 1.0,
-}
+#: How ``violation_penalty`` is scaled per violation, by severity (the reference's scaling:
+#: critical x10, high x5, medium and low x1). The kernel's default constraint-cost weights are
+#: defined as this same scaling, so the two stay one table.
+SEVERITY_SCALE: Mapping[Severity, float] = DEFAULT_SEVERITY_COSTS
 
 _KERNEL_RESET_MODES = (True, False, "all")
 
 
 def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"EnvironmentConfig.{name} must be a number, got {type(value).__name__}: {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise GovernanceConfigError(f"EnvironmentConfig.{name} must be finite, got {value}")
-    return value
+    return finite_number(f"EnvironmentConfig.{name}", value)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from .violations import (
     Severity,
     ViolationType,
     constraint_cost,
+    finite_number,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "semconv",
     "as_kernel",
     "constraint_cost",
+    "finite_number",
     "current_context",
     "decision_from_record",
     "governance_context",

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_SEVERITY_COSTS",
     "GovernanceConfigError",
     "constraint_cost",
+    "finite_number",
 ]
 
 
@@ -117,12 +118,26 @@ class ViolationType(str, Enum):
 PolicyViolationType = ViolationType
 
 
+def finite_number(name: str, value: Any) -> float:
+    """``value`` as a float; a non-number (bools included) or a NaN/infinity is an error naming ``name``.
+
+    >>> finite_number("RewardConfig.clean_bonus", 5)
+    5.0
+    >>> finite_number("RewardConfig.clean_bonus", "5")
+    Traceback (most recent call last):
+    ...
+    TypeError: RewardConfig.clean_bonus must be a number, got str: '5'
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise GovernanceConfigError(f"{name} must be finite, got {value}")
+    return value
+
+
 def _check_penalty(penalty: Any) -> float:
-    if isinstance(penalty, bool) or not isinstance(penalty, (int, float)):
-        raise TypeError(f"penalty must be a number, got {type(penalty).__name__}: {penalty!r}")
-    penalty = float(penalty)
-    if not math.isfinite(penalty):
-        raise GovernanceConfigError(f"penalty must be finite, got {penalty}")
+    penalty = finite_number("penalty", penalty)
     if penalty > 0:
         raise GovernanceConfigError(
             f"penalty must be <= 0 (penalties live in reward space and are negative), got {penalty}; "

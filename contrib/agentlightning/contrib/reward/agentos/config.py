@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Mapping, Optional
 
-from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity
+from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity, finite_number
 
 __all__ = ["RewardConfig"]
 
 
 def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"RewardConfig.{name} must be a number, got {type(value).__name__}: {value!r}")
-    if not math.isfinite(value):
-        raise GovernanceConfigError(f"RewardConfig.{name} must be finite, got {value}")
-    return float(value)
+    return finite_number(f"RewardConfig.{name}", value)
 
 
 @dataclass
