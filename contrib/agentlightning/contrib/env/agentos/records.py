@@ -7,12 +7,11 @@ LightningStore rollouts, so the reward decomposition here is the one the store s
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from agentlightning.contrib.kernel.agentos import Decision, PolicyViolation
-from agentlightning.contrib.kernel.agentos.semconv import GovernedReward
+from agentlightning.contrib.kernel.agentos.semconv import GovernedReward, decisions_summary
 
 __all__ = ["StepRecord", "EpisodeRecord", "violation_info"]
 
@@ -100,10 +99,6 @@ class EpisodeRecord:
         return float(sum(s.cost for s in self.steps))
 
     @property
-    def blocked_actions(self) -> int:
-        return sum(s.decision.blocked for s in self.steps)
-
-    @property
     def success(self) -> bool:
         return any(s.success for s in self.steps) and self.termination != "critical"
 
@@ -125,14 +120,8 @@ class EpisodeRecord:
 
     def summary(self) -> Dict[str, Any]:
         """Plain-data summary; the same keys as the runner's ``"agentos"`` attempt metadata, plus the episode's."""
-        by_policy = Counter(v.policy_name for s in self.steps for v in s.decision.violations)
         return {
-            "checks": len(self.steps),
-            "violations": self.violation_count,
-            "blocked_actions": self.blocked_actions,
-            "total_penalty": float(sum(s.decision.total_penalty for s in self.steps)),
-            "signals": [sig for s in self.steps for sig in s.decision.signals],
-            "violations_by_policy": dict(by_policy),
+            **decisions_summary([s.decision for s in self.steps]),
             "input_blocked": False,
             "source": "GovernedEnvironment",
             "episode_id": self.episode_id,

@@ -17,8 +17,9 @@ attributes (:class:`GovernedReward`). Attribute names are the constants below.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from agentlightning.utils.otel import make_link_attributes, make_tag_attributes
 
@@ -52,6 +53,7 @@ __all__ = [
     "REWARD_CLEAN_BONUS",
     "GovernedReward",
     "is_governed_reward_span",
+    "decisions_summary",
     "check_span_attributes",
     "violation_span_attributes",
     "is_check_span",
@@ -197,3 +199,23 @@ class GovernedReward:
 def is_governed_reward_span(span: Any) -> bool:
     """True for the reward span written from a :class:`GovernedReward`."""
     return _kind(getattr(span, "attributes", None) or {}) == "reward"
+
+
+def decisions_summary(decisions: Sequence[Decision]) -> Dict[str, Any]:
+    """The governance summary of one rollout's (or episode's) decisions, as stored in the
+    attempt's metadata under ``"agentos"`` by the runner and the environment alike.
+
+    >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
+    >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    >>> decisions_summary([kernel.check(Action.sql("SELECT 1")), kernel.check(Action.sql("DROP TABLE t"))])
+    {'checks': 2, 'violations': 1, 'blocked_actions': 1, 'total_penalty': -100.0, 'signals': [], 'violations_by_policy': {'SQLPolicy': 1}}
+    """
+    violations = [v for d in decisions for v in d.violations]
+    return {
+        "checks": len(decisions),
+        "violations": len(violations),
+        "blocked_actions": sum(d.blocked for d in decisions),
+        "total_penalty": float(sum(d.total_penalty for d in decisions)),
+        "signals": [s for d in decisions for s in d.signals],
+        "violations_by_policy": dict(Counter(v.policy_name for v in violations)),
+    }

@@ -30,7 +30,7 @@ from agentlightning.contrib.kernel.agentos import (
     constraint_cost,
     governance_context,
 )
-from agentlightning.contrib.kernel.agentos.semconv import check_span_attributes, violation_span_attributes
+from agentlightning.contrib.kernel.agentos.semconv import check_span_attributes, decisions_summary, violation_span_attributes
 
 __all__ = [
     "ActionBlockedError",
@@ -103,10 +103,6 @@ class RolloutGovernance:
     def total_penalty(self) -> float:
         return float(sum(d.total_penalty for d in self.decisions))
 
-    @property
-    def blocked_actions(self) -> int:
-        return sum(d.blocked for d in self.decisions)
-
     @contextlib.contextmanager
     def activate(self) -> Iterator["RolloutGovernance"]:
         """Make this the active rollout (and its context the kernel's) in the current task.
@@ -123,16 +119,8 @@ class RolloutGovernance:
 
     def summary(self) -> dict:
         """Plain-data summary (stored in the attempt's metadata under ``"agentos"``)."""
-        by_policy: dict = {}
-        for v in self.violations:
-            by_policy[v.policy_name] = by_policy.get(v.policy_name, 0) + 1
         return {
-            "checks": len(self.decisions),
-            "violations": len(self.violations),
-            "blocked_actions": self.blocked_actions,
-            "total_penalty": self.total_penalty,
-            "signals": self.signals,
-            "violations_by_policy": by_policy,
+            **decisions_summary(self.decisions),
             "input_blocked": self.input_blocked,
             "cost": self.reward.cost if self.reward is not None else constraint_cost(self.violations),
             "reward": self.reward.to_dict() if self.reward is not None else None,
