@@ -31,6 +31,7 @@ standard library.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -758,10 +759,13 @@ class SQLWorld:
             raise ValueError(f"split must be 'train', 'heldout' or 'all', got {name!r}")
         return tuple(t for t in self.tasks if t.split == name)
 
+    @functools.cached_property
+    def _tasks_by_id(self) -> Dict[str, SQLTask]:
+        return {task.task_id: task for task in self.tasks}
+
     def task(self, task_id: str) -> SQLTask:
-        for task in self.tasks:
-            if task.task_id == task_id:
-                return task
+        if task_id in self._tasks_by_id:
+            return self._tasks_by_id[task_id]
         raise KeyError(f"no task {task_id!r}; task ids look like {self.tasks[0].task_id!r}")
 
     def sandbox(self, **kwargs: Any) -> SQLSandbox:

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation, Severity, constraint_cost
 from agentlightning.contrib.kernel.agentos.semconv import GovernedReward
@@ -36,7 +36,10 @@ def policy_penalty(
     (-100.25, -200.25)
     """
     config = RewardConfig(critical_penalty=critical_penalty, high_penalty=high_penalty, medium_penalty=medium_penalty, low_penalty=low_penalty)
-    table = config.severity_penalties
+    return _penalty_sum(violations, config.severity_penalties)
+
+
+def _penalty_sum(violations: Iterable[PolicyViolation], table: Mapping[Severity, float]) -> float:
     total = 0.0
     for violation in violations:
         if not isinstance(violation, PolicyViolation):
@@ -120,7 +123,7 @@ def shape_reward(
     elif config.multiplicative:
         penalty = -abs(base) * (1.0 - config.multiplicative_factor)
     else:
-        penalty = policy_penalty(violations, **{f"{s.value}_penalty": p for s, p in config.severity_penalties.items()})
+        penalty = _penalty_sum(violations, config.severity_penalties)  # the config validated its penalties already
     bonus = config.clean_bonus if not violations else 0.0
     raw = base + penalty + bonus
     final = config.clamp(raw)
