@@ -51,11 +51,11 @@ def test_every_decision_is_one_record_on_disk_and_the_chain_verifies(audit_path)
     rows = reopened.get_log()
     assert len(rows) == len(queries)
     assert reopened.verify_integrity()["valid"] is True
-    by_trace = {row["trace_id"]: row for row in rows}
+    by_decision = {decision_from_record(row)["agentos"]["decision_id"]: row for row in rows}
     for decision in decisions:
-        row = by_trace[decision.audit_id]
+        assert decision.audit_id == decision.decision_id
+        row = by_decision[decision.audit_id]
         envelope = decision_from_record(row)
-        assert envelope["agentos"]["decision_id"] == decision.decision_id
         assert envelope["agentos"]["rollout_id"] == "ro-1" and envelope["agentos"]["attempt_id"] == "at-1"
         assert row["agent_id"] == "agent-7"
         assert row["policy_verdict"] == ("blocked" if decision.blocked else "allowed")
@@ -227,15 +227,24 @@ def test_policy_failures_block_and_are_recorded(policy, message, audit_path):
     assert kernel.check(Action.sql("SELECT 2")).blocked is (not isinstance(policy, Hanging))
 
 
-def test_audit_write_failure_blocks_an_allowed_action(audit_path):
+def test_a_failed_audit_write_blocks_every_later_action(audit_path):
     recorder = FlightRecorder(db_path=str(audit_path), enable_batching=False)
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=recorder)
     conn = sqlite3.connect(audit_path)
     conn.execute("DROP TABLE audit_log")  # the trail becomes unwritable
     conn.commit()
     conn.close()
-    decision = kernel.check(Action.sql("SELECT 1"))
-    assert decision.blocked and "audit write failed" in decision.reason
+    # Recording happens on the writer thread, so the first allowed action's write fails after
+    # the check returned; from then on the kernel fails closed.
+    first = kernel.check(Action.sql("SELECT 1"))
+    assert first.allowed
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        kernel.audit.flush()
+    assert isinstance(kernel.audit.failure, sqlite3.OperationalError)
+    for query in ("SELECT 2", "DROP TABLE users"):
+        decision = kernel.check(Action.sql(query))
+        assert decision.blocked
+    assert "audit write failed" in kernel.check(Action.sql("SELECT 3")).reason
 
 
 class Redactor(Policy):
@@ -265,7 +274,7 @@ def test_modified_and_warned_verdicts(audit_path):
     assert modified.violations[0].violation_type is ViolationType.MODIFIED
     warned = kernel.check(Action.sql("SELECT * FROM users"))
     assert warned.verdict is Verdict.WARNED and warned.allowed and warned.total_penalty == -1.0
-    rows = {r["trace_id"]: r for r in kernel.audit.records()}
+    rows = {decision_from_record(r)["agentos"]["decision_id"]: r for r in kernel.audit.records()}
     assert "hunter2" not in json.dumps(decision_from_record(rows[modified.audit_id])["args"])
 
 

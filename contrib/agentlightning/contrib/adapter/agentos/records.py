@@ -33,6 +33,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from agent_os import FlightRecorder
 
+from agentlightning.contrib.kernel.agentos.audit import flush_recorder
 from agentlightning.contrib.kernel.agentos.actions import Verdict
 from agentlightning.contrib.kernel.agentos.violations import Severity, ViolationType
 
@@ -391,9 +392,10 @@ class RecorderReader:
         return str(self.path)
 
     def flush(self) -> None:
-        """Flush the attached FlightRecorder's write buffer (no-op for a path)."""
+        """Flush the attached FlightRecorder's write buffer and what the kernel's audit writer
+        still holds for it (no-op for a path)."""
         if self.recorder is not None:
-            self.recorder.flush()
+            flush_recorder(self.recorder)
 
     def _query(self, sql: str, params: Tuple[Any, ...] = ()) -> List[sqlite3.Row]:
         if self._conn is None:

@@ -6,26 +6,32 @@ One record per decision. The FlightRecorder hashes ``tool_args`` into its chain,
     {"args": {...}, "agentos": {"decision_id", "verdict", "rollout_id", "attempt_id",
                                 "violations": [...], "signals": [...]}}
 
-which makes severity, policy and verdict as tamper-evident as the rest of the row. Blocked
-decisions are flushed to disk before the kernel returns; allowed ones ride the recorder's batch.
+which makes severity, policy and verdict as tamper-evident as the rest of the row. A writer
+thread does the recording, so the check only pays for serialising the arguments; blocked
+decisions are on disk before the kernel returns, allowed ones within moments (the writer
+commits whenever its queue runs dry).
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
 import os
+import queue
 import sqlite3
 import threading
+import weakref
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from agent_os import FlightRecorder
 
 from .actions import Decision
 
-__all__ = ["AuditTrail", "open_flight_recorder", "decision_from_record"]
+__all__ = ["AuditTrail", "open_flight_recorder", "flush_recorder", "decision_from_record"]
 
 logger = logging.getLogger(__name__)
 RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
@@ -33,6 +39,10 @@ RECORDER_LOGGER.setLevel(logging.ERROR)
 
 #: Arguments longer than this (as JSON) are stored truncated, with the full payload's SHA-256.
 DEFAULT_MAX_ARGS_CHARS = 65_536
+#: Records queued for the writer thread at most; beyond that, checks wait for the disk.
+DEFAULT_MAX_QUEUED = 10_000
+#: Allowed records kept open for their outcome (result or error) at most; older ones are closed.
+DEFAULT_MAX_PENDING_OUTCOMES = 10_000
 
 
 def open_flight_recorder(path: Union[str, Path], **kwargs: Any) -> FlightRecorder:
@@ -55,102 +65,300 @@ def open_flight_recorder(path: Union[str, Path], **kwargs: Any) -> FlightRecorde
         raise ValueError(f"cannot open FlightRecorder at {str(path)!r}: {err}; pass a writable file path") from err
 
 
-def _jsonable_args(args: Mapping[str, Any], max_chars: int) -> Any:
+def _args_json(args: Mapping[str, Any], max_chars: int) -> str:
+    """The arguments as JSON text, taken now: the action may mutate them once it runs."""
     try:
         text = json.dumps(args, default=repr, sort_keys=True)
     except (TypeError, ValueError, RecursionError) as err:
-        text = repr(args)
-        return {"__unserializable__": f"{type(err).__name__}", "repr": text[:max_chars]}
+        return json.dumps({"__unserializable__": type(err).__name__, "repr": _safe_repr(args)[:max_chars]})
     if len(text) <= max_chars:
-        return json.loads(text) if text else {}
-    return {
-        "__truncated__": True,
-        "chars": len(text),
-        "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
-        "head": text[:max_chars],
-    }
+        return text
+    return json.dumps(
+        {
+            "__truncated__": True,
+            "chars": len(text),
+            "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "head": text[:max_chars],
+        }
+    )
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception as err:  # noqa: BLE001 - a hostile __repr__ must not break the audit
+        return f"<unrepresentable {type(value).__name__}: {type(err).__name__}>"
+
+
+class _Sync:
+    """A marker the writer answers once everything queued before it is on disk."""
+
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: Optional[BaseException] = None
 
 
 class AuditTrail:
-    """Writes decisions to a FlightRecorder; safe to share between threads.
+    """Writes decisions to a FlightRecorder from a background thread; safe to share between threads.
+
+    The checking thread only serialises the action's arguments and queues the record, so audit
+    writes stay off the hot path. Order is kept (one writer), the writer flushes to disk whenever
+    it runs out of work, and a *blocked* decision is on disk before :meth:`record` returns (the
+    caller waits for the writer). If a write fails, every later :meth:`record` raises, and the
+    kernel blocks the action (fail closed). :meth:`flush`, :meth:`records` and :meth:`verify`
+    first wait for everything queued.
 
     The recorder's hash chain lives in the recorder object, so each process must own its own
     database file (two processes appending to one file would fork the chain).
+
+    ``audit_id`` of a recorded decision is its ``decision_id``, which the record's envelope holds.
     """
 
-    def __init__(self, recorder: FlightRecorder, *, max_args_chars: int = DEFAULT_MAX_ARGS_CHARS) -> None:
+    def __init__(
+        self,
+        recorder: FlightRecorder,
+        *,
+        max_args_chars: int = DEFAULT_MAX_ARGS_CHARS,
+        max_queued: int = DEFAULT_MAX_QUEUED,
+        max_pending_outcomes: int = DEFAULT_MAX_PENDING_OUTCOMES,
+        sync_timeout_s: float = 30.0,
+    ) -> None:
         if not isinstance(recorder, FlightRecorder):
             raise TypeError(
                 f"recorder must be an agent_os.FlightRecorder, got {type(recorder).__name__}; "
                 f"or pass a file path and the kernel opens one"
             )
+        for name, value in (("max_args_chars", max_args_chars), ("max_queued", max_queued), ("max_pending_outcomes", max_pending_outcomes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.recorder = recorder
         # The FlightRecorder logs a WARNING per blocked action; in training that is one stderr line
         # per violation. Route this recorder's messages to a logger of ours that shows errors only
         # (lower its level to see them all).
         recorder.logger = RECORDER_LOGGER
         self.max_args_chars = max_args_chars
+        self.sync_timeout_s = sync_timeout_s
         self.pid = os.getpid()  # the process whose chain head this recorder holds
-        self._lock = threading.Lock()
+        # Bounded: if the disk falls behind, checks wait rather than memory growing without end.
+        self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=max_queued)
+        # decision_id -> FlightRecorder trace_id of allowed records still waiting for an outcome.
+        self._awaiting_outcome: "OrderedDict[str, str]" = OrderedDict()
+        self._max_pending_outcomes = max_pending_outcomes
+        self._failure: Optional[BaseException] = None
+        self._closed = False
+        self._thread_lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+        _LIVE_TRAILS.add(self)
 
     @property
     def path(self) -> str:
         return str(self.recorder.db_path)
 
+    @property
+    def failure(self) -> Optional[BaseException]:
+        """The error that stopped the writer, if any (then every record is refused)."""
+        return self._failure
+
+    # ----------------------------------------------------------------- the checking thread's side
     def record(self, decision: Decision) -> str:
-        """Write one decision; returns the record's ``trace_id``."""
-        envelope = {
-            "args": _jsonable_args(decision.action.args, self.max_args_chars),
-            "agentos": {
-                "decision_id": decision.decision_id,
-                "verdict": decision.verdict.value,
-                "rollout_id": decision.context.rollout_id,
-                "attempt_id": decision.context.attempt_id,
-                "violations": [v.to_dict() for v in decision.violations],
-                "signals": list(decision.signals),
-            },
+        """Queue one decision (a blocked one is on disk when this returns); returns its audit id."""
+        self._raise_if_unusable()
+        agentos = {
+            "decision_id": decision.decision_id,
+            "verdict": decision.verdict.value,
+            "rollout_id": decision.context.rollout_id,
+            "attempt_id": decision.context.attempt_id,
+            "violations": [v.to_dict() for v in decision.violations],
+            "signals": list(decision.signals),
         }
+        original = None
         if decision.original_action is not None:
-            envelope["agentos"]["original_args"] = _jsonable_args(decision.original_action.args, self.max_args_chars)
-        with self._lock:
-            trace_id = self.recorder.start_trace(
-                agent_id=decision.context.agent_id, tool_name=decision.action.tool_name, tool_args=envelope
-            )
-            if decision.blocked:
-                self.recorder.log_violation(trace_id, decision.reason)
-                self.recorder.flush()
-            else:
-                self.recorder.log_success(trace_id, result=None)
-        return trace_id
+            original = _args_json(decision.original_action.args, self.max_args_chars)
+        item = (
+            decision.decision_id,
+            decision.context.agent_id,
+            decision.action.tool_name,
+            _args_json(decision.action.args, self.max_args_chars),
+            original,
+            agentos,
+            decision.reason if decision.blocked else None,
+        )
+        self._put(item)
+        if decision.blocked:
+            self._sync()  # a blocked action's record must survive the process dying next
+        return decision.decision_id
 
     def record_outcome(
         self, audit_id: str, *, result: Any = None, error: Optional[str] = None, execution_time_ms: Optional[float] = None
     ) -> None:
         """Add what an allowed action returned (or the error it raised) to its record."""
-        text = None if result is None else str(result)[: self.max_args_chars]
-        with self._lock:
-            if error is not None:
-                self.recorder.log_error(audit_id, str(error)[: self.max_args_chars])
-            else:
-                self.recorder.log_success(audit_id, result=text, execution_time_ms=execution_time_ms)
+        if self._failure is not None or self._closed:
+            return  # nothing more can be written; the failure was logged when it happened
+        text = None if result is None else _safe_str(result)[: self.max_args_chars]
+        self._put(("outcome", audit_id, text, None if error is None else str(error)[: self.max_args_chars], execution_time_ms))
 
     def flush(self) -> None:
-        with self._lock:
+        """Wait until everything queued so far is written and committed."""
+        if self._closed:
+            return
+        if self._thread is not None:
+            self._sync()
+        else:
             self.recorder.flush()
 
     def verify(self) -> Dict[str, Any]:
         """Agent OS's hash-chain and content-hash check over the whole file."""
-        with self._lock:
-            return self.recorder.verify_integrity()
+        self.flush()
+        return self.recorder.verify_integrity()
 
     def records(self) -> list:
         """All records (flushes first), oldest first."""
-        with self._lock:
-            return self.recorder.get_log()
+        self.flush()
+        return self.recorder.get_log()
 
     def close(self) -> None:
-        with self._lock:
+        """Write what is queued, stop the writer and close the recorder (idempotent)."""
+        if self._closed:
+            return
+        try:
+            if self._thread is not None and self._failure is None:
+                self._sync()
+        finally:
+            self._closed = True
+            if self._thread is not None:
+                self._queue.put(_STOP)
+                self._thread.join(timeout=self.sync_timeout_s)
             self.recorder.close()
+            _LIVE_TRAILS.discard(self)
+
+    def _raise_if_unusable(self) -> None:
+        if self._failure is not None:
+            raise RuntimeError(f"the audit trail stopped after a failed write ({type(self._failure).__name__}: {self._failure})")
+        if self._closed:
+            raise RuntimeError(f"the audit trail {self.path!r} is closed")
+
+    def _put(self, item: Any) -> None:
+        if self._thread is None:
+            self._start()
+        self._queue.put(item, timeout=self.sync_timeout_s)
+
+    def _sync(self) -> None:
+        marker = _Sync()
+        self._put(marker)
+        if not marker.done.wait(self.sync_timeout_s):
+            raise TimeoutError(f"the audit writer did not finish within {self.sync_timeout_s}s")
+        if marker.error is not None:
+            raise marker.error
+
+    def _start(self) -> None:
+        with self._thread_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._write_loop, name="agentos-audit-writer", daemon=True)
+                self._thread.start()
+
+    # ----------------------------------------------------------------- the writer thread
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            waiting: List[_Sync] = []
+            stop = False
+            while True:
+                if item is _STOP:
+                    stop = True
+                elif isinstance(item, _Sync):
+                    waiting.append(item)
+                elif self._failure is None:
+                    try:
+                        self._write(item)
+                    except Exception as err:  # noqa: BLE001 - remembered; later records are refused
+                        logger.exception("audit write to %s failed; further actions will be blocked", self.path)
+                        self._failure = err
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            # Out of work: commit, so an idle recorder has nothing only in memory.
+            if self._failure is None:
+                try:
+                    self.recorder.flush()
+                except Exception as err:  # noqa: BLE001
+                    logger.exception("audit flush to %s failed; further actions will be blocked", self.path)
+                    self._failure = err
+            for marker in waiting:
+                marker.error = self._failure
+                marker.done.set()
+            if stop:
+                return
+
+    def _write(self, item: tuple) -> None:
+        recorder = self.recorder
+        if item[0] == "outcome":
+            _, audit_id, result, error, execution_time_ms = item
+            trace_id = self._awaiting_outcome.pop(audit_id, None)
+            if trace_id is None:
+                return  # not an allowed record of this trail, or its outcome came long after
+            if error is not None:
+                recorder.log_error(trace_id, error)
+            else:
+                recorder.log_success(trace_id, result=result, execution_time_ms=execution_time_ms)
+            self._forget(trace_id)
+            return
+        decision_id, agent_id, tool_name, args_json, original_json, agentos, blocked_reason = item
+        if original_json is not None:
+            agentos["original_args"] = json.loads(original_json)
+        envelope = {"args": json.loads(args_json), "agentos": agentos}
+        trace_id = recorder.start_trace(agent_id=agent_id, tool_name=tool_name, tool_args=envelope)
+        if blocked_reason is not None:
+            recorder.log_violation(trace_id, blocked_reason)
+            self._forget(trace_id)
+            return
+        recorder.log_success(trace_id, result=None)
+        self._awaiting_outcome[decision_id] = trace_id
+        if len(self._awaiting_outcome) > self._max_pending_outcomes:
+            _, oldest = self._awaiting_outcome.popitem(last=False)
+            self._forget(oldest)
+
+    def _forget(self, trace_id: str) -> None:
+        # The FlightRecorder caches every record's fields in memory to re-hash later updates and
+        # never drops them; a long run would grow without bound. Drop a record's entry once no
+        # update to it can follow.
+        getattr(self.recorder, "_trace_data", {}).pop(trace_id, None)
+
+
+def flush_recorder(recorder: FlightRecorder) -> None:
+    """Write out what any :class:`AuditTrail` of this process has queued for ``recorder``, then
+    flush the recorder itself. Readers of an open recorder call this before reading.
+
+    >>> import tempfile, os
+    >>> flush_recorder(open_flight_recorder(os.path.join(tempfile.mkdtemp(), "audit.db")))
+    """
+    for trail in list(_LIVE_TRAILS):
+        if trail.recorder is recorder:
+            trail.flush()
+    recorder.flush()
+
+
+def _safe_str(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception as err:  # noqa: BLE001
+        return f"<unprintable {type(value).__name__}: {type(err).__name__}>"
+
+
+_STOP = object()
+_LIVE_TRAILS: "weakref.WeakSet[AuditTrail]" = weakref.WeakSet()
+
+
+@atexit.register
+def _drain_live_trails() -> None:
+    """At interpreter exit, write what is still queued (the writer threads are daemons)."""
+    for trail in list(_LIVE_TRAILS):
+        try:
+            trail.close()
+        except Exception:  # noqa: BLE001
+            logger.exception("could not close the audit trail %s at exit", trail.path)
 
 
 def decision_from_record(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:

@@ -212,6 +212,8 @@ class GovernanceKernel:
 
     @staticmethod
     def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:
+        if not violations:
+            return Verdict.ALLOWED
         if any(v.action_blocked for v in violations):
             return Verdict.BLOCKED
         if any(v.violation_type is ViolationType.MODIFIED for v in violations):
@@ -247,6 +249,8 @@ class GovernanceKernel:
             logger.exception("policy %s.%s raised", policy.name, method)
             sink.append(self._failure(policy, f"{method} raised {type(err).__name__}: {err}"))
             return None
+        if type(result) is list and not result and method == "evaluate":  # the common answer: nothing found
+            return result
         if method == "rewrite":
             if result is not None and not isinstance(result, Action):
                 sink.append(self._failure(policy, f"rewrite returned {type(result).__name__}, not an Action or None"))

@@ -200,7 +200,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                     try:
                         return await _original(task, *args, **kwargs)
                     except Exception:
-                        self._emit_failed_rollout_reward()
+                        self._on_agent_failure()
                         raise
 
                 setattr(agent, name, async_method)
@@ -212,7 +212,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                     try:
                         return _original(task, *args, **kwargs)
                     except Exception:
-                        self._emit_failed_rollout_reward()
+                        self._on_agent_failure()
                         raise
 
                 setattr(agent, name, method)
@@ -240,6 +240,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             ),
             fail_on_violation=self.fail_on_violation,
             on_decision=self._on_decision,
+            defer_clean_check_spans=True,
         )
         state.rollout = next_rollout
         try:
@@ -254,19 +255,21 @@ class AgentOSRunner(LitAgentRunner[Any]):
         state = active_rollout()
         if state is not None:
             state.task_output = raw_result
-        if state is None or self.reward_fn is None:
+        if state is None:
             return await super()._post_process_rollout_result(rollout, raw_result)
-        if isinstance(raw_result, (bool, int, float)):
+        if self.reward_fn is not None and isinstance(raw_result, (bool, int, float)):
             # The agent's own reward becomes the base of the shaped one; it is not stored unshaped.
             state.agent_reward = float(raw_result)
             raw_result = None
         spans = list(await super()._post_process_rollout_result(rollout, raw_result))
-        if state.agent_reward is None:
-            state.agent_reward = find_final_reward(spans)  # a reward the agent emitted itself
-        state.reward = self._score(rollout, state, success=True)
-        spans += await add_spans(
-            self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id, [reward_core_fields(state.reward)]
-        )
+        # The clean checks' spans and the shaped reward span, in one store call.
+        batch = state.take_deferred_spans()
+        if self.reward_fn is not None:
+            if state.agent_reward is None:
+                state.agent_reward = find_final_reward(spans)  # a reward the agent emitted itself
+            state.reward = self._score(rollout, state, success=True)
+            batch.append(reward_core_fields(state.reward))
+        spans += await add_spans(self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id, batch)
         return spans
 
     def _score(self, rollout: Rollout, state: RolloutGovernance, *, success: bool) -> GovernedReward:
@@ -286,11 +289,15 @@ class AgentOSRunner(LitAgentRunner[Any]):
             violation_count=len(state.violations),
         )
 
-    def _emit_failed_rollout_reward(self) -> None:
-        """The agent raised: emit the shaped reward into the trace now, before the runner marks
-        the attempt failed (a span added after that could revive a requeued rollout)."""
+    def _on_agent_failure(self) -> None:
+        """The agent raised: emit the held-back check spans and the shaped reward into the trace
+        now, before the runner marks the attempt failed (a span added after that could revive a
+        requeued rollout)."""
         state = active_rollout()
-        if state is None or self.reward_fn is None or state.rollout is None or state.reward is not None:
+        if state is None:
+            return
+        state.emit_deferred_spans()
+        if self.reward_fn is None or state.rollout is None or state.reward is not None:
             return
         rollout = state.rollout
         try:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple, TypeVar, over
 
 from agentlightning.emitter import emit_annotation
 from agentlightning.tracer.base import get_active_tracer
+from agentlightning.types.tracer import SpanCoreFields
 
 from agentlightning.contrib.kernel.agentos import (
     Action,
@@ -31,6 +32,7 @@ from agentlightning.contrib.kernel.agentos import (
     governance_context,
 )
 from agentlightning.contrib.kernel.agentos.semconv import check_span_attributes, decisions_summary, violation_span_attributes
+from agentlightning.contrib.kernel.agentos.spans import decision_core_fields
 
 __all__ = [
     "ActionBlockedError",
@@ -81,15 +83,43 @@ class RolloutGovernance:
     agent_reward: Optional[float] = None
     rollout: Any = None  #: the store's attempted rollout, when run by AgentOSRunner
     reward: Any = None  #: the GovernedReward written for this attempt, when the runner has a reward_fn
+    #: Hold the spans of clean checks until the runner writes them in one batch (see ``decide``).
+    defer_clean_check_spans: bool = False
+    deferred: List[Tuple[Decision, float]] = field(default_factory=list)
 
     def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
-        """Check ``action``, record the decision here and as spans of the active trace."""
+        """Check ``action``, record the decision here and as spans of the active trace.
+
+        A decision with violations goes to the trace at once, so it reaches the store even if
+        the process dies a moment later. With ``defer_clean_check_spans`` the check span of a
+        clean decision (the common case) is kept, with its time, for :meth:`take_deferred_spans`:
+        each span sent through the tracer is one synchronous store write, so a rollout's clean
+        checks are written together, in one call, when it ends.
+        """
         decision = (kernel or self.kernel).check(action, context=self.context)
         self.decisions.append(decision)
-        emit_decision_spans(decision)
+        if self.defer_clean_check_spans and not decision.violations and get_active_tracer() is not None:
+            self.deferred.append((decision, time.time()))
+        else:
+            emit_decision_spans(decision)
         if self.on_decision is not None:
             self.on_decision(decision)
         return decision
+
+    def take_deferred_spans(self) -> List[SpanCoreFields]:
+        """The check spans held back so far (timed when their check ran); the list is emptied."""
+        fields = []
+        for decision, at in self.deferred:
+            for core in decision_core_fields(decision):
+                fields.append(core.model_copy(update={"start_time": at, "end_time": at}))
+        self.deferred.clear()
+        return fields
+
+    def emit_deferred_spans(self) -> None:
+        """Send the held-back check spans through the active trace now (the agent raised)."""
+        for decision, _ in self.deferred:
+            emit_decision_spans(decision)
+        self.deferred.clear()
 
     @property
     def violations(self) -> List[PolicyViolation]:
