@@ -184,3 +184,40 @@ def test_a_recorder_from_another_process_is_refused(audit_path):
     runner = AgentOSRunner(kernel)
     with pytest.raises(GovernanceConfigError, match="Pass audit_dir="):
         runner.init_worker(0, InMemoryLightningStore())
+
+
+def test_governed_tool_binds_arguments_as_the_signature_does():
+    """The action's arguments are the call's arguments by parameter name, whatever the call
+    style; a call that does not fit the signature fails before any check."""
+    seen = []
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+
+    def query(sql_db, query, limit=10, *, explain=False):
+        return (sql_db, query, limit, explain)
+
+    tool = governed_tool("database_query", query, kernel=kernel)
+    kernel_check = kernel.check
+    kernel.check = lambda action, **kw: seen.append(dict(action.args)) or kernel_check(action, **kw)
+    assert tool("db", "SELECT 1") == ("db", "SELECT 1", 10, False)
+    assert tool("db", query="SELECT 2", explain=True) == ("db", "SELECT 2", 10, True)
+    assert tool(explain=True, query="SELECT 3", sql_db="db", limit=1) == ("db", "SELECT 3", 1, True)
+    assert seen == [
+        {"sql_db": "db", "query": "SELECT 1"},
+        {"sql_db": "db", "query": "SELECT 2", "explain": True},
+        {"sql_db": "db", "query": "SELECT 3", "limit": 1, "explain": True},
+    ]
+    assert list(seen[2]) == ["sql_db", "query", "limit", "explain"]  # parameter order, as bind() gives
+    for bad_call in (lambda: tool("db"), lambda: tool("db", "SELECT 1", query="x"), lambda: tool("db", "q", 1, 2), lambda: tool("db", "q", nope=1)):
+        with pytest.raises(TypeError):
+            bad_call()
+    assert len(seen) == 3  # none of the bad calls reached the kernel
+    with pytest.raises(ActionBlockedError):
+        tool("db", "DROP TABLE users")
+
+    def positional_only(query, /, *rest, **options):
+        return (query, rest, options)
+
+    odd = governed_tool("database_query", positional_only, kernel=kernel)
+    assert odd("SELECT 1", 2, mode="x") == ("SELECT 1", (2,), {"mode": "x"})
+    with pytest.raises(ActionBlockedError):
+        odd("DROP TABLE users")

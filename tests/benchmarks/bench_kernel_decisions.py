@@ -28,12 +28,18 @@ Rows of the table:
 * ``kernel.check  repeated`` / ``SQLPolicy.check_sql  repeated`` -- the same instances on the
   same queries again: every parse is a cache hit (the caches are sized to hold the workload).
 * ``kernel.check + audit  repeated`` -- a kernel sharing the warm SQLPolicy but writing every
-  decision to a real Agent OS ``FlightRecorder`` (SQLite, in a temporary directory). Blocked
-  decisions are flushed to disk before ``check`` returns, so its p99 is mostly those flushes.
-  The FlightRecorder logs only errors (the plugin routes its per-violation WARNING lines to a
-  logger of its own set to ERROR).
+  decision to a real Agent OS ``FlightRecorder`` (SQLite, in a temporary directory). The audit
+  trail's writer thread does the writing; the check serialises the arguments and queues the
+  record. A blocked decision waits until its record is on disk, so the all-decisions p99 is
+  mostly those waits; the "allowed only" columns leave them out. The FlightRecorder logs only
+  errors (the plugin routes its per-violation WARNING lines to a logger of its own set to ERROR).
+* ``governed tool call + audit  repeated`` -- the whole call an agent makes:
+  ``governed_tool("database_query", tool, kernel=...)`` around a tool that does nothing, with its
+  own audited kernel: bind the arguments, check, queue the record, run the tool, queue its
+  outcome (a blocked call raises ``ActionBlockedError``, caught by the harness).
 
-``blocked`` counts the queries each approach blocked. Below the table: where Agent OS's regex and
+``blocked`` counts the queries each approach blocked; ``p99/median`` is the ratio of the two;
+``allowed only`` are the median and p99 over the queries the approach allowed. Below the table: where Agent OS's regex and
 the SQL parser disagree, a breakdown by kind of query against the labels, and examples of queries
 SQLPolicy decides against its label. Timing targets are not asserted; this only reports.
 """
@@ -59,6 +65,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from bench_common import environment, print_table  # noqa: E402
 from agent_os import PolicyEngine  # noqa: E402
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
+from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool  # noqa: E402
 
 DENY = ("DROP", "DELETE", "TRUNCATE")
 ROLE = "agent"
@@ -355,15 +362,21 @@ class Series:
         return cls(label, call, is_blocked, [], [])
 
     def summary(self) -> Dict[str, Any]:
-        ordered = sorted(self.samples_ns)
-        p99 = ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+        allowed = [ns for ns, blocked in zip(self.samples_ns, self.blocked) if not blocked]
         return {
             "approach": self.label,
-            "n": len(ordered),
-            "median_us": statistics.median(ordered) / 1000,
-            "p99_us": p99 / 1000,
+            "n": len(self.samples_ns),
+            "median_us": statistics.median(self.samples_ns) / 1000,
+            "p99_us": _p99(self.samples_ns) / 1000,
             "blocked": sum(self.blocked),
+            "allowed_median_us": statistics.median(allowed) / 1000 if allowed else None,
+            "allowed_p99_us": _p99(allowed) / 1000 if allowed else None,
         }
+
+
+def _p99(samples: Sequence[int]) -> int:
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
 
 
 def run_interleaved(series: Sequence[Series], count: int) -> None:
@@ -425,12 +438,23 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
         audited = GovernanceKernel([kernel_policy], recorder=Path(tmp) / "audit.db")
+        tool_kernel = GovernanceKernel([kernel_policy], recorder=Path(tmp) / "tool-audit.db")
+        tool = governed_tool(TOOL, lambda query: "ok", kernel=tool_kernel)
+
+        def call_tool(query: str) -> bool:
+            """The full governed call: check, audit record, run (a no-op tool), outcome record."""
+            try:
+                tool(query)
+            except ActionBlockedError:
+                return True
+            return False
         warm_up(
             [
                 lambda i: kernel.check(warm_actions[i]),
                 lambda i: bare_policy.check_sql(warmup[i].sql),
                 lambda i: engine.check_violation(ROLE, TOOL, warm_arguments[i]),
                 lambda i: audited.check(warm_actions[i]),
+                lambda i: call_tool(warmup[i].sql),
             ],
             len(warmup),
         )
@@ -443,12 +467,16 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
             Series.of("kernel.check  repeated", lambda i: kernel.check(actions[i]), decided),
             Series.of("SQLPolicy.check_sql  repeated", lambda i: bare_policy.check_sql(workload[i].sql), bool),
             Series.of("kernel.check + audit  repeated", lambda i: audited.check(actions[i]), decided),
+            Series.of("governed tool call + audit  repeated", lambda i: call_tool(workload[i].sql), bool),
         ]
         floor = Series.of("no-op call", lambda i: None, lambda _: False)
         run_interleaved(first_seen, len(workload))
         run_interleaved([*repeated, floor], len(workload))
         audit = audited.verify_audit()
+        tool_audit = tool_kernel.verify_audit()
+        audit = {**audit, "valid": audit.get("valid") and tool_audit.get("valid"), "total_entries": audit.get("total_entries", 0) + tool_audit.get("total_entries", 0)}
         audited.close()
+        tool_kernel.close()
     return Results(first_seen, repeated, floor, audit, time.perf_counter() - started)
 
 
@@ -465,8 +493,12 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
     print(f"sqlglot {env['sqlglot']}, compiled sqlglotc parser in use: {sqlglotc}; agent-os-kernel {env['agent_os_kernel']}")
     print(f"policy: SQLPolicy(deny={list(DENY)}); Agent OS: PolicyEngine with role {ROLE!r} allowed {TOOL!r}\n")
     print_table(
-        ["approach", "n", "median us", "p99 us", "blocked"],
-        [[r["approach"], r["n"], r["median_us"], r["p99_us"], r["blocked"]] for r in rows],
+        ["approach", "n", "median us", "p99 us", "p99/median", "blocked", "allowed only: median us", "p99 us"],
+        [
+            [r["approach"], r["n"], r["median_us"], r["p99_us"], f"{r['p99_us'] / r['median_us']:.1f}x", r["blocked"],
+             r["allowed_median_us"], r["allowed_p99_us"]]
+            for r in rows
+        ],
     )
     print(f"harness floor (timer + a no-op call): median {floor_us:.2f} us, included in every figure")
     print(f"audit trail: {results.audit.get('total_entries')} FlightRecorder records, hash chain valid: {results.audit.get('valid')}")

@@ -4,6 +4,7 @@ Run it on demand (pytest does not collect ``tests/benchmarks``)::
 
     python tests/benchmarks/bench_runner_throughput.py                     # 50 rollouts x 10 rounds, seed 0
     python tests/benchmarks/bench_runner_throughput.py --rollouts 60 --rounds 12 --seed 3 --json /tmp/runner.json
+    python tests/benchmarks/bench_runner_throughput.py --model-ms 20              # with simulated model latency
 
 The agent is the same in every arm: a ``LitAgent`` whose task is 2 or 3 SQL queries; it runs each
 one through a tool against a small real SQLite database (users, products, orders; built from
@@ -20,12 +21,13 @@ client and span processor, as runners in one process do):
 * ``AgentOSRunner`` -- ``AgentOSRunner(GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE",
   "TRUNCATE"], dialect="sqlite")]), log_violations=False)``; the tool is the same function
   wrapped with ``governed_tool("database_query", fn)``. Every call is checked by the kernel and
-  becomes an annotation span of the rollout; the runner writes a governance summary to the
-  attempt's metadata and returns a ``GovernedRollout``.
+  becomes an annotation span of the rollout (a check with a violation at once, through the
+  tracer; clean checks together with the rollout's last span, in one store call); the runner
+  writes a governance summary to the attempt's metadata and returns a ``GovernedRollout``.
 * ``AgentOSRunner + audit`` -- the same, with ``recorder=<tmpdir>/audit.db``: every decision is
-  also written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 hash chain). Allowed
-  decisions are batched by the recorder (it commits every 100 writes, on the calling thread);
-  blocked ones are flushed before the check returns; each executed call's outcome is written too.
+  also written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 hash chain) by the audit
+  trail's writer thread; blocked decisions are on disk before the check returns; each executed
+  call's outcome is written too.
 
 ``--destructive`` of the tasks of every round (10 % by default, exactly that many per round) have
 one destructive statement among their queries (``DROP TABLE ...`` or ``DELETE FROM ...``). The
@@ -64,17 +66,18 @@ Columns:
 * ``step p50 ms`` -- the median duration of a single ``step`` over all rounds.
 * ``checks``, ``blocked``, ``spans/rollout`` -- kernel checks and blocked calls in the counted
   rounds, and the spans the store holds per rollout (governance adds one annotation span per
-  check and one per violation; each span is written to the store through the tracer's span
-  processor, which hands it to its own event-loop thread and waits for it).
+  check and one per violation).
 
 What governance adds to a rollout, per governed call: the kernel's check (mostly sqlglot parsing
-a query it has not seen before), the annotation span of the check and its trip through the span
-processor to the store, and the audit write if there is a recorder; per rollout: the governance
-summary written to the attempt's metadata and the ``GovernedRollout`` built by ``step``. With
-2-3 cheap queries per rollout these are of the same order as the plain runner's own per-rollout
-cost (trace context, reward span, store updates), so the ratio is a near-worst case: an agent
-whose rollouts spend their time in an LLM call would see the same absolute ``+ms`` and a ratio
-close to 1.
+a query it has not seen before), building the check's span, and queueing the audit record if
+there is a recorder; per violation: its spans' trip through the tracer's span processor (each
+span there is one synchronous store write on the processor's own event-loop thread) and the
+audit write the check waits for; per rollout: one store call for the clean checks' spans, the
+governance summary written to the attempt's metadata and the ``GovernedRollout`` built by
+``step``. With 2-3 cheap queries per rollout these are of the same order as the plain runner's
+own per-rollout cost (trace context, reward span, store updates), so with ``--model-ms 0`` the
+ratio is a near-worst case; ``--model-ms`` adds the model's time to every arm alike and shows the
+ratio an LLM agent would see (the absolute ``+ms`` stays the same).
 
 Below the table: whether every rollout succeeded, the database was left intact, and (audit arm)
 the FlightRecorder's record count and hash-chain check. Logging of agentlightning is set to ERROR
@@ -241,13 +244,16 @@ def run_sql(query: str, db: str) -> List[tuple]:
 class SQLTaskAgent(agl.LitAgent):
     """Runs the queries of its task through ``tool``; reward = fraction of the queries that ran."""
 
-    def __init__(self, tool: Callable[..., List[tuple]]) -> None:
+    def __init__(self, tool: Callable[..., List[tuple]], model_ms: float = 0.0) -> None:
         super().__init__()
         self.tool = tool
+        self.model_s = model_ms / 1000.0
 
     def rollout(self, task: Dict[str, Any], resources: Any, rollout: Any) -> float:
         ran = 0
         for query in task["queries"]:
+            if self.model_s:
+                time.sleep(self.model_s)  # stands in for the model call that wrote this query
             try:
                 self.tool(query, db=task["db"])
                 ran += 1
@@ -292,10 +298,12 @@ class Arm:
             self.failed += failed
 
 
-async def start_arm(label: str, runner: agl.LitAgentRunner, tool: Callable[..., Any], governed: bool, kernel: Optional[GovernanceKernel] = None) -> Arm:
+async def start_arm(
+    label: str, runner: agl.LitAgentRunner, tool: Callable[..., Any], governed: bool, kernel: Optional[GovernanceKernel] = None, model_ms: float = 0.0
+) -> Arm:
     store = InMemoryLightningStore()
     await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
-    runner.init(SQLTaskAgent(tool))
+    runner.init(SQLTaskAgent(tool, model_ms))
     runner.init_worker(0, store)
     return Arm(label, runner, store, governed, kernel)
 
@@ -316,7 +324,7 @@ class Results:
     elapsed_s: float
 
 
-async def measure(rounds: int, rollouts: int, seed: int, destructive: float, tmp: Path) -> Results:
+async def measure(rounds: int, rollouts: int, seed: int, destructive: float, tmp: Path, model_ms: float = 0.0) -> Results:
     started = time.perf_counter()
     db = tmp / "shop.db"
     build_database(db, seed)
@@ -329,9 +337,9 @@ async def measure(rounds: int, rollouts: int, seed: int, destructive: float, tmp
     kernel = GovernanceKernel([policy()])
     audit_kernel = GovernanceKernel([policy()], recorder=tmp / "audit.db")
     arms = [
-        await start_arm("plain LitAgentRunner", agl.LitAgentRunner(agl.AgentOpsTracer()), run_sql, governed=False),
-        await start_arm("AgentOSRunner", AgentOSRunner(kernel, log_violations=False), governed, True, kernel),
-        await start_arm("AgentOSRunner + audit", AgentOSRunner(audit_kernel, log_violations=False), governed, True, audit_kernel),
+        await start_arm("plain LitAgentRunner", agl.LitAgentRunner(agl.AgentOpsTracer()), run_sql, governed=False, model_ms=model_ms),
+        await start_arm("AgentOSRunner", AgentOSRunner(kernel, log_violations=False), governed, True, kernel, model_ms),
+        await start_arm("AgentOSRunner + audit", AgentOSRunner(audit_kernel, log_violations=False), governed, True, audit_kernel, model_ms),
     ]
     try:
         for arm in arms:
@@ -469,8 +477,15 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         "--destructive", type=float, default=0.1, metavar="FRACTION",
         help="fraction of each round's tasks that carry one DROP or DELETE (default: 0.1)",
     )
+    parser.add_argument(
+        "--model-ms", type=float, default=0.0, metavar="MS",
+        help="simulated model latency before each query, in ms (a sleep, as an LLM call would take); "
+        "0, the default, leaves only the cheap SQLite tool: the near-worst case for the ratio",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    if args.model_ms < 0:
+        parser.error("--model-ms must be >= 0")
     if args.rollouts < 1:
         parser.error("--rollouts must be at least 1")
     if args.rounds < 1:
@@ -480,14 +495,18 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     logging.getLogger("agentlightning").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
-        results = asyncio.run(measure(args.rounds, args.rollouts, args.seed, args.destructive, Path(tmp)))
+        results = asyncio.run(measure(args.rounds, args.rollouts, args.seed, args.destructive, Path(tmp), args.model_ms))
     header = (
         f"Rollout throughput, plain LitAgentRunner vs AgentOSRunner -- {args.rounds} rounds x {args.rollouts} rollouts per arm, "
-        f"seed={args.seed}, destructive={args.destructive:.0%} of tasks, warm-up={WARMUP_ROLLOUTS} rollouts per arm"
+        f"seed={args.seed}, destructive={args.destructive:.0%} of tasks, model latency={args.model_ms:g} ms per query, "
+        f"warm-up={WARMUP_ROLLOUTS} rollouts per arm"
     )
     figures = report(results, header, environment("agentlightning", "agentops", "agent-os-kernel"))
     if args.json is not None:
-        settings = {"rollouts": args.rollouts, "rounds": args.rounds, "seed": args.seed, "destructive": args.destructive, "warmup": WARMUP_ROLLOUTS}
+        settings = {
+            "rollouts": args.rollouts, "rounds": args.rounds, "seed": args.seed, "destructive": args.destructive,
+            "model_ms": args.model_ms, "warmup": WARMUP_ROLLOUTS,
+        }
         args.json.write_text(json.dumps({**settings, **figures}, indent=2) + "\n")
         print(f"figures written to {args.json}")
 

@@ -141,8 +141,8 @@ class AuditTrail:
         self.max_args_chars = max_args_chars
         self.sync_timeout_s = sync_timeout_s
         self.pid = os.getpid()  # the process whose chain head this recorder holds
-        # Bounded: if the disk falls behind, checks wait rather than memory growing without end.
-        self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=max_queued)
+        self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._max_queued = max_queued
         # decision_id -> FlightRecorder trace_id of allowed records still waiting for an outcome.
         self._awaiting_outcome: "OrderedDict[str, str]" = OrderedDict()
         self._max_pending_outcomes = max_pending_outcomes
@@ -242,7 +242,10 @@ class AuditTrail:
     def _put(self, item: Any) -> None:
         if self._thread is None:
             self._start()
-        self._queue.put(item, timeout=self.sync_timeout_s)
+        self._queue.put(item)
+        if self._queue.qsize() > self._max_queued and not isinstance(item, _Sync):
+            # The disk fell behind: wait for it rather than let memory grow without end.
+            self._sync()
 
     def _sync(self) -> None:
         marker = _Sync()

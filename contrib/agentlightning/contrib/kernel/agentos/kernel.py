@@ -198,13 +198,15 @@ class GovernanceKernel:
             for policy in self.policies:
                 policy.on_allowed(action, context)
         signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
+        decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
         decision = Decision(
             action=action,
             verdict=verdict,
             violations=tuple(violations),
             signals=signals,
             context=context,
-            decision_id=f"{self._id_prefix}-{next(self._id_counter):x}",
+            decision_id=decision_id,
+            audit_id=decision_id if self.audit is not None else None,
             original_action=original,
             elapsed_us=(time.perf_counter() - started) * 1e6,
         )
@@ -306,20 +308,20 @@ class GovernanceKernel:
         if self.audit is None:
             return decision
         try:
-            audit_id = self.audit.record(decision)
+            self.audit.record(decision)  # recorded under its decision_id, already the audit_id
         except Exception as err:  # noqa: BLE001
             logger.exception("audit write failed")
             if decision.blocked:
                 # The action is already blocked; losing its record is logged loudly above.
-                return decision
+                return dataclasses.replace(decision, audit_id=None)
             failure = PolicyViolation(
                 ViolationType.BLOCKED,
                 KERNEL_POLICY_NAME,
                 f"audit write failed ({type(err).__name__}: {err}); failing closed: action blocked",
                 self.error_severity,
             )
-            return dataclasses.replace(decision, verdict=Verdict.BLOCKED, violations=decision.violations + (failure,))
-        return dataclasses.replace(decision, audit_id=audit_id)
+            return dataclasses.replace(decision, verdict=Verdict.BLOCKED, violations=decision.violations + (failure,), audit_id=None)
+        return decision
 
     # ----------------------------------------------------------------- state and outcomes
     def record_outcome(self, decision: Decision, *, result: Any = None, error: Optional[BaseException | str] = None, execution_time_ms: Optional[float] = None) -> None:

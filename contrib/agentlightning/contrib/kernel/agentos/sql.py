@@ -63,12 +63,18 @@ _STATEMENT_ROOTS = tuple(_NODE_KIND) + (exp.Command, exp.Subquery)
 DEFAULT_SQL_TOOLS = ("database_query", "database_write", "sql_query", "execute_sql", "run_sql")
 
 
+_KIND_BY_TYPE: Dict[type, Optional[str]] = {}
+
+
 def _kind_of(node: exp.Expression) -> Optional[str]:
-    for cls in type(node).__mro__:
-        kind = _NODE_KIND.get(cls)  # type: ignore[arg-type]
-        if kind is not None:
-            return kind
-    return None
+    node_type = type(node)
+    try:
+        return _KIND_BY_TYPE[node_type]
+    except KeyError:
+        pass
+    kind = next((_NODE_KIND[cls] for cls in node_type.__mro__ if cls in _NODE_KIND), None)  # type: ignore[index]
+    _KIND_BY_TYPE[node_type] = kind
+    return kind
 
 
 @dataclass(frozen=True)
@@ -159,16 +165,16 @@ def _analyze_one_reading(query: str, dialect: Any, describe: Optional[Callable[[
             return SQLAnalysis((), f"not an SQL statement: {_snippet(node.sql(dialect=dialect))}")
         kinds = set()
         for sub in node.walk():
-            if isinstance(sub, exp.Command):
-                kinds.update(_command_kinds(sub))
-            elif isinstance(sub, exp.When) and isinstance(sub.args.get("then"), exp.Var):
-                kinds.add(str(sub.args["then"].this).upper())  # MERGE ... THEN DELETE
-            elif isinstance(sub, exp.Insert) and str(sub.args.get("alternative") or "").upper() == "REPLACE":
-                kinds.update(("INSERT", "REPLACE"))  # INSERT OR REPLACE overwrites rows
-            else:
-                kind = _kind_of(sub)
-                if kind is not None:
-                    kinds.add(kind)
+            kind = _kind_of(sub)
+            if kind is None:
+                if isinstance(sub, exp.Command):
+                    kinds.update(_command_kinds(sub))
+                elif isinstance(sub, exp.When) and isinstance(sub.args.get("then"), exp.Var):
+                    kinds.add(str(sub.args["then"].this).upper())  # MERGE ... THEN DELETE
+                continue
+            if kind == "INSERT" and str(sub.args.get("alternative") or "").upper() == "REPLACE":
+                kinds.add("REPLACE")  # INSERT OR REPLACE overwrites rows
+            kinds.add(kind)
         frozen = frozenset(kinds)
         text = _snippet(node.sql(dialect=dialect)) if describe is None or describe(frozen) else ""
         statements.append((text, frozen))

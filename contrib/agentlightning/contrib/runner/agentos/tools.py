@@ -204,6 +204,49 @@ def _record(kernel: Optional[GovernanceKernel], decision: Decision, started: flo
         owner.record_outcome(decision, result=result, error=error, execution_time_ms=(time.perf_counter() - started) * 1e3)
 
 
+_BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _argument_binder(signature: inspect.Signature) -> Callable[[tuple, dict], dict]:
+    """``(args, kwargs) -> {parameter name: value}`` as ``signature.bind`` gives it.
+
+    ``Signature.bind`` is the slowest step of a governed call; for the usual tool signature
+    (parameters that can all be passed by name, no ``*args``/``**kwargs``) a zip does the same,
+    and anything unusual (or a call that does not fit) goes through ``bind`` and its errors.
+    """
+    params = list(signature.parameters.values())
+    if not all(p.kind in _BY_NAME for p in params):
+        return lambda args, kwargs: dict(signature.bind(*args, **kwargs).arguments)
+    positional = tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = frozenset(p.name for p in params)
+    required = frozenset(p.name for p in params if p.default is inspect.Parameter.empty)
+
+    def bind(args: tuple, kwargs: dict) -> dict:
+        if len(args) <= len(positional):
+            arguments = dict(zip(positional, args))
+            if not kwargs or (kwargs.keys() <= names and not kwargs.keys() & arguments.keys()):
+                arguments.update(kwargs)
+                if required <= arguments.keys():
+                    # In parameter order, as bind() gives it.
+                    return arguments if not kwargs else {n: arguments[n] for n in signature.parameters if n in arguments}
+        return dict(signature.bind(*args, **kwargs).arguments)
+
+    return bind
+
+
+def _call_arguments(signature: inspect.Signature) -> Callable[[dict], Tuple[tuple, dict]]:
+    """``{parameter name: value} -> (args, kwargs)`` that call the tool with those arguments."""
+    if all(p.kind in _BY_NAME for p in signature.parameters.values()):
+        return lambda arguments: ((), arguments)
+
+    def split(arguments: dict) -> Tuple[tuple, dict]:
+        bound = signature.bind_partial()
+        bound.arguments.update(arguments)
+        return bound.args, bound.kwargs
+
+    return split
+
+
 @overload
 def governed_tool(tool_name: str, fn: F, *, kernel: Optional[GovernanceKernel] = None) -> F: ...
 @overload
@@ -237,21 +280,22 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
     if not callable(fn):
         raise TypeError(f"governed_tool needs a callable, got {type(fn).__name__}")
     signature = inspect.signature(fn)
+    arguments_of = _argument_binder(signature)
+    call_arguments_of = _call_arguments(signature)
 
-    def start(args: tuple, kwargs: dict) -> Tuple[Decision, inspect.BoundArguments, float]:
+    def start(args: tuple, kwargs: dict) -> Tuple[Decision, tuple, dict, float]:
         """Decide on the call; the arguments to run with are the (possibly rewritten) action's."""
-        decision = _decide(tool_name, dict(signature.bind(*args, **kwargs).arguments), kernel)
-        bound = signature.bind_partial()
-        bound.arguments.update(decision.action.args)
-        return decision, bound, time.perf_counter()
+        decision = _decide(tool_name, arguments_of(args, kwargs), kernel)
+        call_args, call_kwargs = call_arguments_of(dict(decision.action.args))
+        return decision, call_args, call_kwargs, time.perf_counter()
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            decision, bound, started = start(args, kwargs)
+            decision, call_args, call_kwargs, started = start(args, kwargs)
             try:
-                result = await fn(*bound.args, **bound.kwargs)
+                result = await fn(*call_args, **call_kwargs)
             except Exception as err:
                 _record(kernel, decision, started, error=err)
                 raise
@@ -262,9 +306,9 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        decision, bound, started = start(args, kwargs)
+        decision, call_args, call_kwargs, started = start(args, kwargs)
         try:
-            result = fn(*bound.args, **bound.kwargs)
+            result = fn(*call_args, **call_kwargs)
         except Exception as err:
             _record(kernel, decision, started, error=err)
             raise
