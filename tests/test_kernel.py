@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import threading
+import time
 
 import pytest
 from agent_os import FlightRecorder, KernelSpace, PolicyEngine
@@ -312,3 +314,64 @@ def test_concurrent_checks_keep_one_record_each_and_a_valid_chain(audit_path):
     assert len(rows) == 200
     assert sum(r["policy_verdict"] == "blocked" for r in rows) == 40
     assert kernel.verify_audit()["valid"] is True
+
+
+class OnlyFor(Policy):
+    """Counts the actions it is asked about; applies to one tool."""
+
+    runs_inline = True
+
+    def __init__(self, tool, name=None):
+        super().__init__(name=name or f"OnlyFor-{tool}")
+        self.tool = tool
+        self.asked = 0
+
+    def applies_to(self, tool_name):
+        return tool_name == self.tool
+
+    def evaluate(self, action, context):
+        self.asked += 1
+        return []
+
+
+class BrokenAppliesTo(OnlyFor):
+    def applies_to(self, tool_name):
+        raise RuntimeError("cannot tell")
+
+
+def test_the_kernel_consults_only_the_policies_that_apply_to_the_tool():
+    search, email, unsure = OnlyFor("search"), OnlyFor("send_email"), BrokenAppliesTo("x", name="unsure")
+    sql_elsewhere = SQLPolicy(deny=["DROP"], tools=["warehouse_query"], name="warehouse")
+    kernel = GovernanceKernel([search, email, unsure, sql_elsewhere, SQLPolicy(deny=["DROP"])])
+    for _ in range(3):
+        assert kernel.check("search", {"q": "x"}).allowed
+    assert kernel.check(Action.sql("DROP TABLE users")).blocked
+    assert kernel.check("warehouse_query", {"query": "DROP TABLE facts"}).violations[0].policy_name == "warehouse"
+    assert (search.asked, email.asked, unsure.asked) == (3, 0, 5)  # a failing applies_to means "ask"
+
+
+def test_a_garbage_collection_inside_an_inline_policy_does_not_count_against_its_timeout():
+    """A full collection in a big process can take a second; it must not block a harmless action.
+    The collection is emulated through gc.callbacks (what the interpreter calls around one)."""
+
+    class PausedByCollector(Policy):
+        runs_inline = True
+
+        def evaluate(self, action, context):
+            for callback in list(gc.callbacks):
+                callback("start", {"generation": 2})
+            time.sleep(0.3)
+            for callback in list(gc.callbacks):
+                callback("stop", {"generation": 2, "collected": 0, "uncollectable": 0})
+            return []
+
+    class SlowItself(Policy):
+        runs_inline = True
+
+        def evaluate(self, action, context):
+            time.sleep(0.3)
+            return []
+
+    assert GovernanceKernel([PausedByCollector()], policy_timeout_s=0.1).check("search", {}).allowed
+    slow = GovernanceKernel([SlowItself()], policy_timeout_s=0.1).check("search", {})
+    assert slow.blocked and "longer than policy_timeout_s=0.1s" in slow.reason

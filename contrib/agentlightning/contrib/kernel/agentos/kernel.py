@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import gc
 import itertools
 import logging
 import threading
@@ -26,6 +27,38 @@ __all__ = ["GovernanceKernel", "as_kernel"]
 logger = logging.getLogger(__name__)
 
 KERNEL_POLICY_NAME = "GovernanceKernel"
+_MAX_CACHED_TOOL_NAMES = 1024
+
+
+def _applies(policy: Policy, tool_name: str) -> bool:
+    try:
+        return bool(policy.applies_to(tool_name))
+    except Exception:  # noqa: BLE001 - when unsure, consult the policy (it fails closed there)
+        logger.exception("policy %s.applies_to raised; consulting it for %r", policy.name, tool_name)
+        return True
+
+
+class _GarbageCollectionClock:
+    """Total time the process spent in garbage collection, from ``gc.callbacks``.
+
+    A full collection in a process that imported agentlightning scans about a million objects
+    and can take a second; the kernel subtracts it from an inline policy's time before comparing
+    with ``policy_timeout_s``, so a collection does not block a harmless action.
+    """
+
+    def __init__(self) -> None:
+        self.total_s = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: Dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.total_s += time.perf_counter() - self._started
+
+
+_GC_PAUSES = _GarbageCollectionClock()
 
 
 def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, AgentSignal]:
@@ -118,6 +151,7 @@ class GovernanceKernel:
         # far cheaper on the hot path than a uuid4 per decision.
         self._id_prefix = uuid.uuid4().hex[:16]
         self._id_counter = itertools.count(1)
+        self._by_tool: Dict[str, Tuple[Policy, ...]] = {}
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._executor_lock = threading.Lock()
 
@@ -188,14 +222,15 @@ class GovernanceKernel:
                 violations.append(
                     PolicyViolation(ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity)
                 )
-        for policy in self.policies:
+        policies = self._policies_for(action.tool_name)
+        for policy in policies:
             found = self._run(policy, "evaluate", action, context, violations)
             if found is not None:
                 violations.extend(found)
 
         verdict = self._verdict(violations)
         if verdict is not Verdict.BLOCKED:
-            for policy in self.policies:
+            for policy in policies:
                 policy.on_allowed(action, context)
         signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
         decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
@@ -211,6 +246,15 @@ class GovernanceKernel:
             elapsed_us=(time.perf_counter() - started) * 1e6,
         )
         return self._record(decision)
+
+    def _policies_for(self, tool_name: str) -> Tuple[Policy, ...]:
+        """The policies that apply to ``tool_name``, in kernel order (asked once per tool name)."""
+        policies = self._by_tool.get(tool_name)
+        if policies is None:
+            policies = tuple(p for p in self.policies if _applies(p, tool_name))
+            if len(self._by_tool) < _MAX_CACHED_TOOL_NAMES:  # agents can invent tool names
+                self._by_tool[tool_name] = policies
+        return policies
 
     @staticmethod
     def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:
@@ -234,9 +278,11 @@ class GovernanceKernel:
         fn = getattr(policy, method)
         try:
             if policy.runs_inline:
+                gc_before = _GC_PAUSES.total_s
                 started = time.perf_counter()
                 result = fn(action, context)
-                if time.perf_counter() - started > self.policy_timeout_s:
+                # A garbage collection that ran meanwhile paused the policy; it is not its time.
+                if time.perf_counter() - started - (_GC_PAUSES.total_s - gc_before) > self.policy_timeout_s:
                     sink.append(self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s"))
                     return None
             else:

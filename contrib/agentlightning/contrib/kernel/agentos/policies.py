@@ -61,6 +61,14 @@ class Policy(ABC):
     def evaluate(self, action: Action, context: ActionContext) -> Iterable[PolicyViolation]:
         """Return the violations ``action`` commits (an empty iterable when it is fine)."""
 
+    def applies_to(self, tool_name: str) -> bool:
+        """Whether actions of ``tool_name`` can concern this policy at all (default: every tool).
+
+        The kernel asks once per tool name and then consults only the policies that apply, so
+        a kernel with many tool-specific policies pays for the ones about the tool being called.
+        """
+        return True
+
     def rewrite(self, action: Action, context: ActionContext) -> Optional[Action]:
         """Optionally return a safer version of ``action`` (recorded as MODIFIED). Default: none."""
         return None

@@ -274,6 +274,9 @@ class SQLPolicy(Policy):
             functools.partial(analyze_sql, dialect=dialect, describe=self._reports)
         )
 
+    def applies_to(self, tool_name: str) -> bool:
+        return tool_name in self.tools
+
     def _reports(self, kinds: FrozenSet[str]) -> bool:
         """Whether a statement of these kinds produces a finding (and so needs its text)."""
         return bool(kinds & self.deny) or (self.allow is not None and bool(kinds - self.allow))
