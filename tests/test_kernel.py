@@ -375,3 +375,25 @@ def test_a_garbage_collection_inside_an_inline_policy_does_not_count_against_its
     assert GovernanceKernel([PausedByCollector()], policy_timeout_s=0.1).check("search", {}).allowed
     slow = GovernanceKernel([SlowItself()], policy_timeout_s=0.1).check("search", {})
     assert slow.blocked and "longer than policy_timeout_s=0.1s" in slow.reason
+
+
+def test_a_lone_surrogate_anywhere_does_not_stop_the_audit_trail(audit_path):
+    """Any string an agent or policy produces can hold one; the FlightRecorder hashes UTF-8."""
+
+    class EchoesTheArgument(Policy):
+        runs_inline = True
+
+        def evaluate(self, action, context):
+            return [self.violation(f"refused {action.args.get('x')}")] if action.tool_name == "echo\ud800" else []
+
+    kernel = GovernanceKernel([EchoesTheArgument()], recorder=audit_path)
+    with governance_context(agent_id="agent\udfff"):
+        blocked = kernel.check("echo\ud800", {"x": "\ud800"})
+        allowed = kernel.check("other", {"x": "\ud800"})
+    assert blocked.blocked and allowed.allowed
+    kernel.record_outcome(allowed, result="result \udc80", execution_time_ms=1.0)
+    assert kernel.audit.failure is None
+    rows = kernel.audit.records()
+    assert [r["policy_verdict"] for r in rows] == ["blocked", "allowed"]
+    assert rows[0]["violation_reason"].endswith("refused \\ud800") and rows[1]["result"] == "result \\udc80"
+    assert kernel.verify_audit()["valid"] is True

@@ -68,8 +68,8 @@ def open_flight_recorder(path: Union[str, Path], **kwargs: Any) -> FlightRecorde
 def _args_json(args: Mapping[str, Any], max_chars: int) -> str:
     """The arguments as JSON text, taken now: the action may mutate them once it runs."""
     try:
-        text = json.dumps(args, default=repr, sort_keys=True)
-    except (TypeError, ValueError, RecursionError) as err:
+        text = json.dumps(args, default=_safe_repr, sort_keys=True)
+    except Exception as err:  # noqa: BLE001 - whatever the agent passed, the decision is recorded
         return json.dumps({"__unserializable__": type(err).__name__, "repr": _safe_repr(args)[:max_chars]})
     if len(text) <= max_chars:
         return text
@@ -303,18 +303,18 @@ class AuditTrail:
             if trace_id is None:
                 return  # not an allowed record of this trail, or its outcome came long after
             if error is not None:
-                recorder.log_error(trace_id, error)
+                recorder.log_error(trace_id, _encodable(error))
             else:
-                recorder.log_success(trace_id, result=result, execution_time_ms=execution_time_ms)
+                recorder.log_success(trace_id, result=_encodable(result), execution_time_ms=execution_time_ms)
             self._forget(trace_id)
             return
         decision_id, agent_id, tool_name, args_json, original_json, agentos, blocked_reason = item
         if original_json is not None:
             agentos["original_args"] = json.loads(original_json)
         envelope = {"args": json.loads(args_json), "agentos": agentos}
-        trace_id = recorder.start_trace(agent_id=agent_id, tool_name=tool_name, tool_args=envelope)
+        trace_id = recorder.start_trace(agent_id=_encodable(agent_id), tool_name=_encodable(tool_name), tool_args=envelope)
         if blocked_reason is not None:
-            recorder.log_violation(trace_id, blocked_reason)
+            recorder.log_violation(trace_id, _encodable(blocked_reason))
             self._forget(trace_id)
             return
         recorder.log_success(trace_id, result=None)
@@ -341,6 +341,20 @@ def flush_recorder(recorder: FlightRecorder) -> None:
         if trail.recorder is recorder:
             trail.flush()
     recorder.flush()
+
+
+def _encodable(text: Optional[str]) -> Optional[str]:
+    """``text`` as the FlightRecorder can hash it: a lone surrogate (which an agent can put in
+    any string) would make its UTF-8 encoding fail and stop the trail, so it is escaped
+    (``"\\ud800"``, as ``backslashreplace`` writes it).
+    """
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _safe_str(value: Any) -> str:

@@ -97,14 +97,45 @@ class SQLAnalysis:
 _KEYWORD_WORD = re.compile(r"\b(" + "|".join(sorted(SQL_KEYWORDS)) + r")\b", re.IGNORECASE)
 
 
+#: Statements that run SQL text given at run time (a string, a variable, a prepared statement).
+_DYNAMIC_COMMANDS = frozenset({"EXECUTE", "EXEC", "PREPARE"})
+#: Commands that are a statement kind under another name.
+_COMMAND_ALIASES = {"RENAME": "ALTER"}  # MySQL's RENAME TABLE
+_LONE_STRING = re.compile(r"^\s*(?:IMMEDIATE\s+)?(?:'[^']*'|\"[^\"]*\")\s*$", re.IGNORECASE)
+
+
+class _Unverifiable(Exception):
+    """The text is SQL, but what it would run cannot be known from it."""
+
+
 def _command_kinds(node: exp.Command) -> FrozenSet[str]:
     """A Command is a statement sqlglot did not parse. Name it by its keyword and by every
     statement keyword anywhere in its raw text, string literals included, so dynamic SQL such as
     ``EXECUTE 'DROP TABLE t'`` or ``EXPLAIN DROP TABLE t`` counts as DROP. This errs towards
-    blocking, which is the right side to err on for text the parser could not read."""
+    blocking, which is the right side to err on for text the parser could not read. Dynamic SQL
+    whose text is built at run time (``EXECUTE IMMEDIATE CONCAT('DR', 'OP ...')``, ``PREPARE s
+    FROM @q``, ``EXECUTE s``) cannot be checked at all: :class:`_Unverifiable`."""
     rest = node.expression
-    text = rest.this if isinstance(rest, exp.Literal) else (rest.sql() if rest is not None else "")
-    return frozenset({str(node.this).upper()} | {m.upper() for m in _KEYWORD_WORD.findall(str(text))})
+    if isinstance(rest, exp.Literal):
+        text = str(rest.this)
+    elif isinstance(rest, exp.Expression):
+        text = rest.sql()
+    else:
+        text = "" if rest is None else str(rest)
+    keyword = str(node.this).upper()
+    if keyword in _DYNAMIC_COMMANDS and not _LONE_STRING.match(text):
+        raise _Unverifiable(
+            f"dynamic SQL ({keyword} of text built at run time) cannot be checked: {_snippet(keyword + ' ' + text)}"
+        )
+    found = {m.upper() for m in _KEYWORD_WORD.findall(text)}
+    return frozenset({_COMMAND_ALIASES.get(keyword, keyword)} | {_COMMAND_ALIASES.get(k, k) for k in found})
+
+
+def _into_creates(node: exp.Into) -> bool:
+    """``SELECT ... INTO t`` creates table ``t`` (Postgres, T-SQL) or writes a file (MySQL's
+    ``INTO OUTFILE``); MySQL's ``INTO @variable`` only sets variables."""
+    targets = node.expressions or [node.this]
+    return not all(isinstance(t, exp.Table) and isinstance(t.this, (exp.Parameter, exp.SessionParameter)) for t in targets)
 
 
 class _FlatCommentsDialect(sqlglot.Dialect):
@@ -139,14 +170,44 @@ def analyze_sql(
     >>> sorted(analyze_sql("SELECT 1 /* /* */; DROP TABLE t; -- */").kinds)
     ['DROP', 'SELECT']
     """
+    if "/*!" in query and (dialect is None or str(dialect).lower() in _EXECUTABLE_COMMENT_DIALECTS):
+        return SQLAnalysis((), "MySQL executable comment '/*! ... */' (MySQL runs what it holds); write the SQL without it")
     analysis = _analyze_one_reading(query, dialect, describe)
-    if dialect is None and "/*" in query and analysis.error is None:
-        flat = _analyze_one_reading(query, _FlatCommentsDialect, describe)
-        if flat.error is not None:
-            return flat
-        extra = tuple(s for s in flat.statements if s not in analysis.statements)
+    if dialect is not None or analysis.error is not None:
+        return analysis
+    for reading in _other_readings(query):
+        other = _analyze_one_reading(query, reading, describe)
+        if other.error is not None:
+            return other
+        extra = tuple(s for s in other.statements if s not in analysis.statements)
         analysis = SQLAnalysis(analysis.statements + extra)
     return analysis
+
+
+#: Dialects in which ``/*! ... */`` is code, not a comment.
+_EXECUTABLE_COMMENT_DIALECTS = frozenset({"mysql", "doris", "starrocks", "singlestore"})
+_DASH_DASH_WITHOUT_SPACE = re.compile(r"--[^\s]")
+
+
+def _other_readings(query: str) -> List[Any]:
+    """The lexers under which ``query`` may split into different statements than under the
+    default one, when the database is not known. Each is read only when the text has what makes
+    them differ, so ordinary queries are parsed once.
+
+    * ``/*`` -- Postgres nests block comments, SQLite and MySQL close them at the first ``*/``.
+    * a backslash, or ``--`` not followed by a space -- MySQL: ``\'`` escapes a quote inside a
+      string, and ``--1`` is minus minus one, not a comment.
+    * ``[`` -- SQLite and T-SQL: ``[...]`` is a quoted identifier, so a ``;`` inside it separates
+      nothing.
+    """
+    readings: List[Any] = []
+    if "/*" in query:
+        readings.append(_FlatCommentsDialect)
+    if "\\" in query or _DASH_DASH_WITHOUT_SPACE.search(query):
+        readings.append("mysql")
+    if "[" in query:
+        readings.append("sqlite")
+    return readings
 
 
 def _analyze_one_reading(query: str, dialect: Any, describe: Optional[Callable[[FrozenSet[str]], bool]]) -> SQLAnalysis:
@@ -168,12 +229,19 @@ def _analyze_one_reading(query: str, dialect: Any, describe: Optional[Callable[[
             kind = _kind_of(sub)
             if kind is None:
                 if isinstance(sub, exp.Command):
-                    kinds.update(_command_kinds(sub))
+                    try:
+                        kinds.update(_command_kinds(sub))
+                    except _Unverifiable as err:
+                        return SQLAnalysis((), str(err))
                 elif isinstance(sub, exp.When) and isinstance(sub.args.get("then"), exp.Var):
                     kinds.add(str(sub.args["then"].this).upper())  # MERGE ... THEN DELETE
+                elif isinstance(sub, exp.Into) and _into_creates(sub):
+                    kinds.add("CREATE")  # SELECT ... INTO new_table
                 continue
             if kind == "INSERT" and str(sub.args.get("alternative") or "").upper() == "REPLACE":
                 kinds.add("REPLACE")  # INSERT OR REPLACE overwrites rows
+            elif kind == "COPY" and sub.args.get("kind"):
+                kinds.add("INSERT")  # COPY t FROM ... loads rows into t
             kinds.add(kind)
         frozen = frozenset(kinds)
         text = _snippet(node.sql(dialect=dialect)) if describe is None or describe(frozen) else ""
@@ -181,6 +249,22 @@ def _analyze_one_reading(query: str, dialect: Any, describe: Optional[Callable[[
     if not statements:
         return SQLAnalysis((), "empty SQL: no statement to run")
     return SQLAnalysis(tuple(statements))
+
+
+def _not_sql_text(query: str) -> Optional[str]:
+    """Why ``query`` is not text a database reads the way the parser does, or None.
+
+    A NUL ends the statement in C client libraries; a lone surrogate is not Unicode at all and
+    cannot even be sent. Either way the parser's reading is not the database's.
+    """
+    if "\x00" in query:
+        return f"SQL contains a NUL character at position {query.index(chr(0))}; send text without NUL bytes"
+    if not query.isascii():
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as err:
+            return f"SQL is not valid Unicode text ({err.reason} at position {err.start}); decode the bytes properly before sending"
+    return None
 
 
 def _snippet(text: str, limit: int = 120) -> str:
@@ -297,6 +381,9 @@ class SQLPolicy(Policy):
                     severity=self.unparseable_severity,
                 )
             ]
+        junk = _not_sql_text(query)
+        if junk is not None:
+            return [self.violation(junk, severity=self.unparseable_severity)]
         analysis = self._analyze(query)
         if analysis.error is not None:
             return [self.violation(analysis.error, severity=self.unparseable_severity)]

@@ -1,0 +1,182 @@
+"""The adversarial SQL corpus through SQLPolicy and through Agent OS's own SQL check, side by side.
+
+Run it on demand (pytest does not collect ``tests/benchmarks``)::
+
+    python tests/benchmarks/bench_sql_corpus.py
+    python tests/benchmarks/bench_sql_corpus.py --json /tmp/sql_corpus.json
+
+The corpus is ``tests/sql_corpus.py``: labelled entries (``block``/``allow``) in categories, all
+labelled against one deny list (``DENY`` there). Each entry is decided by
+
+* ``SQLPolicy(deny=DENY).check_sql`` -- the plugin's policy, on a fresh instance so that every
+  entry is parsed (first-seen, no cache hit); no kernel around it, so no time-out can turn a slow
+  parse into a block;
+* ``agent_os.PolicyEngine.check_violation`` -- Agent OS 3.7's own check, as in
+  ``bench_kernel_decisions.py``: a role allowed the ``database_query`` tool, so the verdict is its
+  SQL regex. That regex looks for DROP, DELETE FROM, TRUNCATE, ALTER TABLE ... DROP and
+  UPDATE ... WHERE 1=1 only and cannot be configured, so the table also counts its false
+  negatives among the entries whose denied statement is a DROP, DELETE or TRUNCATE ("in scope").
+
+A false negative (FN) is a ``block`` entry that was allowed; a false positive (FP) an ``allow``
+entry that was blocked. Below the table: the SQLPolicy FNs one by one, and the FPs compared with
+``KNOWN_FALSE_POSITIVES``. Decision times are medians over the corpus, one timed call per entry
+(``time.perf_counter_ns``, garbage collector on, after a warm-up on other queries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+# agentlightning imports litellm, which otherwise fetches its model cost map over the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.sql_corpus
+
+from bench_common import environment, print_table  # noqa: E402
+from agent_os import PolicyEngine  # noqa: E402
+from agentlightning.contrib.kernel.agentos import SQLPolicy  # noqa: E402
+
+from tests.sql_corpus import ALLOW, BLOCK, CATEGORIES, CORPUS, DENY, KNOWN_FALSE_POSITIVES, Case  # noqa: E402
+
+ROLE = "agent"
+TOOL = "database_query"
+# sqlglot logs a warning for every statement it keeps as an unparsed Command.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+WARMUP = ["SELECT 1", "SELECT a FROM b WHERE c = 'd'", "DELETE FROM t", "WITH x AS (SELECT 1) SELECT * FROM x", "DROP TABLE t; SELECT 2"]
+
+
+RAISED: List[str] = []  # entries on which SQLPolicy.check_sql raised (the kernel blocks those: fail closed)
+
+
+def decide_all(cases: Sequence[Case]) -> Dict[str, Dict[str, List[Any]]]:
+    """Per approach: blocked flags and decision times (ns), in corpus order."""
+    engine = PolicyEngine()
+    engine.add_constraint(ROLE, [TOOL])
+
+    def sqlpolicy(sql: str) -> bool:
+        try:
+            return bool(SQLPolicy(deny=list(DENY), cache_size=0).check_sql(sql))
+        except Exception as err:  # noqa: BLE001 - counted as blocked, as GovernanceKernel does
+            RAISED.append(f"{type(err).__name__}: {err}")
+            return True
+
+    def agent_os(sql: str) -> bool:
+        return engine.check_violation(ROLE, TOOL, {"query": sql}) is not None
+
+    approaches: Dict[str, Callable[[str], bool]] = {"sqlpolicy": sqlpolicy, "agent_os": agent_os}
+    for decide in approaches.values():
+        for sql in WARMUP * 3:
+            decide(sql)
+    results: Dict[str, Dict[str, List[Any]]] = {name: {"blocked": [], "ns": []} for name in approaches}
+    clock = time.perf_counter_ns
+    for case in cases:
+        for name, decide in approaches.items():
+            raised_before = len(RAISED)
+            started = clock()
+            blocked = decide(case.sql)
+            elapsed = clock() - started
+            if len(RAISED) > raised_before:
+                RAISED[-1] = f"{case.id}: {RAISED[-1]}"
+            results[name]["blocked"].append(blocked)
+            results[name]["ns"].append(elapsed)
+    return results
+
+
+def errors(cases: Sequence[Case], blocked: Sequence[bool]) -> Dict[str, List[Case]]:
+    return {
+        "fn": [c for c, b in zip(cases, blocked, strict=True) if c.label == BLOCK and not b],
+        "fp": [c for c, b in zip(cases, blocked, strict=True) if c.label == ALLOW and b],
+    }
+
+
+def short(sql: str, limit: int = 90) -> str:
+    text = repr(sql)
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(sql):,} chars)"
+
+
+def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dict[str, Any]:
+    cases = list(CORPUS)
+    print(f"Adversarial SQL corpus: {len(cases)} entries in {len(CATEGORIES)} categories, deny list {list(DENY)}")
+    print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs; sqlglot {env['sqlglot']} "
+          f"(compiled parser: {env['sqlglotc_in_use']}); agent-os-kernel {env['agent_os_kernel']}; SQLite {env['sqlite']}\n")
+
+    rows: List[Dict[str, Any]] = []
+    groups = [(category, [i for i, c in enumerate(cases) if c.category == category]) for category in CATEGORIES]
+    groups.append(("total", list(range(len(cases)))))
+    for name, members in groups:
+        subset = [cases[i] for i in members]
+        ours = errors(subset, [results["sqlpolicy"]["blocked"][i] for i in members])
+        theirs = errors(subset, [results["agent_os"]["blocked"][i] for i in members])
+        rows.append(
+            {
+                "category": name,
+                "n": len(subset),
+                "block": sum(c.label == BLOCK for c in subset),
+                "allow": sum(c.label == ALLOW for c in subset),
+                "sqlpolicy_fn": len(ours["fn"]),
+                "sqlpolicy_fp": len(ours["fp"]),
+                "agent_os_fn": len(theirs["fn"]),
+                "agent_os_fn_in_scope": sum(c.in_agent_os_scope for c in theirs["fn"]),
+                "agent_os_fp": len(theirs["fp"]),
+            }
+        )
+    print_table(
+        ["category", "n", "block", "allow", "SQLPolicy FN", "SQLPolicy FP", "Agent OS FN", "(in scope)", "Agent OS FP"],
+        [list(r.values()) for r in rows],
+    )
+    in_scope = sum(c.in_agent_os_scope for c in cases)
+    print(f"(in scope: of the {in_scope} entries whose denied statement is a DROP, DELETE or TRUNCATE, the ones Agent OS allowed)\n")
+
+    medians = {name: statistics.median(r["ns"]) / 1000 for name, r in results.items()}
+    maxima = {name: max(r["ns"]) / 1000 for name, r in results.items()}
+    print_table(
+        ["decision time", "median us", "max us"],
+        [["SQLPolicy.check_sql (first-seen)", medians["sqlpolicy"], maxima["sqlpolicy"]],
+         ["agent_os PolicyEngine.check_violation", medians["agent_os"], maxima["agent_os"]]],
+    )
+
+    ours = errors(cases, results["sqlpolicy"]["blocked"])
+    print(f"\nSQLPolicy false negatives ({len(ours['fn'])}):")
+    for c in ours["fn"]:
+        print(f"  [{c.category}] {c.id}: {short(c.sql)}\n      {c.note}")
+    print(f"\nSQLPolicy.check_sql raised on {len(RAISED)} entries (counted as blocked; GovernanceKernel fails closed on them):")
+    for line in RAISED:
+        print(f"  {line}")
+    fp_ids = {c.id for c in ours["fp"]}
+    print(f"\nSQLPolicy false positives ({len(fp_ids)}); new (not in KNOWN_FALSE_POSITIVES): "
+          f"{sorted(fp_ids - KNOWN_FALSE_POSITIVES) or 'none'}; known but now allowed: {sorted(KNOWN_FALSE_POSITIVES - fp_ids) or 'none'}")
+    for c in ours["fp"]:
+        print(f"  [{c.category}] {c.id}: {short(c.sql)}")
+
+    return {
+        "environment": env,
+        "deny": list(DENY),
+        "rows": rows,
+        "decision_time_us": {"median": medians, "max": maxima},
+        "sqlpolicy_false_negatives": [{"id": c.id, "category": c.category, "sql": c.sql, "note": c.note} for c in ours["fn"]],
+        "sqlpolicy_false_positives": sorted(fp_ids),
+        "sqlpolicy_check_sql_raised": list(RAISED),
+        "agent_os_false_negatives": [c.id for c in errors(cases, results["agent_os"]["blocked"])["fn"]],
+        "agent_os_false_positives": [c.id for c in errors(cases, results["agent_os"]["blocked"])["fp"]],
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    figures = report(decide_all(CORPUS), environment("sqlglotc", "agent-os-kernel"))
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"\nfigures written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
