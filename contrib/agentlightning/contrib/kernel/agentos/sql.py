@@ -9,7 +9,9 @@ Whatever cannot be parsed into known statements is blocked (fail closed).
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union
@@ -210,7 +212,30 @@ def _other_readings(query: str) -> List[Any]:
     return readings
 
 
+_POLICY_PARSING: contextvars.ContextVar[bool] = contextvars.ContextVar("agentos_sql_policy_parsing", default=False)
+
+
+class _QuietWhilePolicyParses(logging.Filter):
+    """sqlglot logs a WARNING for every statement it keeps as a Command ("contains unsupported
+    syntax"); for agent-written SQL that is one stderr line per odd action. The policy decides on
+    those statements itself, so their warnings are dropped while it parses (only then)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _POLICY_PARSING.get()
+
+
+logging.getLogger("sqlglot").addFilter(_QuietWhilePolicyParses())
+
+
 def _analyze_one_reading(query: str, dialect: Any, describe: Optional[Callable[[FrozenSet[str]], bool]]) -> SQLAnalysis:
+    token = _POLICY_PARSING.set(True)
+    try:
+        return _analyze_parsed(query, dialect, describe)
+    finally:
+        _POLICY_PARSING.reset(token)
+
+
+def _analyze_parsed(query: str, dialect: Any, describe: Optional[Callable[[FrozenSet[str]], bool]]) -> SQLAnalysis:
     try:
         parsed = sqlglot.parse(query, read=dialect)
     except SqlglotError as err:
