@@ -40,8 +40,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import datetime
-import gc
 import json
 import logging
 import multiprocessing
@@ -57,9 +58,10 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 import urllib.request
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -310,6 +312,7 @@ class WorkerSpec:
     policy_timeout_s: float = 0.2
     hang_s: float = 60.0
     max_lifetime_s: float = 3600.0
+    trace_memory: bool = False
 
     @property
     def paths(self) -> Dict[str, Path]:
@@ -371,6 +374,27 @@ class LoadAgent(agl.LitAgent):
         return ran / len(task["queries"])
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _native_memory() -> Dict[str, Optional[int]]:
+    """What lives outside Python's allocator: SQLite's own allocations (page caches of every
+    connection in this process) and glibc's heap (``mallinfo2``: in use, free, mmapped)."""
+    out: Dict[str, Optional[int]] = {"sqlite_bytes": None, "malloc_in_use": None, "malloc_free": None, "malloc_mmap": None}
+    with contextlib.suppress(Exception):
+        lib = ctypes.CDLL(ctypes.util.find_library("sqlite3"))
+        lib.sqlite3_memory_used.restype = ctypes.c_int64
+        out["sqlite_bytes"] = int(lib.sqlite3_memory_used())
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+        out.update(malloc_in_use=int(info.uordblks), malloc_free=int(info.fordblks), malloc_mmap=int(info.hblkhd))
+    return out
+
+
 def _trace_data_bytes(trace_data: Dict[str, Dict[str, Any]]) -> int:
     """Approximate bytes held by Agent OS FlightRecorder's ``_trace_data`` (dict, entries, strings)."""
     total = sys.getsizeof(trace_data)
@@ -382,7 +406,7 @@ def _trace_data_bytes(trace_data: Dict[str, Dict[str, Any]]) -> int:
 class SamplingHook(agl.Hook):
     """Samples the worker's memory every ``every`` rollouts into a JSON Lines file."""
 
-    def __init__(self, path: Path, every: int, kernel: GovernanceKernel) -> None:
+    def __init__(self, path: Path, every: int, kernel: GovernanceKernel, *, trace_memory: bool = False) -> None:
         super().__init__()
         self.path = Path(path)
         self.every = max(1, int(every))
@@ -390,6 +414,8 @@ class SamplingHook(agl.Hook):
         self.rollouts = 0
         self.started = time.monotonic()
         self.process = psutil.Process()
+        self.trace_memory = trace_memory
+        self._baseline: Any = None
 
     def sample(self, label: str = "") -> Dict[str, Any]:
         memory = self.process.memory_full_info()
@@ -401,11 +427,22 @@ class SamplingHook(agl.Hook):
             "rss": memory.rss,
             "uss": memory.uss,
             "threads": threading.active_count(),
-            "gc_objects": len(gc.get_objects()),
             "trace_data_entries": len(trace_data),
             "trace_data_bytes": _trace_data_bytes(trace_data),
+            "python_blocks": sys.getallocatedblocks(),
+            **_native_memory(),
             "label": label,
         }
+        if self.trace_memory and tracemalloc.is_tracing():
+            row["traced_bytes"] = tracemalloc.get_traced_memory()[0]
+            if self._baseline is None:
+                if self.rollouts >= self.every:  # after warm-up: the reference for "what grew"
+                    self._baseline = tracemalloc.take_snapshot()
+            else:
+                diff = tracemalloc.take_snapshot().compare_to(self._baseline, "lineno")
+                row["grown_since_baseline"] = [
+                    [str(d.traceback[0]), d.size_diff, d.count_diff] for d in sorted(diff, key=lambda d: -d.size_diff)[:8]
+                ]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a") as f:
             f.write(json.dumps(row) + "\n")
@@ -443,7 +480,7 @@ def worker_main(spec: WorkerSpec) -> None:
     runner = AgentOSRunner(kernel, poll_interval=spec.poll_interval, interval_jitter=min(0.02, spec.poll_interval / 2),
                            log_violations=False)
     agent = LoadAgent(paths["db"], paths["markers"], spec.name)
-    hook = SamplingHook(paths["samples"], spec.sample_every, kernel)
+    hook = SamplingHook(paths["samples"], spec.sample_every, kernel, trace_memory=spec.trace_memory)
     store = LightningStoreClient(spec.store_url)
     runner.init(agent, hooks=[hook])
     runner.init_worker(spec.worker_id, store)
@@ -462,6 +499,8 @@ def worker_main(spec: WorkerSpec) -> None:
 
     started = time.monotonic()
     error = None
+    if spec.trace_memory:
+        tracemalloc.start(1)
     hook.sample("start")
     try:
         if not stop.is_set():
@@ -496,6 +535,9 @@ def worker_context() -> Any:
         "agentlightning",
         "agentlightning.contrib.runner.agentos",
         "agentlightning.contrib.adapter.agentos",
+        "agentops.instrumentation.providers.openai.instrumentor",  # what each runner's tracer imports at init
+        "openai.resources",
+        "sqlglot",
         "psutil",
         __name__,
     ])
@@ -609,10 +651,24 @@ def make_specs(pool: WorkerPool, scenario_dir: Path, store_url: str, names: Sequ
     ]
 
 
+RUN_DIR_MARKER = ".load_and_faults_run"
+
+
 def fresh_dir(path: Path) -> Path:
+    """An empty directory at ``path`` (a previous one is deleted)."""
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
+    return path
+
+
+def fresh_run_dir(path: Path) -> Path:
+    """Like :func:`fresh_dir`, but never deletes a non-empty directory this script did not create."""
+    path = Path(path)
+    if path.exists() and any(path.iterdir()) and not (path / RUN_DIR_MARKER).exists():
+        raise SystemExit(f"--run-dir {str(path)!r} is not empty and was not made by this script; refusing to delete it")
+    fresh_dir(path)
+    (path / RUN_DIR_MARKER).write_text("made by load_and_faults.py; deleted and rebuilt on every run\n")
     return path
 
 
@@ -631,23 +687,37 @@ async def enqueue_tasks(store: LightningStoreClient, tasks: Sequence[Dict[str, A
 
 
 async def count_finished(store: LightningStoreClient, ids: Sequence[str]) -> int:
+    """How many of ``ids`` are succeeded or failed (exact; but agentlightning 0.3's in-memory store
+    checks ``rollout_id_in`` by list membership per rollout, so with thousands of ids one call
+    costs the server tens of milliseconds: poll with :func:`finished_in_store` instead)."""
     if not ids:
         return 0
     result = await store.query_rollouts(rollout_id_in=list(ids), status_in=list(FINISHED), limit=1)
     return result.total
 
 
-async def wait_finished(store: LightningStoreClient, ids: Sequence[str], *, timeout: float, label: str,
+async def finished_in_store(store: LightningStoreClient) -> int:
+    """Succeeded or failed rollouts in the whole store (cheap: a status filter)."""
+    return (await store.query_rollouts(status_in=list(FINISHED), limit=1)).total
+
+
+async def wait_finished(store: LightningStoreClient, ids: Sequence[str], *, baseline: int, timeout: float, label: str,
                         progress_every: float = 5.0, poll: float = 0.25, on_poll: Optional[Callable[[], Any]] = None) -> float:
-    """Poll until every rollout in ``ids`` is succeeded or failed; returns the monotonic finish time."""
+    """Poll until every rollout in ``ids`` is succeeded or failed; returns the monotonic finish time.
+
+    ``baseline`` is :func:`finished_in_store` before ``ids`` were enqueued: nothing else runs
+    meanwhile, so finished rollouts beyond it are ours; the end is confirmed with the exact count.
+    """
     t0 = last = time.monotonic()
     while True:
-        done = await count_finished(store, ids)
+        done = await finished_in_store(store) - baseline
         now = time.monotonic()
         if on_poll is not None:
             await on_poll()
         if done >= len(ids):
-            return now
+            done = await count_finished(store, ids)
+            if done >= len(ids):
+                return now
         if now - last >= progress_every:
             _say(f"[{label}] {done}/{len(ids)} rollouts finished, {done / (now - t0):.1f}/s")
             last = now
@@ -811,7 +881,7 @@ def rss_report(samples_dir: Path, warmup_fraction: float = 0.2) -> Dict[str, Any
         total = max(r["rollouts"] for r in rows)
         warm = [r for r in rows if r["rollouts"] >= warmup_fraction * total]
 
-        def slope(key: str) -> Optional[float]:
+        def slope(key: str, warm: List[Dict[str, Any]] = warm) -> Optional[float]:
             xs = [r["rollouts"] for r in warm]
             if len(set(xs)) < 2:
                 return None
@@ -833,11 +903,25 @@ def rss_report(samples_dir: Path, warmup_fraction: float = 0.2) -> Dict[str, Any
             "trace_data_entries_last": rows[-1]["trace_data_entries"],
             "trace_data_mib_last": round(rows[-1]["trace_data_bytes"] / mib, 2),
             "trace_data_slope_mib_per_1000_rollouts": None if slope("trace_data_bytes") is None else round(slope("trace_data_bytes"), 3),
-            "gc_objects_first": rows[0]["gc_objects"],
-            "gc_objects_last": rows[-1]["gc_objects"],
+            "python_blocks_first": rows[0].get("python_blocks"),
+            "python_blocks_last": rows[-1].get("python_blocks"),
+            "sqlite_mib_first": None if rows[0].get("sqlite_bytes") is None else round(rows[0]["sqlite_bytes"] / mib, 2),
+            "sqlite_mib_last": None if rows[-1].get("sqlite_bytes") is None else round(rows[-1]["sqlite_bytes"] / mib, 2),
+            "malloc_in_use_mib_first": None if rows[0].get("malloc_in_use") is None else round(rows[0]["malloc_in_use"] / mib, 1),
+            "malloc_in_use_mib_last": None if rows[-1].get("malloc_in_use") is None else round(rows[-1]["malloc_in_use"] / mib, 1),
+            "malloc_free_mib_last": None if rows[-1].get("malloc_free") is None else round(rows[-1]["malloc_free"] / mib, 1),
             "threads_first": rows[0]["threads"],
             "threads_last": rows[-1]["threads"],
         }
+        traced = [r for r in rows if "grown_since_baseline" in r]
+        if traced:
+            baseline_at = next(r["rollouts"] for r in rows if "traced_bytes" in r and r["rollouts"] > 0)
+            report[path.stem]["tracemalloc"] = {
+                "baseline_at_rollouts": baseline_at,
+                "last_at_rollouts": traced[-1]["rollouts"],
+                "traced_mib_per_sample": [[r["rollouts"], round(r["traced_bytes"] / mib, 2)] for r in rows if "traced_bytes" in r],
+                "top_growth_sites": traced[-1]["grown_since_baseline"],
+            }
     return report
 
 
@@ -861,6 +945,16 @@ def _log_lines(paths: Iterable[Path], offsets: Optional[Dict[str, int]] = None) 
     return {"levels": dict(levels), "top_messages": messages.most_common(5)}
 
 
+def _cpu_seconds(pids: Dict[str, int]) -> Dict[str, float]:
+    """User + system CPU seconds each process has used so far."""
+    out = {}
+    for name, pid in pids.items():
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            out[name] = times.user + times.system
+    return out
+
+
 def _sizes(paths: Iterable[Path]) -> Dict[str, int]:
     return {str(p): p.stat().st_size for p in paths if p.exists()}
 
@@ -868,29 +962,39 @@ def _sizes(paths: Iterable[Path]) -> Dict[str, int]:
 # ----------------------------------------------------------------------------- 1. load
 def run_load(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: int = 4, rollouts: int = 3000,
              violating_fraction: float = 0.1, seed: int = 0, sample_every: int = 250, poll_interval: float = 0.05,
-             timeout: float = 900.0) -> Dict[str, Any]:
+             timeout: float = 900.0, trace_memory: bool = False) -> Dict[str, Any]:
     """N runner processes drain ``rollouts`` tasks from the server; everything checked against the tasks."""
     scenario = fresh_dir(Path(run_dir) / "load")
     names = [f"load-{i}" for i in range(workers)]
-    specs = make_specs(pool, scenario, server.url, names, sample_every=sample_every, poll_interval=poll_interval)
+    specs = make_specs(pool, scenario, server.url, names, sample_every=sample_every, poll_interval=poll_interval,
+                       trace_memory=trace_memory)
     tasks = make_tasks(rollouts, violating_fraction, seed=seed)
     _say(f"[load] forking {workers} runner processes")
     ready = pool.start(specs)
     _say(f"[load] runners ready after {max(ready.values()):.1f}s; enqueuing {rollouts} tasks "
          f"({sum(t['violating'] for t in tasks)} violating)")
+    procs = {"agl store": server.process.pid, **{name: pool.pid(name) for name in names}}
+    server_rss_start = psutil.Process(server.process.pid).memory_info().rss / 2**20
+    loadavg_start = os.getloadavg()
 
     async def drive() -> Dict[str, Any]:
         store = LightningStoreClient(server.url)
         try:
             before = (await store.query_rollouts(limit=1)).total
             await add_resources(store)
+            baseline = await finished_in_store(store)
             t_enqueue = time.monotonic()
             ids = await enqueue_tasks(store, tasks)
             enqueue_s = time.monotonic() - t_enqueue
+            cpu_before = _cpu_seconds(procs)
             t0 = time.monotonic()
             pool.release(names)
-            t1 = await wait_finished(store, ids, timeout=timeout, label="load")
-            return {"store_rollouts_before": before, "ids": ids, "enqueue_s": enqueue_s, "t0": t0, "t1": t1}
+            t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label="load")
+            cpu_after = _cpu_seconds(procs)
+            return {"store_rollouts_before": before, "ids": ids, "enqueue_s": enqueue_s, "t0": t0, "t1": t1,
+                    "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_before if k in cpu_after},
+                    "server_rss_mib_end": round(psutil.Process(server.process.pid).memory_info().rss / 2**20, 1),
+                    "store_statistics_end": dict(await store.statistics()), "loadavg_end": os.getloadavg()}
         finally:
             await store.close()
 
@@ -930,6 +1034,10 @@ def run_load(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: i
         "wall_s": round(wall, 2),
         "throughput_rollouts_per_s": round(rollouts / wall, 1),
         "store_rollouts_before": timing["store_rollouts_before"],
+        "cpu_seconds_during_load": timing["cpu_s"],
+        "loadavg_start_end": [round(loadavg_start[0], 2), round(timing["loadavg_end"][0], 2)],
+        "server_rss_mib": [round(server_rss_start, 1), timing["server_rss_mib_end"]],
+        "store_statistics_end": {k: v for k, v in timing["store_statistics_end"].items() if k != "uptime"},
         "verify_s": round(checked["check_s"], 1),
         "spans": verdict,
         "governance_stats": checked["stats_ids"],
@@ -968,6 +1076,7 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
         store = LightningStoreClient(server.url)
         try:
             await add_resources(store)
+            baseline = await finished_in_store(store)
             (kill_id,) = await enqueue_tasks(store, [kill_task], config=config)
             ids = await enqueue_tasks(store, tasks)
             pool.release(names)
@@ -986,7 +1095,7 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
                 if not transitions or transitions[-1]["state"] != state:
                     transitions.append({"t_after_kill_s": round(time.monotonic() - t_kill, 2), "state": state})
 
-            t_done = await wait_finished(store, [kill_id] + ids, timeout=timeout, label="sigkill", on_poll=watch)
+            t_done = await wait_finished(store, [kill_id] + ids, baseline=baseline, timeout=timeout, label="sigkill", on_poll=watch)
             attempts = [
                 {"sequence_id": a.sequence_id, "attempt_id": a.attempt_id, "status": a.status, "worker_id": a.worker_id}
                 for a in await store.query_attempts(kill_id)
@@ -1086,14 +1195,15 @@ def fault_policies(server: StoreServer, pool: WorkerPool, run_dir: Path, *, roll
         tasks = make_tasks(rollouts, violating_fraction, seed=seed + offset, start_index=10_000 * (offset + 1))
         pool.start([spec])
 
-        async def drive() -> Dict[str, Any]:
+        async def drive(tasks: List[Dict[str, Any]] = tasks, name: str = name, kind: str = kind) -> Dict[str, Any]:
             store = LightningStoreClient(server.url)
             try:
                 await add_resources(store)
+                baseline = await finished_in_store(store)
                 ids = await enqueue_tasks(store, tasks)
                 t0 = time.monotonic()
                 pool.release([name])
-                t1 = await wait_finished(store, ids, timeout=timeout, label=f"policy-{kind}")
+                t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label=f"policy-{kind}")
                 collected = await collect_rollouts(store, ids)
                 stats = await governance_stats(store, ids)
                 return {"ids": ids, "wall": t1 - t0, "collected": collected, "stats": stats}
@@ -1164,15 +1274,17 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
         store = LightningStoreClient(server.url)
         try:
             await add_resources(store)
+            baseline = await finished_in_store(store)
             ids = await enqueue_tasks(store, batch_a)
             pool.release(names)
             target = max(1, int(stop_at_fraction * len(ids)))
             deadline = time.monotonic() + timeout
-            while (done := await count_finished(store, ids)) < target:
+            while (await finished_in_store(store)) - baseline < target:
                 if time.monotonic() > deadline:
                     raise TimeoutError("batch A did not get going")
                 await asyncio.sleep(0.05)
-            statistics_before = await store.statistics()
+            done = await count_finished(store, ids)
+            statistics_before = dict(await store.statistics())
             return {"ids": ids, "finished_before_stop": done, "statistics_before": statistics_before}
         finally:
             await store.close()
@@ -1186,7 +1298,6 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
         startup_s = server.start()
         outage_s = time.monotonic() - t_stop
         alive_after = {n: pool.workers[n].exitcode is None for n in names}
-        outage_logs = _log_lines(logs, offsets)
         _say(f"[restart] store back after {outage_s:.1f}s; runners alive: {alive_after}")
 
         async def after_restart() -> Dict[str, Any]:
@@ -1194,17 +1305,24 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
             try:
                 rollouts_in_new_store = (await store.query_rollouts(limit=1)).total
                 resources = await store.get_latest_resources()
+                statistics_new = dict(await store.statistics())
                 lost = {"rollouts_in_new_store": rollouts_in_new_store, "resources_in_new_store": resources is not None,
-                        "spans_of_a_finished_batch_a_rollout": len(await store.query_spans(before["ids"][0]))}
+                        "spans_of_a_finished_batch_a_rollout": len(await store.query_spans(before["ids"][0])),
+                        "store_before_stop": {k: before["statistics_before"].get(k) for k in
+                                              ("total_rollouts", "total_attempts", "total_spans", "total_resources", "total_workers")},
+                        "store_after_restart": {k: statistics_new.get(k) for k in
+                                                ("total_rollouts", "total_attempts", "total_spans", "total_resources", "total_workers")}}
                 await add_resources(store)
+                baseline = await finished_in_store(store)
                 ids = await enqueue_tasks(store, batch_b)
                 t0 = time.monotonic()
-                t1 = await wait_finished(store, ids, timeout=timeout, label="restart/batch B")
+                t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label="restart/batch B")
                 return {"ids": ids, "lost": lost, "wall_b": t1 - t0}
             finally:
                 await store.close()
 
         after = asyncio.run(after_restart())
+        outage_logs = _log_lines(logs, offsets)  # the outage and its aftermath, up to the end of batch B
     finally:
         stopped = pool.stop(names)
     ids_b = after["ids"]
@@ -1264,7 +1382,7 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
             "batch_a_tasks_that_ran": executed_a,
         },
         "runners_alive_after_restart": alive_after,
-        "runner_log_lines_during_outage": outage_logs,
+        "runner_log_lines_after_stop": outage_logs,
         "batch_b_wall_s": round(after["wall_b"], 2),
         "batch_b_spans": verdict_b,
         "batch_b_rollouts_by_worker": verdict_b["rollouts_by_worker"],
@@ -1319,9 +1437,19 @@ def format_report(report: Dict[str, Any]) -> str:
                 f"    {name}: {r['rollouts']} rollouts, RSS first {r['rss_first_mib']} last {r['rss_last_mib']} max {r['rss_max_mib']} "
                 f"slope {r['rss_slope_mib_per_1000_rollouts']}; USS {r['uss_first_mib']} -> {r['uss_last_mib']} slope "
                 f"{r['uss_slope_mib_per_1000_rollouts']}; FlightRecorder _trace_data {r['trace_data_entries_last']} entries "
-                f"{r['trace_data_mib_last']} MiB (slope {r['trace_data_slope_mib_per_1000_rollouts']}); gc objects "
-                f"{r['gc_objects_first']} -> {r['gc_objects_last']}")
-        lines.append(f"  worker log lines: {load['worker_logs']['levels']}")
+                f"{r['trace_data_mib_last']} MiB (slope {r['trace_data_slope_mib_per_1000_rollouts']})")
+            lines.append(f"      native: SQLite {r['sqlite_mib_first']} -> {r['sqlite_mib_last']} MiB; glibc heap in use "
+                         f"{r['malloc_in_use_mib_first']} -> {r['malloc_in_use_mib_last']} MiB (free in heap {r['malloc_free_mib_last']}); "
+                         f"Python blocks {r['python_blocks_first']} -> {r['python_blocks_last']}")
+            if "tracemalloc" in r:
+                t = r["tracemalloc"]
+                lines.append(f"      traced MiB by rollouts: {t['traced_mib_per_sample']}")
+                lines.append(f"      grew between rollout {t['baseline_at_rollouts']} and {t['last_at_rollouts']} (site, bytes, objects):")
+                lines += [f"        {site} {size:+,} B {count:+,}" for site, size, count in t["top_growth_sites"][:5]]
+        lines.append(f"  CPU seconds during the load: {load['cpu_seconds_during_load']}; load average start/end "
+                     f"{load['loadavg_start_end']}; agl store RSS {load['server_rss_mib'][0]} -> {load['server_rss_mib'][1]} MiB "
+                     f"holding {load['store_statistics_end'].get('total_spans')} spans")
+        lines.append(f"  worker log lines: {load['worker_logs']['levels']}; workers stopped: {load['stopped']}")
     k = report.get("sigkill")
     if k:
         lines += [
@@ -1357,7 +1485,7 @@ def format_report(report: Dict[str, Any]) -> str:
             f"RESTART: agl store terminated after {r['finished_before_stop']}/{r['batch_a']} rollouts of batch A; back after "
             f"{r['outage_s']} s (startup {r['server_startup_s']} s); runners alive: {r['runners_alive_after_restart']}",
             f"  lost: {r['lost_on_restart']}",
-            f"  runner log lines during the outage: {r['runner_log_lines_during_outage']['levels']}",
+            f"  runner log lines from the stop to the end of batch B: {r['runner_log_lines_after_stop']['levels']}",
             f"  batch B ({r['batch_b']} rollouts) after the restart: exactly once {r['batch_b_spans']['exactly_once']}, "
             f"{r['batch_b_wall_s']} s, by worker {r['batch_b_rollouts_by_worker']}",
             f"  FlightRecorder files: valid {r['audit']['all_valid']}, records {r['audit']['records']}, blocked {r['audit']['blocked']} "
@@ -1386,6 +1514,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="seed of the task positions")
     parser.add_argument("--sample-every", type=int, default=250, help="each worker samples its RSS every this many rollouts")
     parser.add_argument("--poll-interval", type=float, default=0.05, help="runner poll interval when the queue is empty (s)")
+    parser.add_argument("--trace-memory", action="store_true",
+                        help="trace Python allocations in each load worker (tracemalloc, slower) and report the code lines "
+                             "whose allocations grew after the first --sample-every rollouts")
     parser.add_argument("--faults", default="sigkill,policies,restart",
                         help="comma-separated faults to run after the load: sigkill, policies, restart (or 'none')")
     parser.add_argument("--skip-load", action="store_true", help="run only the faults")
@@ -1424,7 +1555,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     args = parse_args(argv)
-    run_dir = fresh_dir(args.run_dir)
+    run_dir = fresh_run_dir(args.run_dir)
     port = args.port or free_port()
     server = StoreServer(port, run_dir / "agl-store.log")
     pool = WorkerPool()
@@ -1439,7 +1570,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         if not args.skip_load:
             report["load"] = run_load(server, pool, run_dir, workers=args.workers, rollouts=args.rollouts,
                                       violating_fraction=args.violating_fraction, seed=args.seed, sample_every=args.sample_every,
-                                      poll_interval=args.poll_interval, timeout=args.timeout)
+                                      poll_interval=args.poll_interval, timeout=args.timeout, trace_memory=args.trace_memory)
         if "sigkill" in args.fault_list:
             report["sigkill"] = fault_sigkill(server, pool, run_dir, workers=args.kill_workers, rollouts=args.kill_rollouts,
                                               violating_fraction=args.violating_fraction, unresponsive_seconds=args.unresponsive_seconds,
