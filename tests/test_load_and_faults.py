@@ -20,6 +20,9 @@ if str(RECIPE_DIR) not in sys.path:
 
 import load_and_faults as lf  # noqa: E402
 
+# forkserver runner processes, signal.sigtimedwait and /proc-based memory figures: Linux only.
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the load-and-faults recipe runs on Linux")
+
 N_LOAD, LOAD_WORKERS, FRACTION = 200, 3, 0.1
 N_VIOLATING = 20  # round(N_LOAD * FRACTION): the ground truth's violating tasks
 N_KILL = 20

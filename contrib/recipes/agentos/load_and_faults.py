@@ -49,6 +49,7 @@ import multiprocessing
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import socket
@@ -249,6 +250,10 @@ class StoreServer:
             self._kill_group()
             self.process.wait(timeout=10)
         return {"returncode": self.process.returncode, "stop_s": time.monotonic() - started, "killed": killed}
+
+    def log_since_last_start(self) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return text.rsplit("--- agl store start", 1)[-1]
 
     def _kill_group(self) -> None:
         if self.process is None:
@@ -642,7 +647,7 @@ class WorkerPool:
                 process.join(timeout=30)
 
 
-def make_specs(pool: WorkerPool, scenario_dir: Path, store_url: str, names: Sequence[str], *, kind: str = "sql",
+def make_specs(scenario_dir: Path, store_url: str, names: Sequence[str], *, kind: str = "sql",
                first_worker_id: int = 0, **options: Any) -> List[WorkerSpec]:
     return [
         WorkerSpec(name=name, worker_id=first_worker_id + i, kind=kind, scenario_dir=str(scenario_dir), store_url=store_url,
@@ -966,7 +971,7 @@ def run_load(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: i
     """N runner processes drain ``rollouts`` tasks from the server; everything checked against the tasks."""
     scenario = fresh_dir(Path(run_dir) / "load")
     names = [f"load-{i}" for i in range(workers)]
-    specs = make_specs(pool, scenario, server.url, names, sample_every=sample_every, poll_interval=poll_interval,
+    specs = make_specs(scenario, server.url, names, sample_every=sample_every, poll_interval=poll_interval,
                        trace_memory=trace_memory)
     tasks = make_tasks(rollouts, violating_fraction, seed=seed)
     _say(f"[load] forking {workers} runner processes")
@@ -1063,7 +1068,7 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
     """SIGKILL a runner process in the middle of a rollout; the others carry on."""
     scenario = fresh_dir(Path(run_dir) / "sigkill")
     names = [f"kill-{i}" for i in range(workers)]
-    specs = make_specs(pool, scenario, server.url, names, first_worker_id=100, poll_interval=poll_interval, sample_every=10_000)
+    specs = make_specs(scenario, server.url, names, first_worker_id=100, poll_interval=poll_interval, sample_every=10_000)
     kill_task = {"task_index": 0, "violating": 1, "hold_first_attempt_s": hold_s,
                  "queries": ["SELECT COUNT(*) FROM users", "INSERT INTO events (task_index) VALUES (0)", "DROP TABLE users",
                              "SELECT SUM(total) FROM orders"]}
@@ -1190,7 +1195,7 @@ def fault_policies(server: StoreServer, pool: WorkerPool, run_dir: Path, *, roll
     for offset, kind in enumerate(("hang", "raise")):
         scenario = fresh_dir(Path(run_dir) / f"policy-{kind}")
         name = f"policy-{kind}"
-        (spec,) = make_specs(pool, scenario, server.url, [name], kind=kind, first_worker_id=200 + offset, poll_interval=poll_interval,
+        (spec,) = make_specs(scenario, server.url, [name], kind=kind, first_worker_id=200 + offset, poll_interval=poll_interval,
                              policy_timeout_s=policy_timeout_s, hang_s=hang_s, sample_every=1)
         tasks = make_tasks(rollouts, violating_fraction, seed=seed + offset, start_index=10_000 * (offset + 1))
         pool.start([spec])
@@ -1264,7 +1269,7 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
     """Terminate ``agl store`` mid-run, start it again on the same port, re-import the audit trail."""
     scenario = fresh_dir(Path(run_dir) / "restart")
     names = [f"restart-{i}" for i in range(workers)]
-    specs = make_specs(pool, scenario, server.url, names, first_worker_id=300, poll_interval=poll_interval, sample_every=10_000)
+    specs = make_specs(scenario, server.url, names, first_worker_id=300, poll_interval=poll_interval, sample_every=10_000)
     batch_a = make_tasks(rollouts_before, violating_fraction, seed=seed, start_index=100_000)
     batch_b = make_tasks(rollouts_after, violating_fraction, seed=seed + 1, start_index=200_000)
     pool.start(specs)
@@ -1383,6 +1388,9 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
         },
         "runners_alive_after_restart": alive_after,
         "runner_log_lines_after_stop": outage_logs,
+        # The new server answers calls about a rollout it never had with HTTP 500 (an unhandled
+        # ValueError), which the client retries (1 + 2 + 5 s) as if the server were unwell.
+        "new_server_errors_for_unknown_rollouts": len(re.findall(r"ValueError: (?:Rollout|Attempt) \S+ not found", server.log_since_last_start())),
         "batch_b_wall_s": round(after["wall_b"], 2),
         "batch_b_spans": verdict_b,
         "batch_b_rollouts_by_worker": verdict_b["rollouts_by_worker"],
@@ -1485,7 +1493,8 @@ def format_report(report: Dict[str, Any]) -> str:
             f"RESTART: agl store terminated after {r['finished_before_stop']}/{r['batch_a']} rollouts of batch A; back after "
             f"{r['outage_s']} s (startup {r['server_startup_s']} s); runners alive: {r['runners_alive_after_restart']}",
             f"  lost: {r['lost_on_restart']}",
-            f"  runner log lines from the stop to the end of batch B: {r['runner_log_lines_after_stop']['levels']}",
+            f"  runner log lines from the stop to the end of batch B: {r['runner_log_lines_after_stop']['levels']}; "
+            f"new server's HTTP 500s for rollouts it never had: {r['new_server_errors_for_unknown_rollouts']}",
             f"  batch B ({r['batch_b']} rollouts) after the restart: exactly once {r['batch_b_spans']['exactly_once']}, "
             f"{r['batch_b_wall_s']} s, by worker {r['batch_b_rollouts_by_worker']}",
             f"  FlightRecorder files: valid {r['audit']['all_valid']}, records {r['audit']['records']}, blocked {r['audit']['blocked']} "
