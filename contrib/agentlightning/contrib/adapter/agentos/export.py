@@ -34,6 +34,8 @@ from agent_os import FlightRecorder
 
 from agentlightning.types import Span
 
+from agentlightning.contrib.kernel.agentos.audit import file_path
+
 from .records import AuditError, AuditRecord, RecorderLike, RecorderReader, parse_record
 from .spans import record_to_span
 
@@ -81,16 +83,7 @@ def _entry(span: Span, record: AuditRecord) -> Dict[str, Any]:
 
 
 def _target(path: PathLike) -> Path:
-    if not isinstance(path, (str, Path)) or not str(path):
-        raise TypeError(f"export path must be a str or Path, got {path!r}")
-    target = Path(path)
-    if target.is_dir():
-        raise ExportError(f"export path {str(target)!r} is a directory; pass a file path such as {str(target / 'audit.json')!r}")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ExportError(f"cannot create the directory of export path {str(target)!r}: {err}") from err
-    return target
+    return file_path(path, "export path", "audit.json", ExportError)
 
 
 def write_export(path: PathLike, entries: Iterable[Tuple[Span, AuditRecord]], *, format: Optional[str] = None) -> int:

@@ -53,16 +53,33 @@ def open_flight_recorder(path: Union[str, Path], **kwargs: Any) -> FlightRecorde
     >>> rec.verify_integrity()["valid"]
     True
     """
-    if not isinstance(path, (str, Path)) or not str(path):
-        raise TypeError(f"FlightRecorder path must be a str or Path, got {path!r}")
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"FlightRecorder path {str(path)!r} is a directory; pass a file path such as {str(path / 'audit.db')!r}")
+    path = file_path(path, "FlightRecorder path", "audit.db", ValueError)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         return FlightRecorder(db_path=str(path), **kwargs)
     except (OSError, sqlite3.Error) as err:
         raise ValueError(f"cannot open FlightRecorder at {str(path)!r}: {err}; pass a writable file path") from err
+
+
+def file_path(path: Any, what: str, example_name: str, error: type = ValueError) -> Path:
+    """``path`` as a file path whose directory exists (created if needed), or a clear error
+    naming ``what`` it is: a ``TypeError`` for a non-path, ``error`` for a directory or a
+    directory that cannot be created.
+
+    >>> file_path(42, "export path", "audit.json")
+    Traceback (most recent call last):
+    ...
+    TypeError: export path must be a str or Path, got 42
+    """
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise TypeError(f"{what} must be a str or Path, got {path!r}")
+    target = Path(path)
+    if target.is_dir():
+        raise error(f"{what} {str(target)!r} is a directory; pass a file path such as {str(target / example_name)!r}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise error(f"cannot create the directory of {what} {str(target)!r}: {err}") from err
+    return target
 
 
 def _args_json(args: Mapping[str, Any], max_chars: int) -> str:

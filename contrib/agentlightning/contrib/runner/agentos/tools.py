@@ -16,7 +16,7 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, List, Optional, Tuple, TypeVar, overload
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, TypeVar, overload
 
 from agentlightning.emitter import emit_annotation
 from agentlightning.tracer.base import get_active_tracer
@@ -207,16 +207,17 @@ def _record(kernel: Optional[GovernanceKernel], decision: Decision, started: flo
 _BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
-def _argument_binder(signature: inspect.Signature) -> Callable[[tuple, dict], dict]:
+def _argument_binder(signature: inspect.Signature, by_name: bool) -> Callable[[tuple, dict], dict]:
     """``(args, kwargs) -> {parameter name: value}`` as ``signature.bind`` gives it.
 
     ``Signature.bind`` is the slowest step of a governed call; for the usual tool signature
-    (parameters that can all be passed by name, no ``*args``/``**kwargs``) a zip does the same,
-    and anything unusual (or a call that does not fit) goes through ``bind`` and its errors.
+    (``by_name``: parameters that can all be passed by name, no ``*args``/``**kwargs``) a zip does
+    the same, and anything unusual (or a call that does not fit) goes through ``bind`` and its
+    errors.
     """
-    params = list(signature.parameters.values())
-    if not all(p.kind in _BY_NAME for p in params):
+    if not by_name:
         return lambda args, kwargs: dict(signature.bind(*args, **kwargs).arguments)
+    params = list(signature.parameters.values())
     positional = tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
     names = frozenset(p.name for p in params)
     required = frozenset(p.name for p in params if p.default is inspect.Parameter.empty)
@@ -234,12 +235,12 @@ def _argument_binder(signature: inspect.Signature) -> Callable[[tuple, dict], di
     return bind
 
 
-def _call_arguments(signature: inspect.Signature) -> Callable[[dict], Tuple[tuple, dict]]:
+def _call_arguments(signature: inspect.Signature, by_name: bool) -> Callable[[Mapping[str, Any]], Tuple[tuple, dict]]:
     """``{parameter name: value} -> (args, kwargs)`` that call the tool with those arguments."""
-    if all(p.kind in _BY_NAME for p in signature.parameters.values()):
+    if by_name:
         return lambda arguments: ((), arguments)
 
-    def split(arguments: dict) -> Tuple[tuple, dict]:
+    def split(arguments: Mapping[str, Any]) -> Tuple[tuple, dict]:
         bound = signature.bind_partial()
         bound.arguments.update(arguments)
         return bound.args, bound.kwargs
@@ -280,13 +281,14 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
     if not callable(fn):
         raise TypeError(f"governed_tool needs a callable, got {type(fn).__name__}")
     signature = inspect.signature(fn)
-    arguments_of = _argument_binder(signature)
-    call_arguments_of = _call_arguments(signature)
+    by_name = all(p.kind in _BY_NAME for p in signature.parameters.values())
+    arguments_of = _argument_binder(signature, by_name)
+    call_arguments_of = _call_arguments(signature, by_name)
 
     def start(args: tuple, kwargs: dict) -> Tuple[Decision, tuple, dict, float]:
         """Decide on the call; the arguments to run with are the (possibly rewritten) action's."""
         decision = _decide(tool_name, arguments_of(args, kwargs), kernel)
-        call_args, call_kwargs = call_arguments_of(dict(decision.action.args))
+        call_args, call_kwargs = call_arguments_of(decision.action.args)
         return decision, call_args, call_kwargs, time.perf_counter()
 
     if inspect.iscoroutinefunction(fn):
