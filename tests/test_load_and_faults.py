@@ -195,6 +195,8 @@ def test_hanging_policy_blocks_within_about_the_timeout(policies):
     r = policies["hang"]
     assert r["seconds_per_action_median"] >= POLICY_TIMEOUT_S
     assert r["seconds_per_action_max"] < POLICY_TIMEOUT_S + 1.0
+    # The hung policy threads are daemons: they do not keep the runner process from exiting.
+    assert r["exit"]["exited_after_sigterm"] is True
 
 
 def test_raising_policy_blocks_at_once(policies):

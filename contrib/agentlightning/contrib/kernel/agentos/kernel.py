@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import gc
 import itertools
@@ -59,6 +58,32 @@ class _GarbageCollectionClock:
 
 
 _GC_PAUSES = _GarbageCollectionClock()
+
+
+def _call_on_daemon_thread(fn: Any, action: Action, context: ActionContext, timeout_s: float) -> Any:
+    """``fn(action, context)`` on a thread of its own; ``TimeoutError`` if it is not done in time.
+
+    A hung policy cannot be killed in Python, so its thread is left behind. It is a daemon
+    thread: a pool's worker threads are joined at interpreter exit, which kept a runner process
+    whose policy hung from ever exiting.
+    """
+    outcome: Dict[str, Any] = {}
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            outcome["result"] = fn(action, context)
+        except BaseException as err:  # noqa: BLE001 - handed to the checking thread
+            outcome["error"] = err
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name="agentos-policy", daemon=True).start()
+    if not done.wait(timeout_s):
+        raise TimeoutError
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, AgentSignal]:
@@ -152,8 +177,6 @@ class GovernanceKernel:
         self._id_prefix = uuid.uuid4().hex[:16]
         self._id_counter = itertools.count(1)
         self._by_tool: Dict[str, Tuple[Policy, ...]] = {}
-        self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._executor_lock = threading.Lock()
 
     # ----------------------------------------------------------------- construction helpers
     @classmethod
@@ -286,11 +309,9 @@ class GovernanceKernel:
                     sink.append(self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s"))
                     return None
             else:
-                future = self._pool().submit(fn, action, context)
                 try:
-                    result = future.result(timeout=self.policy_timeout_s)
-                except concurrent.futures.TimeoutError:
-                    self._abandon_pool()
+                    result = _call_on_daemon_thread(fn, action, context, self.policy_timeout_s)
+                except TimeoutError:
                     sink.append(self._failure(policy, f"{method} timed out after {self.policy_timeout_s}s"))
                     return None
         except Exception as err:  # noqa: BLE001 - any policy failure must block, not propagate
@@ -314,19 +335,6 @@ class GovernanceKernel:
             sink.append(self._failure(policy, f"evaluate returned {type(result).__name__}, not a list of PolicyViolation"))
             return None
         return found
-
-    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._executor_lock:
-            if self._executor is None:
-                self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="agentos-policy")
-            return self._executor
-
-    def _abandon_pool(self) -> None:
-        # A hung policy thread cannot be killed in Python; give later checks a fresh pool.
-        with self._executor_lock:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False)
-                self._executor = None
 
     def _send_signals(self, violations: Sequence[PolicyViolation], context: ActionContext) -> Tuple[str, ...]:
         if not self.signal_map:
@@ -405,10 +413,9 @@ class GovernanceKernel:
         return self.audit.verify()
 
     def close(self) -> None:
-        """Flush and close the audit trail and stop policy worker threads."""
+        """Flush and close the audit trail."""
         if self.audit is not None:
             self.audit.close()
-        self._abandon_pool()
 
     def __repr__(self) -> str:
         audit = self.audit.path if self.audit else None

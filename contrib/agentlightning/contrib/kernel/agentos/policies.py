@@ -28,7 +28,7 @@ class Policy(ABC):
     policy) are applied consistently.
 
     ``runs_inline`` marks policies whose evaluation is bounded CPU work; the kernel calls them
-    directly. Other policies run on a worker thread under the kernel's timeout, so a policy that
+    directly. Other policies run on a daemon thread under the kernel's timeout, so a policy that
     hangs blocks the action instead of the agent.
 
     >>> class NoShell(Policy):
