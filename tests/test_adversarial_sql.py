@@ -18,6 +18,7 @@ Run: ``python -m pytest tests/test_adversarial_sql.py -q`` (about 30 s on 2 CPUs
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 import time
@@ -148,10 +149,33 @@ def _check_effects(column: int, observe: Callable[[str], str]) -> None:
     assert not mismatches, "\n".join(mismatches)
 
 
-@pytest.mark.skipif(not os.environ.get("AGENTOS_TEST_POSTGRES_DSN"), reason="set AGENTOS_TEST_POSTGRES_DSN to check against PostgreSQL")
+def database_server(variable: str, module: str, what: str) -> Tuple[str, Any]:
+    """The value of ``variable`` and the imported driver ``module``, for a label test that runs
+    the corpus on a real server. In CI (``CI=true``) a missing variable or driver is a failure:
+    ``.ci/run`` sources ``.ci/services.sh``, which starts the servers and exports the variables,
+    so a skip there would hide that the labels were not checked. Elsewhere it is a skip that
+    says what to set."""
+    value = os.environ.get(variable, "")
+    problem = "" if value else f"{variable} is not set"
+    driver = None
+    if not problem:
+        try:
+            driver = importlib.import_module(module)
+        except ImportError as err:
+            problem = f"the {module} driver is not installed ({err}; it is in the dev extra)"
+    if not problem:
+        return value, driver
+    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+        pytest.fail(
+            f"{problem}, so the corpus's {what} labels cannot be checked in CI. Run `source .ci/services.sh` "
+            f"(as root) before the tests: it installs and starts {what} and exports {variable}.",
+            pytrace=False,
+        )
+    pytest.skip(f"{problem}: `source .ci/services.sh` (as root) starts {what} and sets it, to check the {what} labels")
+
+
 def test_recorded_postgres_behaviour_is_what_postgres_does():
-    psycopg = pytest.importorskip("psycopg")
-    dsn = os.environ["AGENTOS_TEST_POSTGRES_DSN"]
+    dsn, psycopg = database_server("AGENTOS_TEST_POSTGRES_DSN", "psycopg", "PostgreSQL")
 
     def state(cur: Any) -> list:
         cur.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'agentos_corpus' ORDER BY 1, 2")
@@ -182,15 +206,12 @@ def test_recorded_postgres_behaviour_is_what_postgres_does():
     _check_effects(1, observe)
 
 
-@pytest.mark.skipif(not os.environ.get("AGENTOS_TEST_MARIADB_SOCKET"), reason="set AGENTOS_TEST_MARIADB_SOCKET to check against MariaDB")
 def test_recorded_mariadb_behaviour_is_what_mariadb_does():
-    pymysql = pytest.importorskip("pymysql")
+    socket, pymysql = database_server("AGENTOS_TEST_MARIADB_SOCKET", "pymysql", "MariaDB")
     from pymysql.constants import CLIENT
 
     def connect() -> Any:
-        return pymysql.connect(
-            unix_socket=os.environ["AGENTOS_TEST_MARIADB_SOCKET"], user="root", client_flag=CLIENT.MULTI_STATEMENTS, autocommit=True
-        )
+        return pymysql.connect(unix_socket=socket, user="root", client_flag=CLIENT.MULTI_STATEMENTS, autocommit=True)
 
     def state(cur: Any) -> list:
         cur.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'agentos_corpus' ORDER BY 1, 2")
