@@ -204,12 +204,38 @@ class Confused(Policy):
         return "looks fine to me"
 
 
+class Silent(Policy):
+    """Forgets to return: None is not an answer."""
+
+    runs_inline = True
+
+    def evaluate(self, action, context):
+        return None
+
+
+class HalfGenerator(Policy):
+    """Yields one finding, then raises: the kernel must not let the exception escape."""
+
+    runs_inline = True
+
+    def evaluate(self, action, context):
+        yield self.violation("first finding", severity="low")
+        raise KeyError("second finding crashed")
+
+
+class HalfGeneratorOnThread(HalfGenerator):
+    runs_inline = False
+
+
 @pytest.mark.parametrize(
     "policy, message",
     [
         (Exploding(), "evaluate raised ZeroDivisionError: boom (failing closed: action blocked)"),
         (Hanging(), "evaluate timed out after 0.2s (failing closed: action blocked)"),
         (Confused(), "evaluate returned str, not a list of PolicyViolation"),
+        (Silent(), "evaluate returned None, not a list of PolicyViolation (return [] when the action is fine)"),
+        (HalfGenerator(), "evaluate raised KeyError: 'second finding crashed' (failing closed: action blocked)"),
+        (HalfGeneratorOnThread(), "evaluate raised KeyError: 'second finding crashed' (failing closed: action blocked)"),
     ],
 )
 def test_policy_failures_block_and_are_recorded(policy, message, audit_path):
@@ -227,6 +253,28 @@ def test_policy_failures_block_and_are_recorded(policy, message, audit_path):
     assert [r["policy_verdict"] for r in rows] == ["blocked"] and message in rows[0]["violation_reason"]
     # The kernel keeps working: a failing policy keeps blocking; a released hung one answers again.
     assert kernel.check(Action.sql("SELECT 2")).blocked is (not isinstance(policy, Hanging))
+
+
+class CommitFails(Policy):
+    runs_inline = True
+
+    def evaluate(self, action, context):
+        return []
+
+    def on_allowed(self, action, context):
+        raise RuntimeError("budget store unavailable")
+
+
+def test_on_allowed_raising_blocks_and_is_recorded(audit_path):
+    budget = CostControlPolicy(max_cost_usd=10)
+    kernel = GovernanceKernel([budget, CommitFails()], recorder=audit_path)
+    decision = kernel.check(Action("llm", {}, cost_usd=1.0))
+    assert decision.blocked
+    (violation,) = decision.violations
+    assert violation.policy_name == "CommitFails"
+    assert "on_allowed raised RuntimeError: budget store unavailable" in violation.description
+    rows = kernel.audit.records()
+    assert [r["policy_verdict"] for r in rows] == ["blocked"] and "budget store unavailable" in rows[0]["violation_reason"]
 
 
 def test_a_failed_audit_write_blocks_every_later_action(audit_path):

@@ -17,6 +17,8 @@ from agentlightning.contrib.kernel.agentos import (
     analyze_sql,
 )
 
+from agentlightning.contrib.kernel.agentos.sql import _shared_analysis
+
 from .conftest import table_counts
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]
@@ -40,7 +42,7 @@ MUST_BLOCK = [
     "TRUNCATE TABLE orders",
     "truncate orders",
     "ALTER TABLE users DROP COLUMN note",
-    "EXPLAIN DROP TABLE users",
+    "EXPLAIN ANALYZE DELETE FROM users",
     "SELECT id FROM orders /* /* */; DROP TABLE users; -- */",
     "/* /* */ DROP TABLE users; -- */\nSELECT 1",
 ]
@@ -56,6 +58,7 @@ MUST_PASS = [
     "UPDATE users SET dropped_at = '2026-01-01' WHERE id = 3",
     "INSERT INTO users (name, note) VALUES ('x', 'please DROP TABLE users')",
     "WITH t AS (SELECT id FROM users) SELECT COUNT(*) FROM t",
+    "EXPLAIN DROP TABLE users",  # EXPLAIN without ANALYZE only plans (SQLite prints bytecode)
 ]
 
 MUST_BLOCK_UNPARSEABLE = ["SELEC * FRM", "", "  ;  ", "DR\u039fP TABLE users", "SELECT (((", "\x00\x01binary"]
@@ -96,8 +99,22 @@ def test_non_string_sql_missing_argument_and_huge_payload_are_blocked(policy):
     assert "over max_query_chars=100,000" in policy.evaluate(Action.sql(huge), ctx)[0].description
 
 
-def test_other_tools_are_not_sql(policy):
-    assert policy.evaluate(Action("search", {"query": "DROP TABLE users"}), ActionContext()) == []
+def test_sql_reaching_other_tools_is_judged_and_plain_text_is_not(policy):
+    """A tool the policy does not name is no way around it: SQL under a SQL-named argument is
+    judged (detect=True, the default); text that does not read as SQL is not its business."""
+    ctx = ActionContext()
+    (found,) = policy.evaluate(Action("search", {"query": "DROP TABLE users"}), ctx)
+    assert "argument 'query' of tool 'search'" in found.description and "DROP statement denied" in found.description
+    assert policy.evaluate(Action("search", {"query": "delete my account please"}), ctx) == []
+    assert policy.evaluate(Action("search", {"query": "SELECT 1"}), ctx) == []
+    assert SQLPolicy(deny=DENY, detect=False).evaluate(Action("search", {"query": "DROP TABLE users"}), ctx) == []
+
+
+def test_tool_names_match_loosely(policy):
+    ctx = ActionContext()
+    for tool in ("Database_Query", "database-query", " DATABASE_QUERY ", "sql"):
+        (found,) = policy.evaluate(Action(tool, {"query": "DELETE FROM users"}), ctx)
+        assert found.action_blocked, tool
 
 
 def test_allow_list_mode_and_per_keyword_severity():
@@ -140,9 +157,10 @@ def test_bad_configuration_is_a_clear_error(kwargs, error, message):
 def test_repeated_queries_hit_the_cache(policy):
     query = "SELECT id FROM users WHERE name = 'cache-probe'"
     policy.check_sql(query)
-    before = policy._analyze.cache_info().hits
+    before = _shared_analysis.cache_info().hits
     policy.check_sql(query)
-    assert policy._analyze.cache_info().hits == before + 1
+    SQLPolicy(deny=["UPDATE"]).check_sql(query)  # another policy shares the parse
+    assert _shared_analysis.cache_info().hits == before + 2
 
 
 def test_nested_comment_ambiguity_fails_closed_without_a_dialect(shop_db):

@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
@@ -84,6 +84,13 @@ def _call_on_daemon_thread(fn: Any, action: Action, context: ActionContext, time
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
+
+
+def _drained(result: Any) -> Any:
+    """A generator's items as a list (so it runs to the end where it was called)."""
+    if isinstance(result, Iterator):
+        return list(result)
+    return result
 
 
 def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, AgentSignal]:
@@ -253,8 +260,7 @@ class GovernanceKernel:
 
         verdict = self._verdict(violations)
         if verdict is not Verdict.BLOCKED:
-            for policy in policies:
-                policy.on_allowed(action, context)
+            verdict = self._commit(policies, action, context, violations)
         signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
         decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
         decision = Decision(
@@ -291,6 +297,18 @@ class GovernanceKernel:
             return Verdict.WARNED
         return Verdict.ALLOWED
 
+    def _commit(self, policies: Sequence[Policy], action: Action, context: ActionContext, violations: List[PolicyViolation]) -> Verdict:
+        """Tell the policies the action is allowed (budgets are spent here). A policy whose
+        ``on_allowed`` raises cannot have committed its state: the action is blocked instead."""
+        for policy in policies:
+            try:
+                policy.on_allowed(action, context)
+            except Exception as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+                logger.exception("policy %s.on_allowed raised", policy.name)
+                violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
+                return Verdict.BLOCKED
+        return self._verdict(violations)
+
     def _failure(self, policy: Policy, what: str) -> PolicyViolation:
         return PolicyViolation(
             ViolationType.BLOCKED, policy.name, f"{what} (failing closed: action blocked)", self.error_severity
@@ -300,23 +318,42 @@ class GovernanceKernel:
         """Call ``policy.<method>`` under the kernel's fail-closed rules; failures go to ``sink``."""
         fn = getattr(policy, method)
         try:
-            if policy.runs_inline:
-                gc_before = _GC_PAUSES.total_s
-                started = time.perf_counter()
-                result = fn(action, context)
-                # A garbage collection that ran meanwhile paused the policy; it is not its time.
-                if time.perf_counter() - started - (_GC_PAUSES.total_s - gc_before) > self.policy_timeout_s:
-                    sink.append(self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s"))
-                    return None
-            else:
-                try:
-                    result = _call_on_daemon_thread(fn, action, context, self.policy_timeout_s)
-                except TimeoutError:
-                    sink.append(self._failure(policy, f"{method} timed out after {self.policy_timeout_s}s"))
-                    return None
+            return self._checked_result(policy, method, self._call(policy, fn, method, action, context, sink), sink)
         except Exception as err:  # noqa: BLE001 - any policy failure must block, not propagate
             logger.exception("policy %s.%s raised", policy.name, method)
             sink.append(self._failure(policy, f"{method} raised {type(err).__name__}: {err}"))
+            return None
+
+    _NO_RESULT = object()
+
+    def _call(self, policy: Policy, fn: Any, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]) -> Any:
+        """``fn(action, context)`` inline or on a daemon thread, under the timeout."""
+        if policy.runs_inline:
+            gc_before = _GC_PAUSES.total_s
+            started = time.perf_counter()
+            result = fn(action, context)
+            # A garbage collection that ran meanwhile paused the policy; it is not its time.
+            if time.perf_counter() - started - (_GC_PAUSES.total_s - gc_before) > self.policy_timeout_s:
+                sink.append(self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s"))
+                return self._NO_RESULT
+            return result
+        try:
+            # A generator is drained on the policy's thread too: it can hang or raise mid-way.
+            return _call_on_daemon_thread(
+                lambda a, c: _drained(fn(a, c)) if method == "evaluate" else fn(a, c), action, context, self.policy_timeout_s
+            )
+        except TimeoutError:
+            sink.append(self._failure(policy, f"{method} timed out after {self.policy_timeout_s}s"))
+            return self._NO_RESULT
+
+    def _checked_result(self, policy: Policy, method: str, result: Any, sink: List[PolicyViolation]) -> Any:
+        """The policy's answer if it is one; otherwise a failure in ``sink`` (fail closed).
+
+        ``evaluate`` must return an iterable of :class:`PolicyViolation` (``[]`` when the action
+        is fine); ``None`` is not an answer, so it blocks. A generator is drained here, so one
+        that raises after yielding blocks too (the caller turns the exception into a failure).
+        """
+        if result is self._NO_RESULT:
             return None
         if type(result) is list and not result and method == "evaluate":  # the common answer: nothing found
             return result
@@ -326,11 +363,15 @@ class GovernanceKernel:
                 return None
             return result
         if result is None:
-            return []
-        try:
-            found = list(result)
-        except TypeError:
+            sink.append(self._failure(policy, "evaluate returned None, not a list of PolicyViolation (return [] when the action is fine)"))
+            return None
+        if isinstance(result, PolicyViolation):
             found = [result]
+        else:
+            try:
+                found = list(result)
+            except TypeError:
+                found = [result]
         if not all(isinstance(v, PolicyViolation) for v in found):
             sink.append(self._failure(policy, f"evaluate returned {type(result).__name__}, not a list of PolicyViolation"))
             return None

@@ -1,279 +1,144 @@
-"""SQL governance decided on the sqlglot parse of every statement, never on substrings.
+"""SQL governance decided on parsed statements, never on substrings.
 
 Agent OS's own SQL check is a regex over the raw text: it misses ``DELETE/**/FROM t`` and blocks
-``SELECT 'DROP TABLE users'``. :class:`SQLPolicy` parses the text into statements and looks at
-what each statement *is* (including statements nested in CTEs and MERGE branches), so comments,
-casing, whitespace, string literals and identifiers such as ``dropped_at`` cannot fool it.
-Whatever cannot be parsed into known statements is blocked (fail closed).
+``SELECT 'DROP TABLE users'``. :class:`SQLPolicy` reads the text into statements with a real
+parser and looks at what each statement *does* (including statements nested in CTEs, MERGE
+branches, routine, trigger and ``DO`` bodies, and the effects listed in ``sql_effects``: a
+``REPLACE`` counts as a ``DELETE``), so comments, casing, whitespace, string literals and
+identifiers such as ``dropped_at`` cannot fool it. Whatever cannot be read, or runs SQL that
+cannot be known in advance, is blocked (fail closed).
+
+Which parser reads the text depends on the ``dialect``:
+
+* ``"postgres"``: PostgreSQL's own parser (libpg_query via ``pglast``), which reads everything
+  the server does (dollar quoting, ``NOTIFY``, PL/pgSQL bodies) and is several times faster.
+* any other sqlglot dialect (``"mysql"``, ``"mariadb"``, ``"sqlite"``, ``"tsql"``, ...): sqlglot,
+  with MySQL-family text prepared as the server sees it (``DELIMITER``, ``/*! */``, ``/*M! */``).
+* none (the default): the database is unknown, so the text must be safe whichever common
+  database runs it: it is read by sqlglot's generic reading, by the readings under which
+  databases split text differently (comment nesting, backslash escapes, brackets, MySQL's
+  executable comments) and by PostgreSQL's parser, and counts as everything any of them finds.
+  Text sqlglot's generic reading cannot parse is blocked with a reason naming the dialects
+  that can read it.
 """
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import logging
 import re
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import sqlglot
-from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from .actions import Action, ActionContext
 from .policies import Policy
+from .sql_effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement
+from .sql_generic import read_generic
+from .sql_postgres import read_postgres
 from .violations import GovernanceConfigError, PolicyViolation, Severity
 
-__all__ = ["SQLPolicy", "SQLAnalysis", "analyze_sql", "SQL_KEYWORDS", "DEFAULT_SQL_TOOLS"]
+__all__ = ["SQLPolicy", "SQLAnalysis", "SQLStatement", "analyze_sql", "SQL_KEYWORDS", "DEFAULT_SQL_TOOLS", "SQL_ARG_NAMES"]
 
-#: Statement kinds SQLPolicy can deny or allow, with the sqlglot node classes that are that kind.
-_KIND_NODES: Dict[str, Tuple[Type[exp.Expression], ...]] = {
-    "SELECT": (exp.Select, exp.SetOperation, exp.Values),
-    "INSERT": (exp.Insert,),
-    "UPDATE": (exp.Update,),
-    "DELETE": (exp.Delete,),
-    "MERGE": (exp.Merge,),
-    "DROP": (exp.Drop,),
-    "TRUNCATE": (exp.TruncateTable,),
-    "ALTER": (exp.Alter,),
-    "CREATE": (exp.Create,),
-    "GRANT": (exp.Grant,),
-    "REVOKE": (exp.Revoke,),
-    "ATTACH": (exp.Attach,),
-    "DETACH": (exp.Detach,),
-    "PRAGMA": (exp.Pragma,),
-    "BEGIN": (exp.Transaction,),
-    "COMMIT": (exp.Commit,),
-    "ROLLBACK": (exp.Rollback,),
-    "COPY": (exp.Copy,),
-    "DESCRIBE": (exp.Describe,),
-    "SHOW": (exp.Show,),
-    "USE": (exp.Use,),
-    "SET": (exp.Set,),
-    "ANALYZE": (exp.Analyze,),
-    "COMMENT": (exp.Comment,),
-}
-#: Statements sqlglot does not model are kept as ``Command`` nodes named by their first keyword.
-#: These are the ones a deny/allow list may name on top of the kinds above.
-_COMMAND_KINDS = ("REPLACE", "VACUUM", "EXPLAIN", "REINDEX", "EXECUTE", "EXEC", "CALL", "LOAD", "CHECKPOINT")
-SQL_KEYWORDS: FrozenSet[str] = frozenset(_KIND_NODES) | frozenset(_COMMAND_KINDS)
+DEFAULT_SQL_TOOLS = ("database_query", "database_write", "sql_query", "execute_sql", "run_sql", "sql", "query_database", "run_query")
+#: Argument names that hold SQL on tools a policy does not name (see ``SQLPolicy(detect=...)``).
+SQL_ARG_NAMES = ("query", "sql", "statement", "sql_query")
+_POSTGRES = frozenset({"postgres", "postgresql"})
+#: Dialects offered in the hint when the generic reading cannot parse a text.
+_HINT_DIALECTS = ("postgres", "mysql", "sqlite", "tsql")
 
-_NODE_KIND: Dict[Type[exp.Expression], str] = {cls: kind for kind, classes in _KIND_NODES.items() for cls in classes}
-#: Node types that may legitimately stand at the top of a statement.
-_STATEMENT_ROOTS = tuple(_NODE_KIND) + (exp.Command, exp.Subquery)
-
-DEFAULT_SQL_TOOLS = ("database_query", "database_write", "sql_query", "execute_sql", "run_sql")
+Describe = Optional[Callable[[FrozenSet[str]], bool]]
 
 
-_KIND_BY_TYPE: Dict[type, Optional[str]] = {}
+def analyze_sql(query: str, dialect: Optional[str] = None, *, describe: Describe = None) -> SQLAnalysis:
+    """Read ``query`` into statements and name the kinds each contains (see the module doc).
 
-
-def _kind_of(node: exp.Expression) -> Optional[str]:
-    node_type = type(node)
-    try:
-        return _KIND_BY_TYPE[node_type]
-    except KeyError:
-        pass
-    kind = next((_NODE_KIND[cls] for cls in node_type.__mro__ if cls in _NODE_KIND), None)  # type: ignore[index]
-    _KIND_BY_TYPE[node_type] = kind
-    return kind
-
-
-@dataclass(frozen=True)
-class SQLAnalysis:
-    """What a piece of SQL text contains.
-
-    ``statements`` holds, per statement, its text and the set of statement kinds found anywhere
-    in it (``"WITH d AS (DELETE ...) SELECT ..."`` has kinds ``{"SELECT", "DELETE"}``).
-    ``error`` is set when the text is not a sequence of SQL statements.
-    """
-
-    statements: Tuple[Tuple[str, FrozenSet[str]], ...]
-    error: Optional[str] = None
-
-    @property
-    def kinds(self) -> FrozenSet[str]:
-        return frozenset().union(*(kinds for _, kinds in self.statements))
-
-
-_KEYWORD_WORD = re.compile(r"\b(" + "|".join(sorted(SQL_KEYWORDS)) + r")\b", re.IGNORECASE)
-
-
-#: Statements that run SQL text given at run time (a string, a variable, a prepared statement).
-_DYNAMIC_COMMANDS = frozenset({"EXECUTE", "EXEC", "PREPARE"})
-#: Commands that are a statement kind under another name.
-_COMMAND_ALIASES = {"RENAME": "ALTER"}  # MySQL's RENAME TABLE
-_LONE_STRING = re.compile(r"^\s*(?:IMMEDIATE\s+)?(?:'[^']*'|\"[^\"]*\")\s*$", re.IGNORECASE)
-
-
-class _Unverifiable(Exception):
-    """The text is SQL, but what it would run cannot be known from it."""
-
-
-def _command_kinds(node: exp.Command) -> FrozenSet[str]:
-    """A Command is a statement sqlglot did not parse. Name it by its keyword and by every
-    statement keyword anywhere in its raw text, string literals included, so dynamic SQL such as
-    ``EXECUTE 'DROP TABLE t'`` or ``EXPLAIN DROP TABLE t`` counts as DROP. This errs towards
-    blocking, which is the right side to err on for text the parser could not read. Dynamic SQL
-    whose text is built at run time (``EXECUTE IMMEDIATE CONCAT('DR', 'OP ...')``, ``PREPARE s
-    FROM @q``, ``EXECUTE s``) cannot be checked at all: :class:`_Unverifiable`."""
-    rest = node.expression
-    if isinstance(rest, exp.Literal):
-        text = str(rest.this)
-    elif isinstance(rest, exp.Expression):
-        text = rest.sql()
-    else:
-        text = "" if rest is None else str(rest)
-    keyword = str(node.this).upper()
-    if keyword in _DYNAMIC_COMMANDS and not _LONE_STRING.match(text):
-        raise _Unverifiable(
-            f"dynamic SQL ({keyword} of text built at run time) cannot be checked: {_snippet(keyword + ' ' + text)}"
-        )
-    found = {m.upper() for m in _KEYWORD_WORD.findall(text)}
-    return frozenset({_COMMAND_ALIASES.get(keyword, keyword)} | {_COMMAND_ALIASES.get(k, k) for k in found})
-
-
-def _into_creates(node: exp.Into) -> bool:
-    """``SELECT ... INTO t`` creates table ``t`` (Postgres, T-SQL) or writes a file (MySQL's
-    ``INTO OUTFILE``); MySQL's ``INTO @variable`` only sets variables."""
-    targets = node.expressions or [node.this]
-    return not all(isinstance(t, exp.Table) and isinstance(t.this, (exp.Parameter, exp.SessionParameter)) for t in targets)
-
-
-class _FlatCommentsDialect(sqlglot.Dialect):
-    """sqlglot's default dialect reads ``/* /* */`` as an unclosed nested comment (as Postgres
-    does); SQLite and MySQL close it at the first ``*/``. This is the default dialect with the
-    SQLite/MySQL reading, used as the second reading when the target dialect is not known."""
-
-    class Tokenizer(sqlglot.tokens.Tokenizer):
-        NESTED_COMMENTS = False
-
-
-def analyze_sql(
-    query: str, dialect: Optional[str] = None, *, describe: Optional[Callable[[FrozenSet[str]], bool]] = None
-) -> SQLAnalysis:
-    """Parse ``query`` into statements and name the kinds each contains.
-
-    With no ``dialect`` the database's comment rules are unknown, so text containing ``/*`` is
-    read both with nesting block comments (Postgres) and without (SQLite, MySQL); it counts as
-    everything either reading finds, and fails if either reading fails. ``SELECT 1 /* /* */;
-    DROP TABLE t; -- */`` is a harmless comment in Postgres but drops ``t`` in SQLite.
-
-    Rendering a statement back to text costs as much as parsing it, so ``describe(kinds)`` may
-    say which statements need their text (a policy asks only for the ones it will report);
-    the others get an empty text.
+    ``describe(kinds)`` may say which statements need their text (the others get an empty
+    text). ``.error`` is set when the text could not be read, ``.unverifiable`` when it was
+    read but runs SQL that cannot be known in advance.
 
     >>> analyze_sql("SELECT 'DROP TABLE users'").kinds == {"SELECT"}
     True
     >>> sorted(analyze_sql("SELECT 1; DELETE/**/FROM t").kinds)
     ['DELETE', 'SELECT']
-    >>> analyze_sql("SELEC * FRM").error
-    'not an SQL statement: SELEC * FRM'
+    >>> analyze_sql("SELEC * FRM").error.startswith("unparseable SQL")
+    True
     >>> sorted(analyze_sql("SELECT 1 /* /* */; DROP TABLE t; -- */").kinds)
     ['DROP', 'SELECT']
+    >>> sorted(analyze_sql("INSERT OR REPLACE INTO t SELECT * FROM u", "sqlite").kinds)
+    ['DELETE', 'INSERT', 'REPLACE', 'SELECT']
     """
-    if "/*!" in query and (dialect is None or str(dialect).lower() in _EXECUTABLE_COMMENT_DIALECTS):
-        return SQLAnalysis((), "MySQL executable comment '/*! ... */' (MySQL runs what it holds); write the SQL without it")
-    analysis = _analyze_one_reading(query, dialect, describe)
-    if dialect is not None or analysis.error is not None:
+    name = dialect.lower() if isinstance(dialect, str) else dialect
+    if name in _POSTGRES:
+        return read_postgres(query, describe)
+    if name is not None:
+        return read_generic(query, name, describe)
+    analysis = read_generic(query, None, describe)
+    readings = _other_readings(query)
+    if analysis.error == EMPTY_SQL and readings:
+        analysis = SQLAnalysis(())  # all comments to the generic reading; another may see code
+    if analysis.error is not None:
+        return SQLAnalysis((), f"{analysis.error}; {_dialect_hint(query)}")
+    if analysis.unverifiable is not None:
         return analysis
-    for reading in _other_readings(query):
-        other = _analyze_one_reading(query, reading, describe)
-        if other.error is not None:
+    statements = list(analysis.statements)
+    for reading in readings:
+        other = read_generic(query, reading, describe)
+        if other.error == EMPTY_SQL:
+            continue
+        if other.problem is not None:
             return other
-        extra = tuple(s for s in other.statements if s not in analysis.statements)
-        analysis = SQLAnalysis(analysis.statements + extra)
-    return analysis
+        statements.extend(s for s in other.statements if s not in statements)
+    postgres = read_postgres(query, describe)
+    if postgres.unverifiable is not None:
+        return postgres
+    if postgres.error is None:  # PostgreSQL rejecting the text is harmless there
+        statements.extend(s for s in postgres.statements if s not in statements)
+    if not statements:
+        return SQLAnalysis((), EMPTY_SQL)
+    return SQLAnalysis(tuple(statements))
 
 
-#: Dialects in which ``/*! ... */`` is code, not a comment.
-_EXECUTABLE_COMMENT_DIALECTS = frozenset({"mysql", "doris", "starrocks", "singlestore"})
+def _dialect_hint(query: str) -> str:
+    readers = [d for d in _HINT_DIALECTS if analyze_sql(query, d).error is None]
+    if readers:
+        named = ", ".join(f"dialect={d!r}" for d in readers)
+        return f"it reads as SQL with {named}: name the dialect your database speaks (SQLPolicy(dialect=...))"
+    return "no dialect reads it either; if your database does, name it with SQLPolicy(dialect=...)"
+
+
+class _FlatCommentsDialect(sqlglot.Dialect):
+    """sqlglot's default dialect reads ``/* /* */`` as an unclosed nested comment (as Postgres
+    does); SQLite and MySQL close it at the first ``*/``. This is the default dialect with the
+    SQLite/MySQL reading, used as a second reading when the target dialect is not known."""
+
+    class Tokenizer(sqlglot.tokens.Tokenizer):
+        NESTED_COMMENTS = False
+
+
 _DASH_DASH_WITHOUT_SPACE = re.compile(r"--[^\s]")
+_MYSQL_MARKS = ("\\", "#", "`", "/*!", "/*M!")
 
 
 def _other_readings(query: str) -> List[Any]:
-    """The lexers under which ``query`` may split into different statements than under the
-    default one, when the database is not known. Each is read only when the text has what makes
-    them differ, so ordinary queries are parsed once.
+    """The readings under which ``query`` may split into different statements than under the
+    generic one, when the database is not known. Each is read only when the text has what makes
+    them differ, so ordinary queries are parsed once by sqlglot.
 
     * ``/*`` -- Postgres nests block comments, SQLite and MySQL close them at the first ``*/``.
-    * a backslash, or ``--`` not followed by a space -- MySQL: ``\'`` escapes a quote inside a
-      string, and ``--1`` is minus minus one, not a comment.
-    * ``[`` -- SQLite and T-SQL: ``[...]`` is a quoted identifier, so a ``;`` inside it separates
-      nothing.
+    * a backslash, ``#``, a backtick, ``--`` not followed by a space, an executable comment or a
+      ``DELIMITER`` line -- MySQL: ``\\'`` escapes a quote, ``#`` starts a comment, ``--1`` is
+      minus minus one, ``/*! */`` is code.
+    * ``[`` -- SQLite and T-SQL: ``[...]`` is a quoted identifier.
     """
     readings: List[Any] = []
     if "/*" in query:
         readings.append(_FlatCommentsDialect)
-    if "\\" in query or _DASH_DASH_WITHOUT_SPACE.search(query):
-        readings.append("mysql")
+    if any(mark in query for mark in _MYSQL_MARKS) or _DASH_DASH_WITHOUT_SPACE.search(query) or "DELIMITER" in query.upper():
+        readings.append("mariadb")
     if "[" in query:
         readings.append("sqlite")
     return readings
-
-
-_POLICY_PARSING: contextvars.ContextVar[bool] = contextvars.ContextVar("agentos_sql_policy_parsing", default=False)
-
-
-class _QuietWhilePolicyParses(logging.Filter):
-    """sqlglot logs a WARNING for every statement it keeps as a Command ("contains unsupported
-    syntax"); for agent-written SQL that is one stderr line per odd action. The policy decides on
-    those statements itself, so their warnings are dropped while it parses (only then)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not _POLICY_PARSING.get()
-
-
-logging.getLogger("sqlglot").addFilter(_QuietWhilePolicyParses())
-
-
-def _analyze_one_reading(query: str, dialect: Any, describe: Optional[Callable[[FrozenSet[str]], bool]]) -> SQLAnalysis:
-    token = _POLICY_PARSING.set(True)
-    try:
-        return _analyze_parsed(query, dialect, describe)
-    finally:
-        _POLICY_PARSING.reset(token)
-
-
-def _analyze_parsed(query: str, dialect: Any, describe: Optional[Callable[[FrozenSet[str]], bool]]) -> SQLAnalysis:
-    try:
-        parsed = sqlglot.parse(query, read=dialect)
-    except SqlglotError as err:
-        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
-        return SQLAnalysis((), f"unparseable SQL ({first_line})")
-    except RecursionError:
-        return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
-    statements: List[Tuple[str, FrozenSet[str]]] = []
-    for node in parsed:
-        if node is None or isinstance(node, exp.Semicolon):  # empty statement between semicolons
-            continue
-        if not isinstance(node, _STATEMENT_ROOTS):
-            return SQLAnalysis((), f"not an SQL statement: {_snippet(node.sql(dialect=dialect))}")
-        kinds = set()
-        for sub in node.walk():
-            kind = _kind_of(sub)
-            if kind is None:
-                if isinstance(sub, exp.Command):
-                    try:
-                        kinds.update(_command_kinds(sub))
-                    except _Unverifiable as err:
-                        return SQLAnalysis((), str(err))
-                elif isinstance(sub, exp.When) and isinstance(sub.args.get("then"), exp.Var):
-                    kinds.add(str(sub.args["then"].this).upper())  # MERGE ... THEN DELETE
-                elif isinstance(sub, exp.Into) and _into_creates(sub):
-                    kinds.add("CREATE")  # SELECT ... INTO new_table
-                continue
-            if kind == "INSERT" and str(sub.args.get("alternative") or "").upper() == "REPLACE":
-                kinds.add("REPLACE")  # INSERT OR REPLACE overwrites rows
-            elif kind == "COPY" and sub.args.get("kind"):
-                kinds.add("INSERT")  # COPY t FROM ... loads rows into t
-            kinds.add(kind)
-        frozen = frozenset(kinds)
-        text = _snippet(node.sql(dialect=dialect)) if describe is None or describe(frozen) else ""
-        statements.append((text, frozen))
-    if not statements:
-        return SQLAnalysis((), "empty SQL: no statement to run")
-    return SQLAnalysis(tuple(statements))
 
 
 def _not_sql_text(query: str) -> Optional[str]:
@@ -315,21 +180,47 @@ def _keywords(name: str, values: Optional[Iterable[str]]) -> Optional[FrozenSet[
     return frozenset(result)
 
 
+#: Texts longer than this are analysed every time instead of being kept in the shared cache.
+_CACHED_QUERY_CHARS = 10_000
+
+
+@functools.lru_cache(maxsize=8192)
+def _shared_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
+    """One parse per (text, dialect) for every policy in the process: N SQL policies on one tool
+    share it (the analysis names every statement's kinds; each policy applies its own lists)."""
+    return analyze_sql(query, dialect)
+
+
+def _tool_key(name: str) -> str:
+    """Tool names compared loosely: ``Database-Query`` and ``database_query`` are one tool."""
+    return re.sub(r"[\s\-.]+", "_", name.strip()).lower()
+
+
 class SQLPolicy(Policy):
     """Deny (or allow only) kinds of SQL statement, decided on the parsed statements.
 
-    Applies to actions whose tool is in ``tools``; the SQL is ``args[arg]``. One action yields
-    at most one violation, at the highest severity among what it found. ``severities`` sets a
-    severity per keyword (default: the policy's ``severity``); SQL that does not parse, is not a
-    string, or is longer than ``max_query_chars`` is blocked at ``unparseable_severity``.
-    Results are cached per query text, so repeated queries cost a dictionary look-up.
+    Applies to actions whose tool is in ``tools`` (compared case-insensitively, ``-`` and ``_``
+    alike); the SQL is ``args[arg]``. With ``detect=True`` (the default) it also judges SQL that
+    reaches *other* tools under an argument named ``query``, ``sql``, ``statement`` or
+    ``sql_query`` when that text reads as SQL (a search for "delete my account" does not), so
+    a tool the list forgot is not a way around it; to refuse unknown tools outright, add a
+    ``ToolAllowListPolicy``. What each statement counts as (``REPLACE`` as ``DELETE``, ...) is
+    the table in ``sql_effects``; the reason names the effect that was denied.
+
+    One action yields at most one violation, at the highest severity among what it found.
+    ``severities`` sets a severity per keyword (default: the policy's ``severity``); SQL that
+    does not parse, cannot be verified, is not a string, or is longer than ``max_query_chars``
+    is blocked at ``unparseable_severity``. Analyses are cached per (text, dialect) and shared
+    by every policy (``cache_size=0`` turns that off for this policy).
 
     >>> policy = SQLPolicy(deny=["DROP", "DELETE"])
     >>> ctx = ActionContext()
     >>> policy.evaluate(Action.sql("SELECT * FROM users WHERE note = 'DROP TABLE users'"), ctx)
     []
     >>> [v.description for v in policy.evaluate(Action.sql("select 1; DROP/**/TABLE users"), ctx)]
-    ['DROP statement denied: DROP TABLE users']
+    ['DROP statement denied: DROP/**/TABLE users']
+    >>> SQLPolicy(deny=["DELETE"], dialect="mysql").check_sql("REPLACE INTO users VALUES (1)")[0].description
+    'DELETE statement denied (REPLACE deletes the conflicting row before inserting: counts as DELETE): REPLACE INTO users VALUES (1)'
     >>> read_only = SQLPolicy(allow=["SELECT"])
     >>> read_only.evaluate(Action.sql("UPDATE users SET name = 'x'"), ctx)[0].description
     "UPDATE statement not in allow-list ['SELECT']: UPDATE users SET name = 'x'"
@@ -345,6 +236,7 @@ class SQLPolicy(Policy):
         tools: Sequence[str] = DEFAULT_SQL_TOOLS,
         arg: str = "query",
         dialect: Optional[str] = None,
+        detect: bool = True,
         severity: Union[Severity, str] = Severity.CRITICAL,
         severities: Optional[Mapping[str, Union[Severity, str]]] = None,
         unparseable_severity: Union[Severity, str] = Severity.HIGH,
@@ -360,15 +252,13 @@ class SQLPolicy(Policy):
         if isinstance(tools, str) or not all(isinstance(t, str) and t for t in tools):
             raise TypeError(f"tools must be a list of tool names, got {tools!r}")
         self.tools = frozenset(tools)
+        self._tool_keys = frozenset(_tool_key(t) for t in tools)
         if not isinstance(arg, str) or not arg:
             raise TypeError(f"arg must be the name of the argument holding the SQL, got {arg!r}")
         self.arg = arg
-        if dialect is not None:
-            try:
-                sqlglot.Dialect.get_or_raise(dialect)
-            except (ValueError, SqlglotError) as err:
-                raise GovernanceConfigError(f"unknown SQL dialect {dialect!r}: {err}") from None
-        self.dialect = dialect
+        self.dialect = _dialect(dialect)
+        self.detect = bool(detect)
+        self._detect_args = tuple(dict.fromkeys((arg,) + SQL_ARG_NAMES))
         self.severities: Dict[str, Severity] = {}
         for keyword, sev in (severities or {}).items():
             (key,) = _keywords("severities", [keyword]) or ()
@@ -379,16 +269,15 @@ class SQLPolicy(Policy):
         self.max_query_chars = max_query_chars
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise GovernanceConfigError(f"cache_size must be an int >= 0, got {cache_size!r}")
-        self._analyze = functools.lru_cache(maxsize=cache_size)(
-            functools.partial(analyze_sql, dialect=dialect, describe=self._reports)
-        )
+        self.cache_size = cache_size
 
     def applies_to(self, tool_name: str) -> bool:
-        return tool_name in self.tools
+        return self.detect or _tool_key(tool_name) in self._tool_keys
 
-    def _reports(self, kinds: FrozenSet[str]) -> bool:
-        """Whether a statement of these kinds produces a finding (and so needs its text)."""
-        return bool(kinds & self.deny) or (self.allow is not None and bool(kinds - self.allow))
+    def _analyze(self, query: str) -> SQLAnalysis:
+        if self.cache_size and len(query) <= _CACHED_QUERY_CHARS:
+            return _shared_analysis(query, self.dialect)
+        return analyze_sql(query, self.dialect)
 
     def check_sql(self, query: Any) -> List[PolicyViolation]:
         """Decide on SQL text directly (for notebooks and other frameworks)."""
@@ -409,16 +298,22 @@ class SQLPolicy(Policy):
         junk = _not_sql_text(query)
         if junk is not None:
             return [self.violation(junk, severity=self.unparseable_severity)]
-        analysis = self._analyze(query)
+        return self._judge(self._analyze(query))
+
+    def _judge(self, analysis: SQLAnalysis) -> List[PolicyViolation]:
         if analysis.error is not None:
             return [self.violation(analysis.error, severity=self.unparseable_severity)]
+        if analysis.unverifiable is not None:
+            return [self.violation(f"cannot verify: {analysis.unverifiable}", severity=self.unparseable_severity)]
         findings: List[Tuple[str, str]] = []  # (keyword, message)
-        for text, kinds in analysis.statements:
-            for kind in sorted(kinds & self.deny):
-                findings.append((kind, f"{kind} statement denied: {text}"))
+        for statement in analysis.statements:
+            for kind in sorted(statement.kinds & self.deny):
+                why = statement.why(kind)
+                reason = f" ({why})" if why else ""
+                findings.append((kind, f"{kind} statement denied{reason}: {statement.text}"))
             if self.allow is not None:
-                for kind in sorted(kinds - self.allow):
-                    findings.append((kind, f"{kind} statement not in allow-list {sorted(self.allow)}: {text}"))
+                for kind in sorted(statement.kinds - self.allow):
+                    findings.append((kind, f"{kind} statement not in allow-list {sorted(self.allow)}: {statement.text}"))
         if not findings:
             return []
         severity = max((self.severities.get(k, self.severity) for k, _ in findings), key=lambda s: s.rank)
@@ -426,13 +321,49 @@ class SQLPolicy(Policy):
         return [self.violation("; ".join(messages), severity=severity)]
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
-        if action.tool_name not in self.tools:
+        if _tool_key(action.tool_name) in self._tool_keys:
+            if self.arg not in action.args:
+                return [
+                    self.violation(
+                        f"tool {action.tool_name!r} called without its SQL argument {self.arg!r}",
+                        severity=self.unparseable_severity,
+                    )
+                ]
+            return self.check_sql(action.args[self.arg])
+        if not self.detect:
             return []
-        if self.arg not in action.args:
-            return [
-                self.violation(
-                    f"tool {action.tool_name!r} called without its SQL argument {self.arg!r}",
-                    severity=self.unparseable_severity,
-                )
-            ]
-        return self.check_sql(action.args[self.arg])
+        return self._detected(action)
+
+    def _detected(self, action: Action) -> List[PolicyViolation]:
+        """SQL under a SQL-named argument of a tool this policy does not name: judged when it
+        reads as SQL; text that does not is not SQL and is none of this policy's business."""
+        for name in self._detect_args:
+            value = action.args.get(name)
+            if not isinstance(value, str) or not value.strip() or len(value) > self.max_query_chars or _not_sql_text(value):
+                continue
+            analysis = self._analyze(value)
+            if analysis.error is not None:
+                continue
+            found = self._judge(analysis)
+            if found:
+                (violation,) = found
+                return [self.violation(f"SQL in argument {name!r} of tool {action.tool_name!r}: {violation.description}", severity=violation.severity)]
+        return []
+
+
+def _dialect(dialect: Optional[str]) -> Optional[str]:
+    """The dialect name a policy keeps, checked now so a typo fails at construction."""
+    if dialect is None:
+        return None
+    if not isinstance(dialect, str):
+        raise TypeError(f"dialect must be a dialect name such as 'postgres', 'mysql' or 'sqlite', got {dialect!r}")
+    name = dialect.strip().lower()
+    if name in _POSTGRES or name == "mariadb":
+        return name
+    try:
+        sqlglot.Dialect.get_or_raise(name)
+    except (ValueError, SqlglotError) as err:
+        raise GovernanceConfigError(
+            f"unknown SQL dialect {dialect!r} ({err}); use 'postgres', 'mysql', 'mariadb', 'sqlite', 'tsql' or another sqlglot dialect"
+        ) from None
+    return name

@@ -1,0 +1,339 @@
+"""PostgreSQL read by PostgreSQL's own parser (libpg_query, through ``pglast``).
+
+sqlglot cannot read ordinary PostgreSQL such as dollar quoting in every position, ``NOTIFY``
+or ``REFRESH MATERIALIZED VIEW``, and cannot see into PL/pgSQL bodies. libpg_query is the
+server's grammar compiled as a library, so what it reads is what the server runs; its JSON parse
+tree is also about ten times faster to get than sqlglot's AST. Routine and ``DO`` bodies are read
+too: SQL bodies as SQL, PL/pgSQL with libpg_query's PL/pgSQL parser, whose dynamic ``EXECUTE``
+cannot be verified (blocked).
+
+>>> read_postgres("DO $$ BEGIN DELETE FROM t; END $$").kinds == {"DO", "DELETE"}
+True
+>>> read_postgres("EXPLAIN DELETE FROM t").kinds
+frozenset({'EXPLAIN'})
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
+
+from pglast import parser as pg_parser
+
+from .sql_effects import (
+    ALTER_DROPS,
+    ALTER_TRUNCATES,
+    COPY_FROM,
+    EXPLAIN_ANALYZE,
+    REPLACES_DEFINITION,
+    ROUTINE_BODY,
+    SELECT_INTO,
+    STATIC_PREPARE,
+    UPSERT,
+    EMPTY_SQL,
+    KindSet,
+    SQLAnalysis,
+    SQLStatement,
+    Unverifiable,
+)
+
+__all__ = ["read_postgres", "postgres_reads"]
+
+Describe = Optional[Callable[[FrozenSet[str]], bool]]
+
+#: Parse-tree node types named by the kind they are (the rest are named by prefix, below).
+_NODE_KINDS: Dict[str, str] = {
+    "SelectStmt": "SELECT",
+    "InsertStmt": "INSERT",
+    "UpdateStmt": "UPDATE",
+    "DeleteStmt": "DELETE",
+    "MergeStmt": "MERGE",
+    "TruncateStmt": "TRUNCATE",
+    "CopyStmt": "COPY",
+    "ExplainStmt": "EXPLAIN",
+    "DoStmt": "DO",
+    "CallStmt": "CALL",
+    "PrepareStmt": "PREPARE",
+    "ExecuteStmt": "EXECUTE",
+    "DeallocateStmt": "DEALLOCATE",
+    "VariableSetStmt": "SET",
+    "VariableShowStmt": "SHOW",
+    "LockStmt": "LOCK",
+    "NotifyStmt": "NOTIFY",
+    "ListenStmt": "LISTEN",
+    "UnlistenStmt": "UNLISTEN",
+    "RefreshMatViewStmt": "REFRESH",
+    "ReindexStmt": "REINDEX",
+    "CheckPointStmt": "CHECKPOINT",
+    "ClusterStmt": "CLUSTER",
+    "DiscardStmt": "DISCARD",
+    "LoadStmt": "LOAD",
+    "CommentStmt": "COMMENT",
+    "RenameStmt": "ALTER",
+    "IndexStmt": "CREATE",
+    "ViewStmt": "CREATE",
+    "RuleStmt": "CREATE",
+    "GrantStmt": "GRANT",
+    "GrantRoleStmt": "GRANT",
+    "DeclareCursorStmt": "DECLARE",
+    "FetchStmt": "FETCH",
+    "ClosePortalStmt": "CLOSE",
+    "SecLabelStmt": "ALTER",
+    "ReassignOwnedStmt": "ALTER",
+    "ImportForeignSchemaStmt": "CREATE",
+}
+_TRANSACTION_KINDS = {
+    "TRANS_STMT_BEGIN": "BEGIN",
+    "TRANS_STMT_START": "BEGIN",
+    "TRANS_STMT_COMMIT": "COMMIT",
+    "TRANS_STMT_ROLLBACK": "ROLLBACK",
+    "TRANS_STMT_SAVEPOINT": "SAVEPOINT",
+    "TRANS_STMT_RELEASE": "RELEASE",
+    "TRANS_STMT_ROLLBACK_TO": "ROLLBACK",
+    "TRANS_STMT_PREPARE": "COMMIT",
+    "TRANS_STMT_COMMIT_PREPARED": "COMMIT",
+    "TRANS_STMT_ROLLBACK_PREPARED": "ROLLBACK",
+}
+#: PL/pgSQL statements whose SQL is built at run time.
+_DYNAMIC_PLPGSQL = ("PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors")
+_RAW_PARSE_DEFAULT = 0  # a PL/pgSQL expression that is a whole SQL statement
+_FALSE_WORDS = frozenset({"false", "off", "0", "no"})
+
+
+def _node_kind(node_type: str, node: Dict[str, Any]) -> Optional[str]:
+    kind = _NODE_KINDS.get(node_type)
+    if kind is not None:
+        return kind
+    if node_type == "TransactionStmt":
+        return _TRANSACTION_KINDS.get(node.get("kind", ""), "BEGIN")
+    if node_type == "VacuumStmt":
+        return "VACUUM" if node.get("is_vacuumcmd") else "ANALYZE"
+    if not node_type.endswith("Stmt"):
+        return None
+    if node_type.startswith("Drop"):
+        return "DROP"
+    if node_type.startswith(("Create", "Define", "Composite")):
+        return "CREATE"
+    if node_type.startswith("Alter"):
+        return "ALTER"
+    return node_type[: -len("Stmt")].upper()
+
+
+def postgres_reads(text: str) -> bool:
+    """Whether PostgreSQL's parser accepts ``text`` (a syntax check, nothing more).
+
+    >>> postgres_reads("NOTIFY jobs, 'done'"), postgres_reads("SELEC 1")
+    (True, False)
+    """
+    try:
+        pg_parser.parse_sql_json(text)
+    except pg_parser.ParseError:
+        return False
+    return True
+
+
+def read_postgres(text: str, describe: Describe = None) -> SQLAnalysis:
+    """Statements of ``text`` as PostgreSQL reads them, with their kinds (see ``sql_effects``).
+
+    ``describe(kinds)`` says which statements need their text for a report (rendering it is
+    not free); the others get an empty text.
+    """
+    try:
+        tree = json.loads(pg_parser.parse_sql_json(text))
+    except pg_parser.ParseError as err:
+        return SQLAnalysis((), f"unparseable SQL for PostgreSQL ({err.args[0] if err.args else err})")
+    except RecursionError:
+        return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
+    reader = _Reader()
+    statements: List[SQLStatement] = []
+    encoded: Optional[bytes] = None
+    try:
+        for raw in tree.get("stmts", ()):
+            kinds = KindSet()
+            reader.walk(raw.get("stmt", {}), kinds)
+            frozen = frozenset(kinds.kinds)
+            statement_text = ""
+            if describe is None or describe(frozen):
+                encoded = text.encode("utf-8") if encoded is None else encoded
+                start = raw.get("stmt_location", 0)
+                length = raw.get("stmt_len") or len(encoded) - start
+                statement_text = _snippet(encoded[start : start + length].decode("utf-8", "replace"))
+            statements.append(kinds.statement(statement_text))
+    except Unverifiable as err:
+        return SQLAnalysis((), unverifiable=str(err))
+    except RecursionError:
+        return SQLAnalysis((), "unparseable SQL (nested too deeply to analyse)")
+    if not statements:
+        return SQLAnalysis((), EMPTY_SQL)
+    return SQLAnalysis(tuple(statements))
+
+
+class _Reader:
+    """Walks libpg_query's JSON tree, adding each statement node's kinds to a :class:`KindSet`.
+
+    Remembers the names prepared earlier in the same text, so ``EXECUTE s`` of a statement
+    whose text was checked is known, and ``EXECUTE s`` of anything else is not.
+    """
+
+    def __init__(self) -> None:
+        self.prepared: Set[str] = set()
+
+    def walk(self, value: Any, kinds: KindSet) -> None:
+        if isinstance(value, list):
+            for item in value:
+                self.walk(item, kinds)
+            return
+        if not isinstance(value, dict):
+            return
+        for key, child in value.items():
+            if isinstance(child, dict) and key[:1].isupper():
+                if self.node(key, child, kinds):
+                    continue
+            self.walk(child, kinds)
+
+    def node(self, node_type: str, node: Dict[str, Any], kinds: KindSet) -> bool:
+        """Add the kinds of one node; True when its children are already handled."""
+        kind = _node_kind(node_type, node)
+        if kind is None:
+            return False
+        kinds.add(kind)
+        if node_type == "SelectStmt" and node.get("intoClause"):
+            kinds.apply(SELECT_INTO)
+        elif node_type == "InsertStmt" and (node.get("onConflictClause") or {}).get("action") == "ONCONFLICT_UPDATE":
+            kinds.apply(UPSERT)
+        elif node_type == "MergeStmt":
+            for clause in node.get("mergeWhenClauses", ()):
+                command = clause.get("MergeWhenClause", {}).get("commandType", "")
+                if command.startswith("CMD_") and command != "CMD_NOTHING":
+                    kinds.add(command[4:], "a MERGE branch runs it")
+        elif node_type == "AlterTableStmt":
+            for cmd in node.get("cmds", ()):
+                subtype = cmd.get("AlterTableCmd", {}).get("subtype", "")
+                if subtype.startswith("AT_Drop"):
+                    kinds.apply(ALTER_DROPS)
+        elif node_type == "CopyStmt":
+            if node.get("is_program"):
+                raise Unverifiable(f"COPY ... PROGRAM runs a shell command on the database server: {node.get('filename', '')!r}")
+            if node.get("is_from"):
+                kinds.apply(COPY_FROM)
+        elif node_type == "ExplainStmt":
+            if not _explain_analyzes(node.get("options", ())):
+                return True  # EXPLAIN only plans: what it explains does not run
+            inner = KindSet()
+            self.walk(node.get("query"), inner)
+            kinds.merge([inner.statement("")], EXPLAIN_ANALYZE)
+            return True
+        elif node_type == "ViewStmt" and node.get("replace"):
+            kinds.apply(REPLACES_DEFINITION)
+        elif node_type == "CreateFunctionStmt":
+            if node.get("replace"):
+                kinds.apply(REPLACES_DEFINITION)
+            self._routine_body(node, kinds)
+        elif node_type == "DoStmt":
+            self._do_body(node, kinds)
+            return True
+        elif node_type == "PrepareStmt":
+            self.prepared.add(str(node.get("name", "")).lower())
+            inner = KindSet()
+            self.walk(node.get("query"), inner)
+            kinds.merge([inner.statement("")], STATIC_PREPARE)
+            return True
+        elif node_type == "ExecuteStmt":
+            name = str(node.get("name", "")).lower()
+            if name not in self.prepared:
+                raise Unverifiable(f"EXECUTE {name} runs a statement prepared elsewhere; its text cannot be checked here")
+        elif node_type == "CreateStmt" and node.get("oncommit") == "ONCOMMIT_DROP":
+            pass  # ON COMMIT DROP drops only the temporary table this statement creates
+        return False
+
+    # ----------------------------------------------------------------------- bodies
+    def _routine_body(self, node: Dict[str, Any], kinds: KindSet) -> None:
+        language, body = "sql", None
+        for option in node.get("options", ()):
+            elem = option.get("DefElem", {})
+            if elem.get("defname") == "language":
+                language = str(elem.get("arg", {}).get("String", {}).get("sval", "")).lower()
+            elif elem.get("defname") == "as":
+                arg = elem.get("arg", {})
+                items = arg.get("List", {}).get("items", []) if "List" in arg else [arg]
+                body = "".join(str(i.get("String", {}).get("sval", "")) for i in items[:1])
+        if body is None:
+            return  # SQL-standard body (BEGIN ATOMIC / RETURN): already nodes, walked as children
+        self._body(language, body, kinds)
+
+    def _do_body(self, node: Dict[str, Any], kinds: KindSet) -> None:
+        language, body = "plpgsql", ""
+        for arg in node.get("args", ()):
+            elem = arg.get("DefElem", {})
+            value = str(elem.get("arg", {}).get("String", {}).get("sval", ""))
+            if elem.get("defname") == "as":
+                body = value
+            elif elem.get("defname") == "language":
+                language = value.lower()
+        self._body(language, body, kinds)
+
+    def _body(self, language: str, body: str, kinds: KindSet) -> None:
+        if language == "sql":
+            analysis = read_postgres(body)
+        elif language == "plpgsql":
+            analysis = _read_plpgsql(body)
+        else:
+            raise Unverifiable(f"a routine body in LANGUAGE {language} cannot be verified (only sql and plpgsql can)")
+        if analysis.unverifiable:
+            raise Unverifiable(analysis.unverifiable)
+        if analysis.error:
+            raise Unverifiable(f"a {language} body that PostgreSQL's parser cannot read ({analysis.error})")
+        kinds.merge(analysis.statements, ROUTINE_BODY)
+
+
+def _explain_analyzes(options: Any) -> bool:
+    for option in options or ():
+        elem = option.get("DefElem", {})
+        if elem.get("defname") != "analyze":
+            continue
+        arg = elem.get("arg")
+        if arg is None:
+            return True
+        value = next(iter(arg.values()), {}) if isinstance(arg, dict) else {}
+        word = str(value.get("sval", value.get("boolval", value.get("ival", "true")))).lower() if isinstance(value, dict) else "true"
+        return word not in _FALSE_WORDS and word != "{}"
+    return False
+
+
+def _read_plpgsql(body: str) -> SQLAnalysis:
+    """The SQL statements a PL/pgSQL body runs (dynamic ``EXECUTE`` is unverifiable)."""
+    tag = "$agentos_body$"
+    if tag in body:
+        return SQLAnalysis((), unverifiable="a PL/pgSQL body containing $agentos_body$ cannot be checked")
+    wrapper = f"CREATE FUNCTION agentos_body() RETURNS void LANGUAGE plpgsql AS {tag}{body}{tag}"
+    try:
+        tree = json.loads(pg_parser.parse_plpgsql_json(wrapper))
+    except pg_parser.ParseError as err:
+        return SQLAnalysis((), f"unparseable PL/pgSQL ({err.args[0] if err.args else err})")
+    statements: List[SQLStatement] = []
+    pending: List[Any] = [tree]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, list):
+            pending.extend(value)
+            continue
+        if not isinstance(value, dict):
+            continue
+        for key, child in value.items():
+            if key in _DYNAMIC_PLPGSQL or (key == "PLpgSQL_stmt_open" and isinstance(child, dict) and child.get("dynquery")):
+                return SQLAnalysis((), unverifiable="PL/pgSQL EXECUTE of SQL built at run time cannot be checked")
+            if key == "PLpgSQL_stmt_return_query" and isinstance(child, dict) and child.get("dynquery"):
+                return SQLAnalysis((), unverifiable="PL/pgSQL RETURN QUERY EXECUTE of SQL built at run time cannot be checked")
+            if key == "PLpgSQL_expr" and isinstance(child, dict) and child.get("parseMode", 0) == _RAW_PARSE_DEFAULT:
+                inner = read_postgres(str(child.get("query", "")))
+                if inner.problem:
+                    return inner
+                statements.extend(inner.statements)
+                continue
+            pending.append(child)
+    return SQLAnalysis(tuple(statements))
+
+
+def _snippet(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
