@@ -89,14 +89,26 @@ def analyze_sql(query: str, dialect: Optional[str] = None, *, describe: Describe
         if other.problem is not None:
             return other
         statements.extend(s for s in other.statements if s not in statements)
-    postgres = read_postgres(query, describe)
-    if postgres.unverifiable is not None:
-        return postgres
-    if postgres.error is None:  # PostgreSQL rejecting the text is harmless there
-        statements.extend(s for s in postgres.statements if s not in statements)
+    if _postgres_may_differ(query):
+        postgres = read_postgres(query, describe)
+        if postgres.unverifiable is not None:
+            return postgres
+        if postgres.error is None:  # PostgreSQL rejecting the text is harmless there
+            statements.extend(s for s in postgres.statements if s not in statements)
     if not statements:
         return SQLAnalysis((), EMPTY_SQL)
     return SQLAnalysis(tuple(statements))
+
+
+#: What makes PostgreSQL read a text differently from sqlglot's generic reading: dollar quoting,
+#: E'' escapes, a CR ending a -- comment, and the bodies only its parser can read.
+_POSTGRES_MARKS = re.compile(r"\$|\r|[eE]'|\b(?:DO|FUNCTION|PROCEDURE|TRIGGER|RULE|PREPARE|EXECUTE)\b", re.IGNORECASE)
+
+
+def _postgres_may_differ(query: str) -> bool:
+    """Whether the PostgreSQL reading can find something the generic reading does not; when the
+    text has none of these, both read the same tokens into the same statements."""
+    return _POSTGRES_MARKS.search(query) is not None
 
 
 def _dialect_hint(query: str) -> str:

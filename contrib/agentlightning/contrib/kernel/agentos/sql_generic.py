@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import re
+import threading
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
 import sqlglot
@@ -125,11 +126,30 @@ class _QuietWhilePolicyParses(logging.Filter):
 _QUIET_FILTER = _QuietWhilePolicyParses()
 
 
+_QUIETED: List[bool] = []
+
+
 def _quiet_sqlglot() -> None:
     """Installed on first use, not at import: importing this module changes no logger."""
-    logger = logging.getLogger("sqlglot")
-    if _QUIET_FILTER not in logger.filters:
-        logger.addFilter(_QUIET_FILTER)
+    if not _QUIETED:
+        logging.getLogger("sqlglot").addFilter(_QUIET_FILTER)
+        _QUIETED.append(True)
+
+
+_PARSERS = threading.local()
+
+
+def _dialect_and_parser(dialect: Any) -> Tuple[sqlglot.Dialect, Any]:
+    """The dialect and a parser for it, made once per thread (a parser keeps state while it
+    parses, so threads do not share one)."""
+    cache = getattr(_PARSERS, "cache", None)
+    if cache is None:
+        cache = _PARSERS.cache = {}
+    pair = cache.get(dialect)
+    if pair is None:
+        instance = sqlglot.Dialect.get_or_raise(dialect)
+        pair = cache[dialect] = (instance, instance.parser())
+    return pair
 
 
 def _kind_of(node: exp.Expression) -> Optional[str]:
@@ -240,16 +260,22 @@ def _split_statements(tokens: Sequence[Token]) -> List[List[Token]]:
     """Top-level statements; a routine's or trigger's ``BEGIN ... END`` keeps its semicolons."""
     statements: List[List[Token]] = []
     current: List[Token] = []
-    depth, compound = 0, False
+    depth, compound, creates = 0, False, False
+    semicolon = TokenType.SEMICOLON
     for index, token in enumerate(tokens):
-        if token.token_type == TokenType.SEMICOLON and depth == 0:
+        if token.token_type is semicolon and depth == 0:
             if current:
                 statements.append(current)
-            current, compound = [], False
+            current, compound, creates = [], False, False
             continue
         current.append(token)
+        if len(current) == 1:
+            creates = token.token_type is TokenType.CREATE
+            continue
+        if not creates:  # only CREATE TRIGGER/PROCEDURE/FUNCTION/EVENT has a compound body
+            continue
         word = _word(token)
-        if word in _ROUTINE_WORDS and _word(current[0]) == "CREATE":
+        if word in _ROUTINE_WORDS:
             compound = True
         elif compound and word in ("BEGIN", "CASE"):
             depth += 1
@@ -268,7 +294,7 @@ class _Reader:
     def __init__(self, text: str, dialect: Any) -> None:
         self.text = text
         self.dialect_name = dialect
-        self.dialect = sqlglot.Dialect.get_or_raise(dialect)
+        self.dialect, self.parser = _dialect_and_parser(dialect)
         self.prepared: Set[str] = set()
 
     def statements(self, describe: Describe) -> List[SQLStatement]:
@@ -286,17 +312,18 @@ class _Reader:
     def statement(self, tokens: List[Token]) -> KindSet:
         kinds = KindSet()
         first = _word(tokens[0])
-        words = [_word(t) for t in tokens]
-        if first == "COPY" and "PROGRAM" in words:
-            raise Unverifiable("COPY ... PROGRAM runs a shell command on the database server")
-        if first == "CREATE" and _ROUTINE_WORDS.intersection(words):
-            self._routine(tokens, words, kinds)
-            return kinds
+        if first in ("COPY", "CREATE"):
+            words = [_word(t) for t in tokens]
+            if first == "COPY" and "PROGRAM" in words:
+                raise Unverifiable("COPY ... PROGRAM runs a shell command on the database server")
+            if first == "CREATE" and _ROUTINE_WORDS.intersection(words):
+                self._routine(tokens, words, kinds)
+                return kinds
         if first in ("EXPLAIN", "DESCRIBE", "DESC", "ANALYZE", "PREPARE", "EXECUTE", "EXEC", "REPLACE", "DO"):
             self._command(tokens, kinds)
             return kinds
         try:
-            nodes = self.dialect.parser().parse(tokens, self.text)
+            nodes = self.parser.parse(tokens, self.text)
         except SqlglotError:
             if first not in _HARMLESS_COMMANDS:
                 raise

@@ -96,6 +96,8 @@ _TRANSACTION_KINDS = {
 }
 #: PL/pgSQL statements whose SQL is built at run time.
 _DYNAMIC_PLPGSQL = ("PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors")
+_QUERY_STATEMENTS = frozenset({"SelectStmt", "InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"})
+_QUERY_CHILDREN = ("withClause", "larg", "rarg", "selectStmt")
 _RAW_PARSE_DEFAULT = 0  # a PL/pgSQL expression that is a whole SQL statement
 _FALSE_WORDS = frozenset({"false", "off", "0", "no"})
 
@@ -244,6 +246,14 @@ class _Reader:
                 raise Unverifiable(f"EXECUTE {name} runs a statement prepared elsewhere; its text cannot be checked here")
         elif node_type == "CreateStmt" and node.get("oncommit") == "ONCOMMIT_DROP":
             pass  # ON COMMIT DROP drops only the temporary table this statement creates
+        if node_type in _QUERY_STATEMENTS:
+            # PostgreSQL allows a data-modifying statement only at the top of a query or in its
+            # WITH; expressions and subqueries hold SELECTs at most: only those children matter.
+            for key in _QUERY_CHILDREN:
+                child = node.get(key)
+                if child is not None:
+                    self.walk(child if key != "larg" and key != "rarg" else {"SelectStmt": child}, kinds)
+            return True
         return False
 
     # ----------------------------------------------------------------------- bodies
