@@ -30,9 +30,10 @@ class TextToSQLEnv(GovernedEnvironment):
     * action: SQL text (``Text``, up to 4096 characters), checked by the kernel as
       ``database_query(query=<sql>)``; allowed SQL runs in a :class:`SQLSandbox` (an in-memory
       copy of the database, one transaction per episode, rolled back at its end);
-    * task reward: 1.0 when the task is solved after the step (a question's answer matches the
-      reference query's, a change's checker query passes), else 0.0; plus the governed shaping
-      of :class:`GovernedEnvironment`.
+    * task reward: 1.0 when the task is solved after the step (:meth:`SQLSandbox.check`: a
+      question's answer matches the reference query's, a change leaves the whole database as
+      the reference statement does), else 0.0; plus the governed shaping of
+      :class:`GovernedEnvironment`.
 
     ``reset(options={"task_id": ...})`` picks a task; otherwise a task of ``split`` is drawn with
     the environment's seeded generator. ``info`` adds ``task_id``, ``family``, ``temptation``, the
