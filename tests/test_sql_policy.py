@@ -94,7 +94,10 @@ def test_unparseable_sql_is_blocked_with_a_reason(policy, query):
 def test_non_string_sql_missing_argument_and_huge_payload_are_blocked(policy):
     ctx = ActionContext()
     assert "must be a string of SQL, got int" in policy.evaluate(Action.sql(123), ctx)[0].description
-    assert "without its SQL argument 'query'" in policy.evaluate(Action("database_query", {"sql": "x"}), ctx)[0].description
+    assert "without its SQL argument 'query'" in policy.evaluate(Action("database_query", {"q": "x"}), ctx)[0].description
+    # A SQL tool's text under another usual argument name is still judged as its SQL.
+    assert "unparseable SQL" in policy.evaluate(Action("database_query", {"sql": "x"}), ctx)[0].description
+    assert "DROP statement denied" in policy.evaluate(Action("database_query", {"statement": "DROP TABLE t"}), ctx)[0].description
     huge = "SELECT 1 " + "-" * 10_000_000
     assert "over max_query_chars=100,000" in policy.evaluate(Action.sql(huge), ctx)[0].description
 

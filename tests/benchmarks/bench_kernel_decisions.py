@@ -20,9 +20,19 @@ Actions are built before timing; a figure covers the decision only.
 Rows of the table:
 
 * ``kernel.check  first-seen`` -- ``GovernanceKernel([SQLPolicy(deny=[DROP, DELETE, TRUNCATE])])``
-  without a recorder; each query is new to the policy's parse cache, so this is parse + decision.
-* ``SQLPolicy.check_sql  first-seen`` -- the same policy's ``check_sql`` alone, on a separate
-  instance with its own cold cache: the parse and analysis without the kernel around it.
+  without a recorder, its policy built with ``cache_size=0`` (analyses are otherwise shared by
+  every SQLPolicy in the process), so this is parse + decision on every call.
+* ``SQLPolicy.check_sql  first-seen`` -- a policy's ``check_sql`` alone (``cache_size=0``): the
+  parse and analysis without the kernel around it. No dialect: sqlglot's generic reading, the
+  readings where databases split text differently when the text calls for them, and
+  PostgreSQL's parser when the text has what makes PostgreSQL differ.
+* ``sqlglot.parse (bare parse)`` -- ``sqlglot.parse(text)`` alone, the floor of the row above.
+* ``check_sql dialect=postgres  first-seen`` / ``pglast JSON parse + json.loads (bare)`` --
+  ``SQLPolicy(dialect="postgres")``, which reads with libpg_query, next to libpg_query's JSON
+  parse tree loaded into Python (what it walks).
+* ``kernel.check, 4 SQL policies  first-seen`` / ``sqlglot.parse sqlite (bare parse)`` -- four
+  ``SQLPolicy(dialect="sqlite")`` on one tool (deny DROP, DELETE, TRUNCATE, ALTER, one each) on
+  texts they have not seen: they share one parse, so this stays near one bare parse.
 * ``agent_os PolicyEngine.check_violation`` -- Agent OS's own check (role allow-list, then its
   SQL regexes) on the same queries; it keeps no cache, so first-seen and repeated cost the same.
 * ``kernel.check  repeated`` / ``SQLPolicy.check_sql  repeated`` -- the same instances on the
@@ -64,6 +74,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bench_common import environment, print_table  # noqa: E402
 from agent_os import PolicyEngine  # noqa: E402
+import pglast  # noqa: E402
+import sqlglot  # noqa: E402
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool  # noqa: E402
 
@@ -402,6 +414,20 @@ def warm_up(calls: Sequence[Call], count: int) -> None:
 # ----------------------------------------------------------------------------- report
 
 
+def _bare_sqlglot(sql: str, dialect: Optional[str] = None) -> Any:
+    try:
+        return sqlglot.parse(sql, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+
+
+def _bare_pglast(sql: str) -> Any:
+    try:
+        return json.loads(pglast.parser.parse_sql_json(sql))
+    except pglast.parser.ParseError:
+        return None
+
+
 def short(sql: str, limit: int = 100) -> str:
     text = repr(sql)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -423,9 +449,19 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
     warm_arguments = [{"query": q.sql} for q in warmup]
     cache_size = len(workload) + len(warmup)  # room for everything: repeated rows are all cache hits
 
+    # Analyses are cached per (text, dialect) and shared by every SQLPolicy in the process, so
+    # the first-seen rows use policies that bypass the cache (cache_size=0): parse + decision on
+    # every call, whoever saw the text before. The repeated rows use the shared cache.
     kernel_policy = SQLPolicy(deny=DENY, cache_size=cache_size)
     kernel = GovernanceKernel([kernel_policy])
     bare_policy = SQLPolicy(deny=DENY, cache_size=cache_size)
+    cold_kernel = GovernanceKernel([SQLPolicy(deny=DENY, cache_size=0)])
+    cold_policy = SQLPolicy(deny=DENY, cache_size=0)
+    cold_postgres = SQLPolicy(deny=DENY, dialect="postgres", cache_size=0)
+    # N SQL policies on one tool share one parse: four policies, the cache on, texts never seen.
+    shared_kernel = GovernanceKernel(
+        [SQLPolicy(deny=[kind], name=f"deny-{kind}", cache_size=cache_size, dialect="sqlite") for kind in (*DENY, "ALTER")]
+    )
     engine = PolicyEngine()
     engine.add_constraint(ROLE, [TOOL])
 
@@ -450,6 +486,11 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
             return False
         warm_up(
             [
+                lambda i: cold_kernel.check(warm_actions[i]),
+                lambda i: cold_postgres.check_sql(warmup[i].sql),
+                lambda i: shared_kernel.check(warm_actions[i]),
+                lambda i: _bare_sqlglot(warmup[i].sql),
+                lambda i: _bare_pglast(warmup[i].sql),
                 lambda i: kernel.check(warm_actions[i]),
                 lambda i: bare_policy.check_sql(warmup[i].sql),
                 lambda i: engine.check_violation(ROLE, TOOL, warm_arguments[i]),
@@ -459,9 +500,14 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
             len(warmup),
         )
         first_seen = [
-            Series.of("kernel.check  first-seen", lambda i: kernel.check(actions[i]), decided),
-            Series.of("SQLPolicy.check_sql  first-seen", lambda i: bare_policy.check_sql(workload[i].sql), bool),
+            Series.of("kernel.check  first-seen", lambda i: cold_kernel.check(actions[i]), decided),
+            Series.of("SQLPolicy.check_sql  first-seen", lambda i: cold_policy.check_sql(workload[i].sql), bool),
             Series.of("agent_os PolicyEngine.check_violation", lambda i: engine.check_violation(ROLE, TOOL, arguments[i]), denied),
+            Series.of("sqlglot.parse (bare parse)", lambda i: _bare_sqlglot(workload[i].sql), lambda _: False),
+            Series.of("check_sql dialect=postgres  first-seen", lambda i: cold_postgres.check_sql(workload[i].sql), bool),
+            Series.of("pglast JSON parse + json.loads (bare)", lambda i: _bare_pglast(workload[i].sql), lambda _: False),
+            Series.of("kernel.check, 4 SQL policies  first-seen", lambda i: shared_kernel.check(actions[i]), decided),
+            Series.of("sqlglot.parse sqlite (bare parse)", lambda i: _bare_sqlglot(workload[i].sql, "sqlite"), lambda _: False),
         ]
         repeated = [
             Series.of("kernel.check  repeated", lambda i: kernel.check(actions[i]), decided),
@@ -482,7 +528,7 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
 
 def report(workload: Sequence[Query], results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]:
     """Print the figures; return them as a JSON-able dict."""
-    kernel_cold, policy_cold, agent_os = results.first_seen
+    kernel_cold, policy_cold, agent_os, bare_parse, postgres_cold, bare_pglast, shared_cold, bare_sqlite = results.first_seen
     rows = [s.summary() for s in (*results.first_seen, *results.repeated)]
     floor_us = results.floor.summary()["median_us"]
     n = len(workload)
@@ -501,8 +547,18 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
         ],
     )
     print(f"harness floor (timer + a no-op call): median {floor_us:.2f} us, included in every figure")
+    med = {s.label: s.summary()["median_us"] for s in results.first_seen}
+    ratios = {
+        "check_sql / sqlglot.parse (no dialect)": med[policy_cold.label] / med[bare_parse.label],
+        "check_sql postgres / pglast JSON + loads": med[postgres_cold.label] / med[bare_pglast.label],
+        "kernel 4 sqlite policies / sqlglot.parse sqlite": med[shared_cold.label] / med[bare_sqlite.label],
+    }
+    for name, value in ratios.items():
+        print(f"first-seen median ratio, {name}: {value:.2f}x")
     print(f"audit trail: {results.audit.get('total_entries')} FlightRecorder records, hash chain valid: {results.audit.get('valid')}")
     verdicts = [s.blocked for s in (kernel_cold, policy_cold, *results.repeated)]
+    postgres_disagree = sum(a != b for a, b in zip(postgres_cold.blocked, policy_cold.blocked, strict=True))
+    print(f"dialect=postgres and no dialect disagree on {postgres_disagree} of {n} queries")
     same = all(v == verdicts[0] for v in verdicts)
     print(f"kernel and check_sql, cold and warm, audited or not: same verdict on every query: {'yes' if same else 'NO'}")
 
@@ -541,6 +597,7 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
         "environment": env,
         "rows": rows,
         "harness_floor_us": floor_us,
+        "first_seen_ratios": ratios,
         "audit": {"records": results.audit.get("total_entries"), "valid": results.audit.get("valid")},
         "disagreements": {"regex_only": regex_only, "parser_only": parser_only},
         "by_kind": by_kind,

@@ -196,13 +196,22 @@ def _keywords(name: str, values: Optional[Iterable[str]]) -> Optional[FrozenSet[
 _CACHED_QUERY_CHARS = 10_000
 
 
+def _checked_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
+    """The analysis of a text, or why it is not text a database reads as the parser does."""
+    junk = _not_sql_text(query)
+    if junk is not None:
+        return SQLAnalysis((), junk)
+    return analyze_sql(query, dialect)
+
+
 @functools.lru_cache(maxsize=8192)
 def _shared_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
     """One parse per (text, dialect) for every policy in the process: N SQL policies on one tool
     share it (the analysis names every statement's kinds; each policy applies its own lists)."""
-    return analyze_sql(query, dialect)
+    return _checked_analysis(query, dialect)
 
 
+@functools.lru_cache(maxsize=1024)
 def _tool_key(name: str) -> str:
     """Tool names compared loosely: ``Database-Query`` and ``database_query`` are one tool."""
     return re.sub(r"[\s\-.]+", "_", name.strip()).lower()
@@ -289,7 +298,7 @@ class SQLPolicy(Policy):
     def _analyze(self, query: str) -> SQLAnalysis:
         if self.cache_size and len(query) <= _CACHED_QUERY_CHARS:
             return _shared_analysis(query, self.dialect)
-        return analyze_sql(query, self.dialect)
+        return _checked_analysis(query, self.dialect)
 
     def check_sql(self, query: Any) -> List[PolicyViolation]:
         """Decide on SQL text directly (for notebooks and other frameworks)."""
@@ -307,9 +316,6 @@ class SQLPolicy(Policy):
                     severity=self.unparseable_severity,
                 )
             ]
-        junk = _not_sql_text(query)
-        if junk is not None:
-            return [self.violation(junk, severity=self.unparseable_severity)]
         return self._judge(self._analyze(query))
 
     def _judge(self, analysis: SQLAnalysis) -> List[PolicyViolation]:
@@ -333,15 +339,17 @@ class SQLPolicy(Policy):
         return [self.violation("; ".join(messages), severity=severity)]
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
-        if _tool_key(action.tool_name) in self._tool_keys:
-            if self.arg not in action.args:
+        if action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys:
+            # A SQL tool's argument under another usual name (``sql=``) is still its SQL.
+            name = next((n for n in self._detect_args if n in action.args), None)
+            if name is None:
                 return [
                     self.violation(
                         f"tool {action.tool_name!r} called without its SQL argument {self.arg!r}",
                         severity=self.unparseable_severity,
                     )
                 ]
-            return self.check_sql(action.args[self.arg])
+            return self.check_sql(action.args[name])
         if not self.detect:
             return []
         return self._detected(action)
@@ -351,10 +359,10 @@ class SQLPolicy(Policy):
         reads as SQL; text that does not is not SQL and is none of this policy's business."""
         for name in self._detect_args:
             value = action.args.get(name)
-            if not isinstance(value, str) or not value.strip() or len(value) > self.max_query_chars or _not_sql_text(value):
+            if not isinstance(value, str) or not value.strip() or len(value) > self.max_query_chars:
                 continue
             analysis = self._analyze(value)
-            if analysis.error is not None:
+            if analysis.error is not None:  # not SQL (or not text at all): not this policy's business
                 continue
             found = self._judge(analysis)
             if found:
