@@ -102,7 +102,7 @@ _HARMLESS_COMMANDS = frozenset(
 )
 _COMMAND_ALIASES = {"RENAME": "ALTER", "DESC": "DESCRIBE", "UNLOCK": "LOCK", "START": "BEGIN"}
 #: Statement keywords a routine or trigger body, or an unknown command, is scanned for.
-_BODY_KEYWORDS = SQL_KEYWORDS - {"BEGIN", "COMMIT", "ROLLBACK", "SET", "DECLARE", "CLOSE", "FETCH", "SHOW", "USE", "RELEASE"}
+_BODY_KEYWORDS = SQL_KEYWORDS - {"BEGIN", "COMMIT", "ROLLBACK", "SET", "DECLARE", "CLOSE", "FETCH", "SHOW", "USE", "RELEASE", "DO"}
 _ROUTINE_WORDS = frozenset({"TRIGGER", "PROCEDURE", "FUNCTION", "EVENT"})
 _DYNAMIC_WORDS = frozenset({"PREPARE", "EXECUTE", "EXEC"})
 _DML_WORDS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "MERGE", "VALUES", "TABLE"})
@@ -270,12 +270,14 @@ def _split_statements(tokens: Sequence[Token]) -> List[List[Token]]:
             continue
         current.append(token)
         if len(current) == 1:
-            creates = token.token_type is TokenType.CREATE
+            creates = token.token_type is TokenType.CREATE or _word(token) == "BEGIN"
             continue
-        if not creates:  # only CREATE TRIGGER/PROCEDURE/FUNCTION/EVENT has a compound body
+        if not creates:  # only CREATE TRIGGER/... and BEGIN NOT ATOMIC have a compound body
             continue
         word = _word(token)
-        if word in _ROUTINE_WORDS:
+        if len(current) == 2 and word == "NOT" and _word(current[0]) == "BEGIN":
+            compound, depth = True, 1  # MariaDB's anonymous block: BEGIN NOT ATOMIC ... END
+        elif word in _ROUTINE_WORDS and _word(current[0]) == "CREATE":
             compound = True
         elif compound and word in ("BEGIN", "CASE"):
             depth += 1
@@ -312,8 +314,11 @@ class _Reader:
     def statement(self, tokens: List[Token]) -> KindSet:
         kinds = KindSet()
         first = _word(tokens[0])
-        if first in ("COPY", "CREATE"):
+        if first in ("COPY", "CREATE", "BEGIN"):
             words = [_word(t) for t in tokens]
+            if first == "BEGIN" and words[1:3] == ["NOT", "ATOMIC"]:
+                self._routine(tokens, words, kinds, kind="BEGIN", header_end=2)
+                return kinds
             if first == "COPY" and "PROGRAM" in words:
                 raise Unverifiable("COPY ... PROGRAM runs a shell command on the database server")
             if first == "CREATE" and _ROUTINE_WORDS.intersection(words):
@@ -322,9 +327,18 @@ class _Reader:
         if first in ("EXPLAIN", "DESCRIBE", "DESC", "ANALYZE", "PREPARE", "EXECUTE", "EXEC", "REPLACE", "DO"):
             self._command(tokens, kinds)
             return kinds
+        replaces = _replace_clause(tokens)
+        if replaces:  # SQLite's conflict clauses: read the statement without them
+            kinds.apply(REPLACES_ROWS)
+            tokens = [t for i, t in enumerate(tokens) if i not in replaces]
         try:
             nodes = self.parser.parse(tokens, self.text)
         except SqlglotError:
+            if first in ("ALTER", "CREATE"):
+                # Grammar sqlglot lacks (MySQL's ALTER ... DROP PARTITION): read the statement from
+                # its tokens, counting every statement keyword in it (errs towards blocking).
+                self._command(tokens, kinds)
+                return kinds
             if first not in _HARMLESS_COMMANDS:
                 raise
             # A statement sqlglot has no grammar for (MySQL's HANDLER, PostgreSQL's NOTIFY) that
@@ -390,7 +404,8 @@ class _Reader:
                 self._nested(rest, kinds, EXPLAIN_ANALYZE)
         elif first == "ANALYZE":
             kinds.add("ANALYZE")
-            if words and words[0] in _DML_WORDS:  # MariaDB's ANALYZE <statement> runs it
+            # MariaDB's ANALYZE [FORMAT=JSON] <statement> runs the statement; ANALYZE TABLE does not.
+            if words and words[0] not in ("TABLE", "LOCAL", "NO_WRITE_TO_BINLOG") and _DML_WORDS.intersection(words[:6]):
                 self._nested(rest, kinds, EXPLAIN_ANALYZE)
         elif first == "REPLACE":
             kinds.apply(REPLACES_ROWS)
@@ -416,7 +431,9 @@ class _Reader:
         elif first in ("EXECUTE", "EXEC"):
             self._execute(rest, words, kinds)
         elif first == "DO":
-            raise Unverifiable("a DO block's body cannot be read without the database's dialect: pass dialect='postgres'")
+            # MySQL's DO evaluates expressions (harmless); a PostgreSQL DO block's body is read by
+            # the PostgreSQL reading (dialect="postgres", or with no dialect, where it joins in).
+            kinds.add("DO")
         elif first in _HARMLESS_COMMANDS:
             kinds.add(keyword)
         else:
@@ -431,18 +448,27 @@ class _Reader:
         inner = self.statement(tokens[start:])
         kinds.merge([inner.statement("")], why)
 
-    def _routine(self, tokens: List[Token], words: List[str], kinds: KindSet) -> None:
-        """``CREATE TRIGGER/PROCEDURE/FUNCTION/EVENT``: the body's statements count, and a body
-        that builds SQL at run time cannot be verified."""
-        kinds.add("CREATE")
+    def _routine(
+        self, tokens: List[Token], words: List[str], kinds: KindSet, kind: str = "CREATE", header_end: Optional[int] = None
+    ) -> None:
+        """``CREATE TRIGGER/PROCEDURE/FUNCTION/EVENT`` (or MariaDB's ``BEGIN NOT ATOMIC``): the
+        body's statements count, and a body that builds SQL at run time cannot be verified."""
+        kinds.add(kind)
         if len(words) > 2 and words[1] == "OR" and words[2] == "REPLACE":
             kinds.apply(REPLACES_DEFINITION)
-        header_end = next(i for i, w in enumerate(words) if w in _ROUTINE_WORDS)
+        if header_end is None:
+            header_end = next(i for i, w in enumerate(words) if w in _ROUTINE_WORDS)
         body_tokens = tokens[header_end + 1 :]
         body_words = [_word(t) for t in body_tokens]
         if _DYNAMIC_WORDS.intersection(body_words):
             raise Unverifiable("a routine or trigger body that runs SQL with PREPARE/EXECUTE cannot be checked")
-        strings = [t.text for t in body_tokens if t.token_type in (TokenType.HEREDOC_STRING, TokenType.STRING) and len(t.text) > 8]
+        # A body given as a string (PostgreSQL's AS '...' or AS $$...$$) is SQL to read; other
+        # strings in a body are data.
+        strings = [
+            body_tokens[i + 1].text
+            for i, word in enumerate(body_words[:-1])
+            if word == "AS" and body_tokens[i + 1].token_type in (TokenType.HEREDOC_STRING, TokenType.STRING)
+        ]
         found = {w for w in body_words if w in _BODY_KEYWORDS} - {"CREATE"}
         for body in strings:  # a body given as a string ('...' or $$...$$): read it as SQL
             found |= _string_body_kinds(body, self.dialect_name)
@@ -463,6 +489,8 @@ class _Reader:
     def _execute(self, rest: List[Token], words: List[str], kinds: KindSet) -> None:
         kinds.add("EXECUTE")
         tokens = [t for t in rest if _word(t) not in ("IMMEDIATE", "(", ")")]
+        if tokens and tokens[0].text.lower() == "sp_executesql" and len(tokens) == 2:
+            tokens = tokens[1:]  # T-SQL's sp_executesql of one literal: static text
         if tokens and tokens[0].token_type in _DATA_TOKENS and tokens[0].token_type not in (TokenType.NUMBER, TokenType.IDENTIFIER):
             if len(tokens) == 1:
                 self._literal(tokens[0].text, kinds)
@@ -487,6 +515,20 @@ def _unquoted_after(keyword: Token, source: str) -> bool:
     (``EXECUTE 'DROP TABLE t'``)."""
     after = source[keyword.end + 1 :].lstrip()
     return not after.upper().startswith(_QUOTE_STARTS)
+
+
+def _replace_clause(tokens: Sequence[Token]) -> Set[int]:
+    """Indexes of SQLite's row-replacing conflict clauses in a statement: ``INSERT OR REPLACE``
+    and ``UPDATE OR REPLACE`` (the ``OR REPLACE``), and ``ON CONFLICT REPLACE`` in a table's
+    constraints (which makes every later INSERT replace rows)."""
+    found: Set[int] = set()
+    words = [_word(t) for t in tokens]
+    if len(words) > 2 and words[0] == "UPDATE" and words[1] == "OR" and words[2] == "REPLACE":
+        found.update((1, 2))
+    for i in range(1, len(words) - 1):
+        if words[i] == "CONFLICT" and words[i + 1] == "REPLACE" and words[i - 1] == "ON":
+            found.update((i - 1, i, i + 1))
+    return found
 
 
 def _explain_analyzes(words: List[str]) -> bool:

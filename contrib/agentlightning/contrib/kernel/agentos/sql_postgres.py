@@ -148,18 +148,16 @@ def read_postgres(text: str, describe: Describe = None) -> SQLAnalysis:
         return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
     reader = _Reader()
     statements: List[SQLStatement] = []
-    encoded: Optional[bytes] = None
+    encoded = text.encode("utf-8")
     try:
         for raw in tree.get("stmts", ()):
             kinds = KindSet()
+            start = raw.get("stmt_location", 0)
+            length = raw.get("stmt_len") or len(encoded) - start
+            reader.statement_text = lambda: encoded[start : start + length].decode("utf-8", "replace")
             reader.walk(raw.get("stmt", {}), kinds)
             frozen = frozenset(kinds.kinds)
-            statement_text = ""
-            if describe is None or describe(frozen):
-                encoded = text.encode("utf-8") if encoded is None else encoded
-                start = raw.get("stmt_location", 0)
-                length = raw.get("stmt_len") or len(encoded) - start
-                statement_text = _snippet(encoded[start : start + length].decode("utf-8", "replace"))
+            statement_text = _snippet(reader.statement_text()) if describe is None or describe(frozen) else ""
             statements.append(kinds.statement(statement_text))
     except Unverifiable as err:
         return SQLAnalysis((), unverifiable=str(err))
@@ -179,6 +177,8 @@ class _Reader:
 
     def __init__(self) -> None:
         self.prepared: Set[str] = set()
+        #: The text of the top-level statement being walked (PL/pgSQL is parsed from it).
+        self.statement_text: Callable[[], str] = lambda: ""
 
     def walk(self, value: Any, kinds: KindSet) -> None:
         if isinstance(value, list):
@@ -269,6 +269,13 @@ class _Reader:
                 body = "".join(str(i.get("String", {}).get("sval", "")) for i in items[:1])
         if body is None:
             return  # SQL-standard body (BEGIN ATOMIC / RETURN): already nodes, walked as children
+        if language == "plpgsql":
+            # PL/pgSQL is parsed from the CREATE statement itself, whose return type decides
+            # what RETURN may say (a trigger function returns NEW or OLD).
+            own = _read_plpgsql_function(self.statement_text())
+            if own is not None:
+                self._take(language, own, kinds)
+                return
         self._body(language, body, kinds)
 
     def _do_body(self, node: Dict[str, Any], kinds: KindSet) -> None:
@@ -289,6 +296,10 @@ class _Reader:
             analysis = _read_plpgsql(body)
         else:
             raise Unverifiable(f"a routine body in LANGUAGE {language} cannot be verified (only sql and plpgsql can)")
+        self._take(language, analysis, kinds)
+
+    @staticmethod
+    def _take(language: str, analysis: SQLAnalysis, kinds: KindSet) -> None:
         if analysis.unverifiable:
             raise Unverifiable(analysis.unverifiable)
         if analysis.error:
@@ -310,14 +321,26 @@ def _explain_analyzes(options: Any) -> bool:
     return False
 
 
+def _read_plpgsql_function(create_statement: str) -> Optional[SQLAnalysis]:
+    """The PL/pgSQL body of a ``CREATE FUNCTION/PROCEDURE`` statement, or None when the
+    statement's text alone is not one (then the body is read on its own)."""
+    if not create_statement.strip():
+        return None
+    return _plpgsql_statements(create_statement)
+
+
 def _read_plpgsql(body: str) -> SQLAnalysis:
-    """The SQL statements a PL/pgSQL body runs (dynamic ``EXECUTE`` is unverifiable)."""
+    """The SQL statements a PL/pgSQL body (a ``DO`` block's) runs; dynamic ``EXECUTE`` is
+    unverifiable."""
     tag = "$agentos_body$"
     if tag in body:
         return SQLAnalysis((), unverifiable="a PL/pgSQL body containing $agentos_body$ cannot be checked")
-    wrapper = f"CREATE FUNCTION agentos_body() RETURNS void LANGUAGE plpgsql AS {tag}{body}{tag}"
+    return _plpgsql_statements(f"CREATE FUNCTION agentos_body() RETURNS void LANGUAGE plpgsql AS {tag}{body}{tag}")
+
+
+def _plpgsql_statements(create_statement: str) -> SQLAnalysis:
     try:
-        tree = json.loads(pg_parser.parse_plpgsql_json(wrapper))
+        tree = json.loads(pg_parser.parse_plpgsql_json(create_statement))
     except pg_parser.ParseError as err:
         return SQLAnalysis((), f"unparseable PL/pgSQL ({err.args[0] if err.args else err})")
     statements: List[SQLStatement] = []
