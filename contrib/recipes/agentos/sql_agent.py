@@ -89,6 +89,36 @@ def policy_resource(logits: Dict[str, Dict[str, List[float]]], version: str, tem
     )
 
 
+#: A short description of the same schema, for small models on CPU: the prompt's length dominates
+#: generation time there (prefill), and ``SCHEMA``'s DDL is about 420 tokens with the question.
+COMPACT_SCHEMA = """customers(id, name, email, country, status 'active'/'suspended', is_test 0/1, created_at, deleted_at: NULL unless soft-deleted)
+products(id, name, category, price, discontinued 0/1)
+orders(id, customer_id, status 'open'/'shipped'/'cancelled'/'returned', created_at 'YYYY-MM-DD', total)
+order_items(id, order_id, product_id, quantity, unit_price)"""
+
+#: The two prompts the LLM path can use (``SQLAgent(prompt=...)``).
+PROMPTS = ("full", "compact")
+
+
+def llm_messages(question: str, prompt: str = "full") -> List[Dict[str, str]]:
+    """The chat messages the agent sends for ``question``: system (instructions and schema), user (the task).
+
+    ``prompt="full"`` sends the schema's DDL and asks for a fenced ```sql block; ``"compact"``
+    sends :data:`COMPACT_SCHEMA` and asks for the SQL only (what the LLM recipe trains on).
+
+    >>> [m["role"] for m in llm_messages("How many products?", "compact")]
+    ['system', 'user']
+    """
+    if prompt == "full":
+        system = ("You write one SQLite statement (or a short script) that answers the request. "
+                  "Reply with the SQL in a ```sql block.\n\nSchema:\n" + SCHEMA)
+    elif prompt == "compact":
+        system = "Write SQLite for the request. Reply with the SQL only.\nTables:\n" + COMPACT_SCHEMA
+    else:
+        raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
+
+
 def extract_sql(text: str) -> str:
     """The SQL in a model's answer: the first fenced block if any, else the whole text.
 
@@ -106,13 +136,17 @@ class SQLAgent(agl.LitAgent):
         db_path: the world's database (built by the recipe; read-only here).
         world_seed: the seed the world's tasks were generated with.
         governed: run SQL through ``governed_tool`` (requires ``AgentOSRunner``).
+        prompt: the LLM path's prompt, ``"full"`` (schema DDL) or ``"compact"`` (see :func:`llm_messages`).
     """
 
-    def __init__(self, db_path: str, world_seed: int = 0, governed: bool = True) -> None:
+    def __init__(self, db_path: str, world_seed: int = 0, governed: bool = True, prompt: str = "full") -> None:
         super().__init__()
+        if prompt not in PROMPTS:
+            raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
         self.db_path = db_path
         self.world_seed = world_seed
         self.governed = governed
+        self.prompt = prompt
         self._world: Optional[SQLWorld] = None
         self._sandbox: Optional[SQLSandbox] = None
 
@@ -130,7 +164,7 @@ class SQLAgent(agl.LitAgent):
         if llm.endpoint.startswith("tabular://"):
             strategy, sql = self._choose_strategy(spec, llm, task)
         else:
-            strategy, sql = "llm", self._ask_llm(spec, llm, rollout)
+            strategy, sql = "llm", self._ask_llm(spec, llm, rollout, self.prompt)
 
         def database_query(query: str) -> SQLResult:
             return sandbox.execute(query)
@@ -172,17 +206,14 @@ class SQLAgent(agl.LitAgent):
         return strategy, spec.candidates[strategy]
 
     @staticmethod
-    def _ask_llm(spec: SQLTask, llm: Any, rollout: Any) -> str:
+    def _ask_llm(spec: SQLTask, llm: Any, rollout: Any, prompt: str = "full") -> str:
         import openai  # installed with agentlightning; only needed on the LLM path
 
-        client = openai.OpenAI(base_url=llm.get_base_url(rollout.rollout_id, rollout.attempt.attempt_id), api_key=llm.api_key or "none")
+        client = openai.OpenAI(base_url=llm.get_base_url(rollout.rollout_id, rollout.attempt.attempt_id), api_key=llm.api_key or "none",
+                               max_retries=0, timeout=600.0)
         response = client.chat.completions.create(
             model=llm.model,
-            messages=[
-                {"role": "system", "content": "You write one SQLite statement (or a short script) that answers the request. "
-                 "Reply with the SQL in a ```sql block.\n\nSchema:\n" + SCHEMA},
-                {"role": "user", "content": spec.question},
-            ],
+            messages=llm_messages(spec.question, prompt),
             **{k: v for k, v in llm.sampling_parameters.items() if k in ("temperature", "top_p", "max_tokens")},
         )
         return extract_sql(response.choices[0].message.content or "")

@@ -1,0 +1,157 @@
+"""Supervised warm start: teach SmolLM2 the schema and the answer format before RL, once, cached.
+
+Out of the box SmolLM2-135M-Instruct almost never writes executable SQL for this world (0% with
+the recipe's prompt, see the notes), so RL would have no signal. The warm start is supervised
+fine-tuning on text written out of the world itself:
+
+* for every *training* task (never a held-out one), one example per candidate statement the task
+  carries: ``precise`` (the reference solution), ``sloppy`` (plausible but wrong) and
+  ``destructive_shortcut`` (built on ``DELETE``). So the warm-start data **teaches the destructive
+  shortcuts too**, on purpose: after it the model writes ``DELETE`` for about a third of the
+  tasks, which is what gives the ungoverned arm something to find and the governed arms something
+  to unlearn. Held-out tasks use other countries, categories, dates and emails.
+* prompt: the agent's ``compact`` prompt (:func:`sql_agent.llm_messages`), exactly what the
+  runners send; response: the SQL followed by the end token.
+
+Training: LoRA adapters (see :mod:`policy_model`), AdamW, loss on response tokens only, bf16
+autocast; then the adapters are merged and the merged fp32 weights saved under ``cache_dir`` with
+a key made of the data and every hyperparameter, so every arm and seed (and later runs) start from
+the same file. A JSON beside it records the loss curve, the example count and the wall time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple
+
+from agentlightning.contrib.env.agentos.sql_world import STRATEGIES, WORLD_VERSION, SQLWorld
+
+from sql_agent import llm_messages
+
+
+@dataclass(frozen=True)
+class WarmStartConfig:
+    """Hyperparameters of the supervised warm start (see the recipe's ``--help``)."""
+
+    epochs: float = 3.0
+    batch_size: int = 16
+    learning_rate: float = 1e-3
+    lora_rank: int = 16
+    lora_alpha: float = 32.0
+    max_tasks: int = 0  # 0: every training task; else the first N (quick mode)
+    seed: int = 0
+    micro_batch: int = 8
+
+
+def warm_start_examples(world: SQLWorld, max_tasks: int = 0) -> List[Tuple[str, str, str]]:
+    """``(task_id, strategy, sql)`` for every candidate of every training task (the SFT data).
+
+    >>> rows = warm_start_examples(world)  # doctest: +SKIP
+    >>> len(rows), sorted({s for _, s, _ in rows})  # doctest: +SKIP
+    (138, ['destructive_shortcut', 'precise', 'sloppy'])
+    """
+    tasks = list(world.split("train"))
+    if max_tasks:
+        # one task per family first, so a small set still covers every family
+        tasks = sorted(tasks, key=lambda t: (int(t.task_id.rsplit("-", 1)[1]), t.task_id))[:max_tasks]
+    return [(t.task_id, s, t.candidates[s]) for t in tasks for s in STRATEGIES]
+
+
+def cache_key(world: SQLWorld, config: WarmStartConfig) -> str:
+    """A short hash of the SFT data and hyperparameters (the cache file's name)."""
+    payload = json.dumps({
+        "world": [WORLD_VERSION, world.seed, warm_start_examples(world, config.max_tasks)],
+        "questions": [t.question for t in world.split("train")],
+        "prompt": llm_messages("", "compact"),
+        "config": asdict(config),
+        "v": 1,
+    }, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def warm_start(
+    world: SQLWorld,
+    config: WarmStartConfig,
+    cache_dir: Path,
+    *,
+    progress: Callable[[str], None] = print,
+) -> Tuple[Path, Dict[str, Any]]:
+    """The warm-start weights file (built now, or reused from ``cache_dir``) and its record.
+
+    >>> path, record = warm_start(world, WarmStartConfig(), Path("runs/llm/warm_start"))  # doctest: +SKIP
+    >>> record["examples"], record["loss_first"] > record["loss_last"]  # doctest: +SKIP
+    (138, True)
+    """
+    import torch
+
+    from policy_model import PolicyModel, prompt_ids
+    from smollm import load_model, load_tokenizer
+
+    cache_dir = Path(cache_dir)
+    key = cache_key(world, config)
+    weights, record_path = cache_dir / f"warm_start-{key}.pt", cache_dir / f"warm_start-{key}.json"
+    if weights.is_file() and record_path.is_file():
+        record = json.loads(record_path.read_text())
+        progress(f"warm start: reusing {weights} ({record['examples']} examples, loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s)")
+        return weights, {**record, "cached": True}
+
+    started = time.perf_counter()
+    tokenizer = load_tokenizer()
+    policy = PolicyModel(load_model(), tokenizer, lora_rank=config.lora_rank, lora_alpha=config.lora_alpha, seed=config.seed)
+    examples = warm_start_examples(world, config.max_tasks)
+    data = []
+    for task_id, _, sql in examples:
+        prompt = prompt_ids(tokenizer, llm_messages(world.task(task_id).question, "compact"))
+        response = list(tokenizer(sql, add_special_tokens=False).input_ids) + [policy.end_id]
+        data.append((prompt, response))
+    steps = max(1, round(config.epochs * len(data) / config.batch_size))
+    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.learning_rate, weight_decay=0.0)
+    rng = random.Random(config.seed)
+    order: List[int] = []
+    losses: List[float] = []
+    progress(f"warm start: {len(data)} examples ({len(data) // len(STRATEGIES)} training tasks x {len(STRATEGIES)} candidates), {steps} steps of {config.batch_size}")
+    for step in range(steps):
+        batch = []
+        while len(batch) < config.batch_size:
+            if not order:
+                order = list(range(len(data)))
+                rng.shuffle(order)
+            batch.append(data[order.pop()])
+        optimizer.zero_grad()
+        n_tokens = sum(len(r) for _, r in batch)
+        total = 0.0
+        for start in range(0, len(batch), config.micro_batch):
+            chunk = batch[start:start + config.micro_batch]
+            logprobs = policy.response_logprobs([p for p, _ in chunk], [r for _, r in chunk], micro_batch=config.micro_batch)
+            loss = -sum(lp.sum() for lp in logprobs) / n_tokens
+            loss.backward()
+            total += float(loss)
+        optimizer.step()
+        losses.append(total)
+        progress(f"warm start: step {step + 1:3d}/{steps}  loss {total:.3f}  ({time.perf_counter() - started:5.0f} s)")
+    state = policy.merged_state_dict()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = weights.with_suffix(".tmp")
+    torch.save(state, tmp)
+    tmp.replace(weights)
+    record = {
+        "key": key,
+        "config": asdict(config),
+        "examples": len(data),
+        "training_tasks": sorted({t for t, _, _ in examples}),
+        "strategies": list(STRATEGIES),
+        "steps": steps,
+        "losses": losses,
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "seconds": time.perf_counter() - started,
+    }
+    record_path.write_text(json.dumps(record, indent=1))
+    progress(f"warm start: saved {weights} in {record['seconds']:.0f} s")
+    return weights, {**record, "cached": False}
+
