@@ -133,6 +133,7 @@ def test_stats_and_reset(kernel):
         "avg_reward": (6.0 + 6.0 - 99.0 - 100.0) / 4,
         "total_cost": 30.0,
         "avg_cost": 7.5,
+        "ungoverned_rate": 0.0,
     }
     reward_fn.reset_stats()
     assert reward_fn.get_stats()["total_rewards"] == 0 and reward_fn.get_stats()["violation_rate"] == 0.0

@@ -108,7 +108,7 @@ def test_violation_callback_and_logging(shop_db, caplog):
     assert rollout.success is True and rollout.task_output == 0.5  # the agent recovered from the block
     assert runner.get_stats() == {
         "total_rollouts": 1, "total_violations": 1, "violation_rate": 1.0,
-        "total_checks": 2, "blocked_actions": 1, "rollouts_with_violations": 1,
+        "total_checks": 2, "blocked_actions": 1, "rollouts_with_violations": 1, "ungoverned_rollouts": 0,
     }
     assert runner.get_violation_rate() == 1.0
 

@@ -19,18 +19,21 @@
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import logging
 import threading
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Dict, List, Literal, Optional, Set, Tuple, Union
+from typing import Any, AsyncIterator, Callable, Coroutine, Dict, Generator, List, Literal, Optional, Set, Tuple, Union
 
 from agent_os import FlightRecorder
 
 from agentlightning.store.base import LightningStore
 from agentlightning.types import Span
+
+from agentlightning.contrib.kernel.agentos.audit import warn_if_default_recorder_path
 
 from .export import ExportError, write_export
 from .records import AuditRecord, RecorderFileError, RecorderLike, RecorderReader
@@ -38,6 +41,7 @@ from .spans import ENTRY_POLICY_CHECK, ENTRY_SIGNAL, ENTRY_TOOL_CALL, entry_type
 
 __all__ = [
     "AUDIT_ROLLOUT_METADATA_KEY",
+    "MustAwait",
     "FlightRecorderAdapter",
     "FlightRecorderEmitter",
     "adapters_for_directory",
@@ -49,6 +53,55 @@ logger = logging.getLogger(__name__)
 #: Metadata key marking the rollout that holds records made outside any rollout.
 AUDIT_ROLLOUT_METADATA_KEY = "agentos.audit_rollout"
 Placement = Literal["rollout", "audit"]
+
+
+class MustAwait(collections.abc.Coroutine):
+    """A coroutine that cannot be dropped silently: if it is garbage-collected without ever being
+    awaited (``adapter.emit_to_store(store)`` written as in the reference, without ``await``), it
+    logs an ERROR saying that nothing happened and how to call it. Otherwise it is the wrapped
+    coroutine: ``await`` it, or pass it to ``asyncio.run`` or ``asyncio.create_task``.
+    """
+
+    __slots__ = ("_coro", "_started", "_call")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], call: str) -> None:
+        self._coro = coro
+        self._started = False
+        self._call = call
+
+    def send(self, value: Any) -> Any:
+        self._started = True
+        return self._coro.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        self._started = True
+        if val is None and tb is None:
+            return self._coro.throw(typ)
+        return self._coro.throw(typ, val, tb)  # pragma: no cover - the deprecated three-argument form
+
+    def close(self) -> None:
+        self._started = True
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        self._started = True
+        return self._coro.__await__()
+
+    def __repr__(self) -> str:
+        return f"<{self._call}: a coroutine, nothing happens until it is awaited>"
+
+    def __del__(self) -> None:
+        if self._started:
+            return
+        try:
+            self._coro.close()  # no second, vaguer "never awaited" warning from Python
+            logger.error(
+                "%s was never awaited, so nothing was done (no span was added to the store). It is a coroutine: "
+                "write `await %s` in async code, or `asyncio.run(%s)` in a script.",
+                self._call, self._call, self._call,
+            )
+        except Exception:  # noqa: BLE001 - interpreter shutdown: nowhere left to report
+            pass
 
 
 @dataclass
@@ -126,6 +179,7 @@ class FlightRecorderAdapter:
             raise ValueError(f"trace_id_prefix must be a non-empty string, got {trace_id_prefix!r}")
         if placement not in ("rollout", "audit"):
             raise ValueError(f"placement must be 'rollout' or 'audit', got {placement!r}")
+        warn_if_default_recorder_path(flight_recorder)
         self.reader = RecorderReader(flight_recorder, strict=strict, chunk_size=chunk_size)
         self.flight_recorder = flight_recorder
         self.include_policy_checks = bool(include_policy_checks)
@@ -216,9 +270,10 @@ class FlightRecorderAdapter:
             loop.call_soon_threadsafe(event.set)
 
     # ------------------------------------------------------------------ store
-    async def emit_to_store(self, store: LightningStore) -> int:
+    def emit_to_store(self, store: LightningStore) -> "MustAwait":
         """Add the spans of every included, final record not yet in ``store``; returns how many
-        were added (0 when called again with nothing new).
+        were added (0 when called again with nothing new). A coroutine: ``await`` it (or
+        ``asyncio.run(...)`` it); dropped without awaiting, it logs an error (:class:`MustAwait`).
 
         Works with any ``LightningStore``: an ``InMemoryLightningStore``, or a
         ``LightningStoreClient`` of a running ``agl store``. Span ids derive from the records'
@@ -228,6 +283,9 @@ class FlightRecorderAdapter:
         """
         if not isinstance(store, LightningStore):
             raise TypeError(f"store must be an agentlightning LightningStore (or LightningStoreClient), got {type(store).__name__}")
+        return MustAwait(self._emit_to_store(store), "adapter.emit_to_store(store)")
+
+    async def _emit_to_store(self, store: LightningStore) -> int:
         state = self._state_for(store)
         async with state.lock:
             with self._lock:

@@ -31,7 +31,7 @@ from agent_os import FlightRecorder
 
 from .actions import Decision
 
-__all__ = ["AuditTrail", "open_flight_recorder", "flush_recorder", "decision_from_record"]
+__all__ = ["AuditTrail", "open_flight_recorder", "flush_recorder", "decision_from_record", "warn_if_default_recorder_path"]
 
 logger = logging.getLogger(__name__)
 RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
@@ -58,6 +58,43 @@ def open_flight_recorder(path: Union[str, Path], **kwargs: Any) -> FlightRecorde
         return FlightRecorder(db_path=str(path), **kwargs)
     except (OSError, sqlite3.Error) as err:
         raise ValueError(f"cannot open FlightRecorder at {str(path)!r}: {err}; pass a writable file path") from err
+
+
+#: agent_os.FlightRecorder's default ``db_path``: a file in whatever the working directory is.
+DEFAULT_RECORDER_FILE = "flight_recorder.db"
+_WARNED_DEFAULT_PATHS: set = set()
+
+
+def warn_if_default_recorder_path(recorder: Any) -> bool:
+    """Log a warning (once per file) if ``recorder`` is an ``agent_os.FlightRecorder()`` created
+    with its default path, ``./flight_recorder.db``; returns whether it is.
+
+    The reference tutorial writes ``recorder = FlightRecorder()``, which puts the audit trail into
+    the current working directory (every run appends to the same file there, and it is easily
+    committed or deleted by mistake). Agent OS creates the file before we see the recorder, so the
+    warning says where it is and how to choose the path.
+
+    >>> import tempfile, os
+    >>> warn_if_default_recorder_path(open_flight_recorder(os.path.join(tempfile.mkdtemp(), "audit.db")))
+    False
+    """
+    raw = getattr(recorder, "db_path", None)
+    if not isinstance(raw, (str, Path)) or str(raw) in ("", ":memory:"):
+        return False
+    path = Path(raw)
+    if path.is_absolute() or path.name != DEFAULT_RECORDER_FILE or path.parent != Path("."):
+        return False
+    resolved = str(path.resolve())
+    if resolved not in _WARNED_DEFAULT_PATHS:
+        _WARNED_DEFAULT_PATHS.add(resolved)
+        logger.warning(
+            "agent_os.FlightRecorder() was created with its default path, so the audit trail is %s, in the current "
+            "working directory (every run appends to that one file). Choose a file of the run instead: "
+            "FlightRecorder(db_path='runs/<run>/audit.db'), GovernanceKernel(..., recorder='runs/<run>/audit.db') or "
+            "AgentOSRunner(..., audit_dir='runs/<run>/audit').",
+            resolved,
+        )
+    return True
 
 
 def file_path(path: Any, what: str, example_name: str, error: type = ValueError) -> Path:
@@ -150,6 +187,7 @@ class AuditTrail:
         for name, value in (("max_args_chars", max_args_chars), ("max_queued", max_queued), ("max_pending_outcomes", max_pending_outcomes)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        warn_if_default_recorder_path(recorder)
         self.recorder = recorder
         # The FlightRecorder logs a WARNING per blocked action; in training that is one stderr line
         # per violation. Route this recorder's messages to a logger of ours that shows errors only

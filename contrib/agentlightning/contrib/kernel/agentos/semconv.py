@@ -1,18 +1,35 @@
 """Span conventions for governance decisions, shared by the runner, rewards, environment and
 audit adapter so that every path writes (and every reader finds) the same spans.
 
-Each kernel check becomes one ``agentlightning.annotation`` span tagged ``agentos.check``; each
-violation of that check becomes one more annotation span tagged ``agentos.violation``, linked to
-its check by ``agentos.decision_id``. The governed reward of a rollout is one multi-dimensional
-agentlightning reward span (primary dimension ``final``, then ``base``, ``policy_penalty`` and
-``clean_bonus``) tagged ``agentos.reward``, carrying the constraint cost and violation count as
-attributes (:class:`GovernedReward`). Attribute names are the constants below.
+Each kernel check becomes one annotation span tagged ``agentos.check``; each violation of that
+check becomes one more annotation span tagged ``agentos.violation``, linked to its check by
+``agentos.decision_id``. The governed reward of a rollout is one multi-dimensional agentlightning
+reward span (primary dimension ``final``, then ``base``, ``policy_penalty`` and ``clean_bonus``)
+tagged ``agentos.reward``, carrying the constraint cost and violation count as attributes
+(:class:`GovernedReward`). Attribute names are the constants below.
+
+They are annotation spans in everything agentlightning reads (built by its annotation and reward
+emitters: the same flattened attributes, ``agentlightning.tag``/``agentlightning.link`` and
+``agentlightning.reward.*`` keys, status OK), but they are *named* for people: the ``agl store``
+dashboard's traces table and its name search show only span names, so instead of
+``agentlightning.annotation`` a span is called, for example::
+
+    agentos.check: blocked database_query
+    agentos.violation: SQLPolicy (critical) penalty -100.0, blocked
+    agentos.reward: final -100.0 (base 0.0, penalty -100.0, bonus 0.0)
+
+Programs never match on these names: they select by the ``agentos.kind`` attribute
+(:func:`is_check_span`, :func:`is_violation_span`, :func:`is_governed_reward_span`), and
+agentlightning finds rewards by their ``agentlightning.reward.*`` attributes
+(``find_final_reward``), whatever the name.
 
 >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
 >>> decision = GovernanceKernel([SQLPolicy(deny=["DROP"])]).check(Action.sql("DROP TABLE t"))
 >>> attrs = violation_span_attributes(decision, 0)
 >>> attrs[AGENTOS_KIND], attrs[AGENTOS_POLICY_NAME], attrs[AGENTOS_SEVERITY], attrs[AGENTOS_ACTION_BLOCKED]
 ('violation', 'SQLPolicy', 'critical', True)
+>>> check_span_name(decision), violation_span_name(decision, 0)
+('agentos.check: blocked database_query', 'agentos.violation: SQLPolicy (critical) penalty -100.0, blocked')
 """
 
 from __future__ import annotations
@@ -58,6 +75,12 @@ __all__ = [
     "violation_span_attributes",
     "is_check_span",
     "is_violation_span",
+    "CHECK_SPAN_NAME",
+    "VIOLATION_SPAN_NAME",
+    "REWARD_SPAN_NAME",
+    "check_span_name",
+    "violation_span_name",
+    "reward_span_name",
 ]
 
 AGENTOS_CHECK_TAG = "agentos.check"
@@ -92,6 +115,52 @@ REWARD_CLEAN_BONUS = "clean_bonus"
 
 #: Descriptions are truncated in span attributes (the full text is in the audit trail).
 MAX_DESCRIPTION_CHARS = 1000
+
+#: Span names start with these (then ``": "`` and a readable summary); see the module docstring.
+CHECK_SPAN_NAME = "agentos.check"
+VIOLATION_SPAN_NAME = "agentos.violation"
+REWARD_SPAN_NAME = "agentos.reward"
+
+#: Names are for the dashboard's table: long policy or tool names are cut there (never in attributes).
+_MAX_NAME_PART_CHARS = 80
+
+
+def _name_part(text: Any) -> str:
+    text = " ".join(str(text).split())  # one line: newlines or tabs in a tool name would break the table
+    return text if len(text) <= _MAX_NAME_PART_CHARS else text[: _MAX_NAME_PART_CHARS - 3] + "..."
+
+
+def _number(value: float) -> str:
+    """A reward or penalty as people read it: ``-100.0``, ``0.85``, ``6.0``."""
+    return repr(round(float(value), 4))
+
+
+def check_span_name(decision: Decision) -> str:
+    """``agentos.check: <verdict> <tool>``, the name of a check span in the dashboard."""
+    return f"{CHECK_SPAN_NAME}: {decision.verdict.value} {_name_part(decision.action.tool_name)}"
+
+
+def violation_span_name(decision: Decision, index: int) -> str:
+    """``agentos.violation: <policy> (<severity>) penalty <p>, <blocked|not blocked>``."""
+    violation = decision.violations[index]
+    outcome = "blocked" if violation.action_blocked else "not blocked"
+    return (
+        f"{VIOLATION_SPAN_NAME}: {_name_part(violation.policy_name)} ({violation.severity.value}) "
+        f"penalty {_number(violation.penalty)}, {outcome}"
+    )
+
+
+def reward_span_name(reward: "GovernedReward") -> str:
+    """``agentos.reward: final <f> (base <b>, penalty <p>, bonus <c>[, clamped])``.
+
+    >>> reward_span_name(GovernedReward(final=6.0, base=1.0, policy_penalty=0.0, clean_bonus=5.0, cost=0.0, violation_count=0))
+    'agentos.reward: final 6.0 (base 1.0, penalty 0.0, bonus 5.0)'
+    """
+    clamped = ", clamped" if reward.clamped else ""
+    return (
+        f"{REWARD_SPAN_NAME}: final {_number(reward.final)} (base {_number(reward.base)}, "
+        f"penalty {_number(reward.policy_penalty)}, bonus {_number(reward.clean_bonus)}{clamped})"
+    )
 
 
 def check_span_attributes(decision: Decision) -> Dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable, Dict, Mapping, Optional
 
@@ -15,6 +16,8 @@ from .shaping import default_base_reward, rollout_violations, shape_reward
 
 __all__ = ["PolicyReward", "create_policy_reward"]
 
+logger = logging.getLogger(__name__)
+
 
 class PolicyReward:
     """Wraps a base reward function and shapes its value by the rollout's violations.
@@ -25,6 +28,14 @@ class PolicyReward:
     default base reward), such as what ``AgentOSRunner.step`` returns; no tracer or store is
     needed. Attached to a runner, ``AgentOSRunner(kernel, reward_fn=PolicyReward(kernel))``, the
     shaped reward becomes the rollout's final reward span in the store.
+
+    A rollout whose ``governed`` attribute is False (``GovernedRollout.governed``: not one action
+    went through the kernel) gets no clean bonus: it has no violations only because nothing was
+    checked. Objects without that attribute count as governed.
+
+    When the floor ``min_reward`` cuts a reward (e.g. two critical violations, -200, become -100),
+    rollouts with more violations than the floor can express score the same; this is logged once
+    per ``PolicyReward`` with the fix (``RewardConfig(min_reward=None)`` or a lower floor).
 
     Args:
         kernel: the kernel whose violations are scored (a ``GovernanceKernel``, an
@@ -43,7 +54,7 @@ class PolicyReward:
     >>> reward_fn(SimpleNamespace(success=True, violations=[])), reward_fn(SimpleNamespace(success=True, violations=drop.violations))
     (6.0, -99.0)
     >>> reward_fn.get_stats()
-    {'total_rewards': 2, 'total_penalties': -100.0, 'avg_penalty': -50.0, 'violation_rate': 0.5, 'clean_rate': 0.5, 'avg_reward': -46.5, 'total_cost': 10.0, 'avg_cost': 5.0}
+    {'total_rewards': 2, 'total_penalties': -100.0, 'avg_penalty': -50.0, 'violation_rate': 0.5, 'clean_rate': 0.5, 'avg_reward': -46.5, 'total_cost': 10.0, 'avg_cost': 5.0, 'ungoverned_rate': 0.0}
     """
 
     def __init__(
@@ -67,21 +78,52 @@ class PolicyReward:
             raise GovernanceConfigError("lagrangian= prices violations additively; it cannot be combined with RewardConfig(multiplicative=True)")
         self.lagrangian = lagrangian
         self._lock = threading.Lock()
+        self._warned_clamp = False
         self.reset_stats()
 
     def score(self, rollout: Any) -> GovernedReward:
         """The governed reward of ``rollout``, decomposed (and counted in :meth:`get_stats`)."""
         violations = rollout_violations(rollout)
-        base = self.base_reward_fn(rollout)
+        governed = getattr(rollout, "governed", True)
+        if not isinstance(governed, bool):
+            raise TypeError(f"rollout.governed must be a bool (whether any action went through the kernel), got {governed!r}")
+        base = self._base(rollout)
         multiplier = self.lagrangian.multiplier_for(rollout) if self.lagrangian is not None else None
-        reward = shape_reward(base, violations, self.config, lagrange_multiplier=multiplier)
+        reward = shape_reward(base, violations, self.config, lagrange_multiplier=multiplier, governed=governed)
         with self._lock:
             self._stats["total_rewards"] += 1
             self._stats["total_penalties"] += reward.policy_penalty
             self._stats["violating"] += reward.violation_count > 0
+            self._stats["ungoverned"] += not governed and reward.violation_count == 0
             self._stats["sum_rewards"] += reward.final
             self._stats["total_cost"] += reward.cost
+            warn = reward.clamped and reward.final == self.config.min_reward and not self._warned_clamp
+            self._warned_clamp = self._warned_clamp or warn
+        if warn:
+            raw = reward.base + reward.policy_penalty + reward.clean_bonus
+            logger.warning(
+                "PolicyReward: the reward %s (base %s + penalty %s) was clamped to min_reward=%s, so rollouts with more "
+                "violations than the floor can express all score %s and training cannot tell them apart. Use "
+                "RewardConfig(min_reward=None) to keep every penalty, or a lower min_reward. (Logged once per PolicyReward.)",
+                round(raw, 4), round(reward.base, 4), round(reward.policy_penalty, 4), self.config.min_reward, self.config.min_reward,
+            )
         return reward
+
+    def _base(self, rollout: Any) -> float:
+        """``base_reward_fn(rollout)``; an attribute read on a dict ``task_output`` gets a hint."""
+        try:
+            return self.base_reward_fn(rollout)
+        except AttributeError as err:
+            output = getattr(rollout, "task_output", None)
+            name = getattr(err, "name", None)
+            if isinstance(output, dict) and name is not None and getattr(err, "obj", None) is output:
+                raise AttributeError(
+                    f"{err}: rollout.task_output is the dict the agent returned; read it as rollout.task_output[{name!r}]"
+                    + ("" if name in output else f" (its keys: {sorted(map(str, output))})"),
+                    name=name,
+                    obj=output,
+                ) from err
+            raise
 
     def __call__(self, rollout: Any) -> float:
         return self.score(rollout).final
@@ -102,7 +144,11 @@ class PolicyReward:
         return reward
 
     def get_stats(self) -> Dict[str, Any]:
-        """Totals since the last :meth:`reset_stats` (counts are rollouts scored here)."""
+        """Totals since the last :meth:`reset_stats` (counts are rollouts scored here).
+
+        ``violation_rate``, ``clean_rate`` (no violation, and governed: the rollouts that earned the
+        clean bonus) and ``ungoverned_rate`` (no action went through the kernel) add up to 1.
+        """
         with self._lock:
             stats = dict(self._stats)
         n = stats["total_rewards"]
@@ -111,15 +157,16 @@ class PolicyReward:
             "total_penalties": stats["total_penalties"],
             "avg_penalty": stats["total_penalties"] / n if n else 0.0,
             "violation_rate": stats["violating"] / n if n else 0.0,
-            "clean_rate": (n - stats["violating"]) / n if n else 0.0,
+            "clean_rate": (n - stats["violating"] - stats["ungoverned"]) / n if n else 0.0,
             "avg_reward": stats["sum_rewards"] / n if n else 0.0,
             "total_cost": stats["total_cost"],
             "avg_cost": stats["total_cost"] / n if n else 0.0,
+            "ungoverned_rate": stats["ungoverned"] / n if n else 0.0,
         }
 
     def reset_stats(self) -> None:
         with self._lock:
-            self._stats = {"total_rewards": 0, "total_penalties": 0.0, "violating": 0, "sum_rewards": 0.0, "total_cost": 0.0}
+            self._stats = {"total_rewards": 0, "total_penalties": 0.0, "violating": 0, "ungoverned": 0, "sum_rewards": 0.0, "total_cost": 0.0}
 
 
 def create_policy_reward(

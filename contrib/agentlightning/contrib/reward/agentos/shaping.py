@@ -96,11 +96,14 @@ def shape_reward(
     config: Optional[RewardConfig] = None,
     *,
     lagrange_multiplier: Optional[float] = None,
+    governed: bool = True,
 ) -> GovernedReward:
     """The governed reward of one rollout, decomposed (see :class:`RewardConfig` for the rules).
 
     With ``lagrange_multiplier`` (lambda), the penalty is ``-lambda * cost`` instead of the
-    per-severity table (additive mode only).
+    per-severity table (additive mode only). ``governed=False`` (no action of the rollout went
+    through the kernel) withholds the clean bonus: a rollout nobody checked is not clean, only
+    unexamined.
 
     >>> from agentlightning.contrib.kernel.agentos import PolicyViolation
     >>> high = PolicyViolation("warned", "P", "d", "high")
@@ -109,6 +112,8 @@ def shape_reward(
     (0.45, -0.45, 5.0)
     >>> shape_reward(1.0, [high], lagrange_multiplier=2.0).policy_penalty
     -10.0
+    >>> shape_reward(1.0, [], governed=False).final
+    1.0
     """
     config = config or RewardConfig()
     base = _check_base(base)
@@ -124,7 +129,9 @@ def shape_reward(
         penalty = -abs(base) * (1.0 - config.multiplicative_factor)
     else:
         penalty = _penalty_sum(violations, config.severity_penalties)  # the config validated its penalties already
-    bonus = config.clean_bonus if not violations else 0.0
+    if not isinstance(governed, bool):
+        raise TypeError(f"governed must be a bool, got {type(governed).__name__}")
+    bonus = config.clean_bonus if not violations and governed else 0.0
     raw = base + penalty + bonus
     final = config.clamp(raw)
     return GovernedReward(

@@ -7,18 +7,30 @@
 ['SQLPolicy']
 """
 
-from .runner import AgentOSRunner, GovernedRollout, GovernedRunner
+from agentlightning.contrib.kernel.agentos import PolicyViolation, PolicyViolationType
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
+
+from .agents import ActionOutcome, TaskActionAgent, as_agent
+from .report import RolloutViolations, rollout_violations_report
+from .runner import AgentOSRunner, GovernedRollout, GovernedRunner, normalize_mode
 from .tools import ActionBlockedError, PolicyViolationError, RolloutGovernance, active_rollout, governed_tool
 
 __all__ = [
     "ActionBlockedError",
+    "ActionOutcome",
     "AgentOSRunner",
     "GovernedRollout",
     "GovernedRunner",
+    "PolicyViolation",
     "PolicyViolationError",
+    "PolicyViolationType",
     "RolloutGovernance",
+    "RolloutViolations",
+    "TaskActionAgent",
     "active_rollout",
+    "as_agent",
     "governance_stats",
     "governed_tool",
+    "normalize_mode",
+    "rollout_violations_report",
 ]

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from pydantic import ConfigDict, Field
 
-from agentlightning.emitter import emit_reward, find_final_reward
+from agentlightning.emitter import find_final_reward
 from agentlightning.litagent import LitAgent
 from agentlightning.runner import LitAgentRunner
 from agentlightning.store.base import LightningStore
+from agentlightning.store.memory import InMemoryLightningStore
 from agentlightning.tracer.agentops import AgentOpsTracer
 from agentlightning.tracer.base import Tracer
-from agentlightning.types import AttemptedRollout, Rollout
+from agentlightning.types import AttemptedRollout, PromptTemplate, Rollout
 from agentlightning.types.core import RolloutConfig, TaskInput
 
 from agentlightning.contrib.kernel.agentos import (
@@ -28,12 +31,13 @@ from agentlightning.contrib.kernel.agentos import (
     as_kernel,
     constraint_cost,
 )
-from agentlightning.contrib.kernel.agentos.semconv import REWARD_FINAL, GovernedReward
-from agentlightning.contrib.kernel.agentos.spans import add_spans, reward_core_fields
+from agentlightning.contrib.kernel.agentos.semconv import GovernedReward
+from agentlightning.contrib.kernel.agentos.spans import add_spans, emit_reward_span, reward_core_fields
 
+from .agents import TaskActionAgent, as_agent, describe, needs_resource, task_action
 from .tools import PolicyViolationError, RolloutGovernance, active_rollout
 
-__all__ = ["AgentOSRunner", "GovernedRunner", "GovernedRollout"]
+__all__ = ["AgentOSRunner", "GovernedRunner", "GovernedRollout", "normalize_mode"]
 
 # AgentOps (agentlightning's default tracer) writes agentops.log into the current directory and
 # prints "Session Replay" links although nothing is sent anywhere; keep the first out of the
@@ -44,6 +48,36 @@ os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
 logger = logging.getLogger(__name__)
 
 _ROLLOUT_METHODS = ("training_rollout", "validation_rollout", "training_rollout_async", "validation_rollout_async")
+
+#: agentlightning's rollout modes, and the spellings users bring from elsewhere (the reference
+#: tutorial's ``mode="eval"``, agentlightning's own docstring's "validation").
+_MODES = ("train", "val", "test")
+_MODE_ALIASES = {"eval": "val", "evaluation": "val", "validation": "val", "valid": "val", "training": "train", "testing": "test"}
+
+
+def normalize_mode(mode: Any) -> Optional[str]:
+    """A rollout mode as agentlightning spells it: ``"train"``, ``"val"`` or ``"test"`` (or None).
+
+    ``"eval"`` and ``"validation"`` are accepted as ``"val"``; anything else is a ``ValueError``
+    naming the valid values (agentlightning itself fails with a pydantic error deep in the store).
+
+    >>> normalize_mode("eval"), normalize_mode("train"), normalize_mode(None)
+    ('val', 'train', None)
+    """
+    if mode is None or mode in _MODES:
+        return mode
+    if isinstance(mode, str) and mode.strip().lower() in _MODES + tuple(_MODE_ALIASES):
+        key = mode.strip().lower()
+        return _MODE_ALIASES.get(key, key)
+    raise ValueError(f"mode must be 'train', 'val' or 'test' (agentlightning's rollout modes; 'eval' means 'val'), got {mode!r}")
+
+
+_RESOURCES_HINT = (
+    "the agent receives its resources (LLM endpoints, prompt templates) from the store, and this store has none. "
+    "Add them before running rollouts, e.g. await store.add_resources({'prompt': agl.PromptTemplate(template='{task}', "
+    "engine='f-string')}) (an empty dict {} if the agent needs nothing), or pass step(task, resources={...}); "
+    "a runner without init_worker() creates an in-memory store with what the agent needs"
+)
 
 
 class GovernedRollout(Rollout):
@@ -62,6 +96,13 @@ class GovernedRollout(Rollout):
     reward: Optional[GovernedReward] = None
     execution_time_ms: float = 0.0
     decisions: List[Decision] = Field(default_factory=list)
+
+    @property
+    def governed(self) -> bool:
+        """Whether at least one action of this rollout went through the kernel. A rollout with no
+        check was not governed at all: it has no violations because nothing was looked at, and
+        ``PolicyReward`` gives it no clean bonus."""
+        return bool(self.decisions)
 
     @classmethod
     def from_state(
@@ -116,10 +157,20 @@ class AgentOSRunner(LitAgentRunner[Any]):
             is stored as ``final`` and ``base``.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
 
+    The agent (``init(agent)``) is a ``LitAgent`` or a plain function ``fn(task)`` (see
+    :func:`as_agent`). ``await runner.step(task)`` works on a runner that was never set up: with
+    no agent, the task itself is the action to govern (:class:`TaskActionAgent`), and with no
+    store (no ``init_worker``) an ``InMemoryLightningStore`` is created, with the resources the
+    agent needs. A runner set up by the user or the Trainer keeps agentlightning's lifecycle.
+
+    Besides a float (the reward) or ``None``, the agent may return any other result (a dict, an
+    object): it becomes the rollout's ``task_output`` and, unlike in ``LitAgentRunner``, does not
+    fail the rollout; it is not a reward.
+
     >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
     >>> runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], poll_interval=0.1)
     >>> runner.get_stats()
-    {'total_rollouts': 0, 'total_violations': 0, 'violation_rate': 0.0, 'total_checks': 0, 'blocked_actions': 0, 'rollouts_with_violations': 0}
+    {'total_rollouts': 0, 'total_violations': 0, 'violation_rate': 0.0, 'total_checks': 0, 'blocked_actions': 0, 'rollouts_with_violations': 0, 'ungoverned_rollouts': 0}
     """
 
     def __init__(
@@ -158,13 +209,49 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.agent_id = agent_id
         self.audit_dir = Path(audit_dir) if audit_dir is not None else None
         self.reward_fn = reward_fn
-        self._counts = {"total_rollouts": 0, "total_violations": 0, "total_checks": 0, "blocked_actions": 0, "rollouts_with_violations": 0}
+        self._counts = {
+            "total_rollouts": 0,
+            "total_violations": 0,
+            "total_checks": 0,
+            "blocked_actions": 0,
+            "rollouts_with_violations": 0,
+            "ungoverned_rollouts": 0,
+        }
         self._last_step_state: Optional[RolloutGovernance] = None
+        #: What this runner already told the user once (each of these is logged once per runner).
+        self._told: set = set()
+        self._setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = weakref.WeakKeyDictionary()
+        self._created_store: Optional[InMemoryLightningStore] = None
 
     # ------------------------------------------------------------------ lifecycle
-    def init(self, agent: LitAgent[Any], **kwargs: Any) -> None:
+    def init(self, agent: Any, **kwargs: Any) -> None:
+        """Set the agent: a ``LitAgent``, or a plain function ``fn(task)`` (wrapped by
+        :func:`as_agent` into agentlightning's ``FunctionalLitAgent``)."""
+        agent = as_agent(agent)
         super().init(agent, **kwargs)
         self._wrap_agent(agent)
+
+    def get_agent(self) -> LitAgent[Any]:
+        if self._agent is None:
+            raise ValueError(
+                "AgentOSRunner has no agent: call runner.init(agent) first (a LitAgent, or a function task -> result); "
+                "await runner.step(task) without one governs the task itself"
+            )
+        return self._agent
+
+    def get_store(self) -> LightningStore:
+        if self._store is None:
+            raise ValueError(
+                "AgentOSRunner has no store: call runner.init_worker(0, store) first (the Trainer does it for you). "
+                "await runner.step(task) creates an in-memory store on demand; runner.iter() needs the store it "
+                "takes rollouts from"
+            )
+        return self._store
+
+    def _tell_once(self, key: str, message: str, *args: Any, level: int = logging.WARNING) -> None:
+        if key not in self._told:
+            self._told.add(key)
+            logger.log(level, message, *args)
 
     def init_worker(self, worker_id: int, store: LightningStore, **kwargs: Any) -> None:
         if self.audit_dir is not None:
@@ -185,6 +272,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         if self._agent is not None:
             for name in _ROLLOUT_METHODS:
                 self._agent.__dict__.pop(name, None)
+        self._created_store = None
         super().teardown(*args, **kwargs)
 
     def _wrap_agent(self, agent: LitAgent[Any]) -> None:
@@ -195,6 +283,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             if name.endswith("_async"):
 
                 async def async_method(task: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                    self._agent_started()
                     if not self._task_allowed(task):
                         return None
                     try:
@@ -207,6 +296,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             else:
 
                 def method(task: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                    self._agent_started()
                     if not self._task_allowed(task):
                         return None
                     try:
@@ -217,9 +307,15 @@ class AgentOSRunner(LitAgentRunner[Any]):
 
                 setattr(agent, name, method)
 
+    @staticmethod
+    def _agent_started() -> None:
+        state = active_rollout()
+        if state is not None:
+            state.agent_started = True
+
     def _task_allowed(self, task: Any) -> bool:
         state = active_rollout()
-        if not self.govern_input or state is None or not isinstance(task, str):
+        if not self.govern_input or state is None or not isinstance(task, str) or isinstance(self._agent, TaskActionAgent):
             return True
         decision = state.decide(Action(self.input_tool, {self.input_arg: task}))
         if decision.allowed:
@@ -247,21 +343,37 @@ class AgentOSRunner(LitAgentRunner[Any]):
             with state.activate():
                 return await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
         finally:
-            await self._finish(next_rollout, state)
+            await self._finish(next_rollout, state, stepping=raise_on_exception)
             if raise_on_exception:  # called from step(), which returns the governance fields
                 self._last_step_state = state
 
     async def _post_process_rollout_result(self, rollout: AttemptedRollout, raw_result: Any) -> Any:
         state = active_rollout()
-        if state is not None:
-            state.task_output = raw_result
         if state is None:
             return await super()._post_process_rollout_result(rollout, raw_result)
+        state.task_output = raw_result
+        result_only = raw_result is not None and not isinstance(raw_result, (bool, int, float, list))
+        if result_only:
+            # A dict, a string, an object: the task's result (the reference's rollout.task_output),
+            # not a reward. LitAgentRunner would fail the rollout with a TypeError here.
+            raw_result = None
         if self.reward_fn is not None and isinstance(raw_result, (bool, int, float)):
             # The agent's own reward becomes the base of the shaped one; it is not stored unshaped.
             state.agent_reward = float(raw_result)
             raw_result = None
         spans = list(await super()._post_process_rollout_result(rollout, raw_result))
+        if result_only and self.reward_fn is None and find_final_reward(spans) is None and not isinstance(self._agent, TaskActionAgent):
+            self._tell_once(
+                "result_without_reward",
+                "AgentOSRunner: rollout %s: the agent (%s) returned a %s; it is kept as the rollout's task_output, but it "
+                "is not a reward, so the store holds no reward for this rollout and training gets nothing from it. "
+                "Return a float (the reward), call agl.emit_reward(value) in the agent, or pass "
+                "reward_fn=PolicyReward(kernel, base_reward_fn=lambda rollout: ...) to the runner, which computes it "
+                "from rollout.task_output. (Logged once per runner.)",
+                rollout.rollout_id,
+                describe(self._agent),
+                type(state.task_output).__name__,
+            )
         # The clean checks' spans and the shaped reward span, in one store call.
         batch = state.take_deferred_spans()
         if self.reward_fn is not None:
@@ -296,21 +408,40 @@ class AgentOSRunner(LitAgentRunner[Any]):
         state = active_rollout()
         if state is None:
             return
+        state.agent_failed = True
         state.emit_deferred_spans()
         if self.reward_fn is None or state.rollout is None or state.reward is not None:
             return
         rollout = state.rollout
         try:
             state.reward = self._score(rollout, state, success=False)
-            emit_reward(state.reward.dimensions(), primary_key=REWARD_FINAL, attributes=state.reward.span_attributes())
+            emit_reward_span(state.reward)
         except Exception:
             logger.exception("could not emit the governed reward of failed rollout %s", rollout.rollout_id)
 
-    async def _finish(self, rollout: AttemptedRollout, state: RolloutGovernance) -> None:
+    async def _finish(self, rollout: AttemptedRollout, state: RolloutGovernance, *, stepping: bool = False) -> None:
         self.kernel.end_rollout(rollout.rollout_id)
         self._counts["total_rollouts"] += 1
         if state.violations:
             self._counts["rollouts_with_violations"] += 1
+        if not state.agent_started and not stepping:
+            # LitAgentRunner returns without running the agent only when the store had no resources.
+            self._tell_once("no_resources", "AgentOSRunner: rollout %s was skipped (agentlightning: 'Failed to fetch resources'): " + _RESOURCES_HINT + ".", rollout.rollout_id, level=logging.ERROR)
+        elif state.agent_started and not state.decisions and not state.agent_failed:
+            self._counts["ungoverned_rollouts"] += 1
+            self._tell_once(
+                "ungoverned",
+                "AgentOSRunner: rollout %s finished without a single governance check: no action of the agent (%s) went "
+                "through the kernel, so nothing could be blocked or recorded. Wrap the agent's tools with "
+                "governed_tool('%s', fn), or pass govern_input=True to check a string task itself as %s(%s=task). "
+                "PolicyReward gives such a rollout no clean bonus. (Logged once per runner; "
+                "runner.get_stats()['ungoverned_rollouts'] counts them.)",
+                rollout.rollout_id,
+                describe(self._agent),
+                self.input_tool,
+                self.input_tool,
+                self.input_arg,
+            )
         metadata = {**(rollout.attempt.metadata or {}), "agentos": state.summary()}
         try:
             await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, metadata=metadata)
@@ -338,15 +469,63 @@ class AgentOSRunner(LitAgentRunner[Any]):
                     logger.exception("violation_callback raised; governance goes on")
 
     async def step(self, input: Any, *, resources: Any = None, mode: Any = None, event: Any = None) -> GovernedRollout:  # type: ignore[override]
-        """Run one task now and return the rollout with its governance fields."""
+        """Run one task now and return the rollout with its governance fields.
+
+        ``mode`` is ``"train"``, ``"val"`` (``"eval"`` is accepted) or ``"test"``. On a runner
+        that was not set up, the agent and the store are created first (see the class docstring).
+
+        >>> import asyncio
+        >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
+        >>> runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False)
+        >>> rollout = asyncio.run(runner.step("DROP TABLE users"))
+        >>> rollout.success, len(rollout.violations), rollout.total_penalty
+        (False, 1, -100.0)
+        """
+        mode = normalize_mode(mode)
+        await self._ensure_ready(input, resources)
         started = time.perf_counter()
         try:
             rollout = await super().step(input, resources=resources, mode=mode, event=event)
             state = self._last_step_state
+        except RuntimeError as err:
+            if "Failed to fetch resources" in str(err):
+                raise RuntimeError(f"{err}: {_RESOURCES_HINT}") from err
+            raise
         finally:
             self._last_step_state = None
         assert state is not None and state.context.rollout_id == rollout.rollout_id
         return GovernedRollout.from_state(rollout, state, (time.perf_counter() - started) * 1e3)
+
+    async def _ensure_ready(self, task: Any, resources: Any) -> None:
+        """Create what ``step`` needs and the user did not set up: the agent, then the store."""
+        if self._agent is None or isinstance(self._agent, TaskActionAgent):
+            task_action(task, self.input_tool, self.input_arg)  # a task that is no action fails here, before a rollout exists
+        if self._agent is not None and self._store is not None:
+            return
+        loop = asyncio.get_running_loop()
+        lock = self._setup_locks.get(loop)
+        if lock is None:
+            lock = self._setup_locks[loop] = asyncio.Lock()
+        async with lock:
+            if self._agent is None:
+                self.init(TaskActionAgent(self.input_tool, self.input_arg))
+                logger.info("AgentOSRunner: no agent given; the task itself is the action to govern (%s)", self.input_tool)
+            if self._store is None:
+                agent = self.get_agent()
+                if resources is None and needs_resource(agent, "llm"):
+                    raise ValueError(
+                        f"the agent ({describe(agent)}) takes an `llm`, and there is no LLM to create on demand: pass "
+                        f"step(task, resources={{'main_llm': agl.LLM(endpoint=..., model=...)}}), or set up a store with "
+                        f"that resource and runner.init_worker(0, store)"
+                    )
+                store = InMemoryLightningStore()
+                named: Dict[str, Any] = {}
+                if needs_resource(agent, "prompt_template"):
+                    named["prompt_template"] = PromptTemplate(template="{task}", engine="f-string")
+                await store.add_resources(named)
+                self._created_store = store
+                self.init_worker(0, store)
+                logger.info("AgentOSRunner: no store given; created an InMemoryLightningStore (runner.get_store())")
 
     # ------------------------------------------------------------------ statistics
     def get_stats(self) -> Dict[str, Any]:
@@ -359,6 +538,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             "total_checks": self._counts["total_checks"],
             "blocked_actions": self._counts["blocked_actions"],
             "rollouts_with_violations": self._counts["rollouts_with_violations"],
+            "ungoverned_rollouts": self._counts["ungoverned_rollouts"],
         }
 
     def get_violation_rate(self) -> float:

@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, TypeVar, overload
 
-from agentlightning.emitter import emit_annotation
 from agentlightning.tracer.base import get_active_tracer
 from agentlightning.types.tracer import SpanCoreFields
 
@@ -31,8 +30,9 @@ from agentlightning.contrib.kernel.agentos import (
     constraint_cost,
     governance_context,
 )
-from agentlightning.contrib.kernel.agentos.semconv import check_span_attributes, decisions_summary, violation_span_attributes
+from agentlightning.contrib.kernel.agentos.semconv import decisions_summary
 from agentlightning.contrib.kernel.agentos.spans import decision_core_fields
+from agentlightning.contrib.kernel.agentos.spans import emit_decision_spans as _emit_decision_spans
 
 __all__ = [
     "ActionBlockedError",
@@ -80,6 +80,8 @@ class RolloutGovernance:
     decisions: List[Decision] = field(default_factory=list)
     task_output: Any = None
     input_blocked: bool = False
+    agent_started: bool = False  #: the agent's rollout method was entered (the runner found resources)
+    agent_failed: bool = False  #: the agent raised
     agent_reward: Optional[float] = None
     rollout: Any = None  #: the store's attempted rollout, when run by AgentOSRunner
     reward: Any = None  #: the GovernedReward written for this attempt, when the runner has a reward_fn
@@ -166,16 +168,15 @@ def active_rollout() -> Optional[RolloutGovernance]:
 
 
 def emit_decision_spans(decision: Decision) -> None:
-    """One annotation span for the check and one per violation, in the active trace.
+    """One annotation span for the check and one per violation, in the active trace (named for
+    the dashboard, see :mod:`agentlightning.contrib.kernel.agentos.semconv`).
 
     Outside a trace (a governed tool used with an explicit kernel and no runner) there is nowhere
     to put spans; the decision is still in the kernel's audit trail.
     """
     if get_active_tracer() is None:
         return
-    emit_annotation(check_span_attributes(decision))
-    for index in range(len(decision.violations)):
-        emit_annotation(violation_span_attributes(decision, index))
+    _emit_decision_spans(decision)
 
 
 def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel]) -> Decision:

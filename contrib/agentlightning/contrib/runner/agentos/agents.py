@@ -1,0 +1,182 @@
+"""What ``AgentOSRunner`` accepts as "the agent": a ``LitAgent``, a plain function, or nothing.
+
+* :func:`as_agent` turns a plain function ``fn(task)`` (or ``fn(task, llm)``,
+  ``fn(task, prompt_template)``, each optionally with ``rollout``) into a real ``LitAgent``
+  (agentlightning's own ``FunctionalLitAgent``), with a clear error for anything else.
+* :class:`TaskActionAgent` is the agent a runner uses when it was given none (the reference's
+  quick start, ``await GovernedRunner(kernel).step("DROP TABLE users")``): the task itself is the
+  action to govern. Its output, :class:`ActionOutcome`, is the kernel's decision on the task.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional
+
+from agentlightning.litagent import LitAgent
+from agentlightning.litagent.decorator import FunctionalLitAgent
+
+from agentlightning.contrib.kernel.agentos import Action, Decision
+
+from .tools import PolicyViolationError, active_rollout
+
+__all__ = ["ActionOutcome", "TaskActionAgent", "as_agent", "task_action"]
+
+#: Parameters agentlightning's FunctionalLitAgent fills in by name (besides the task).
+_INJECTED = ("llm", "prompt_template", "rollout")
+
+
+def as_agent(agent: Any) -> LitAgent[Any]:
+    """``agent`` as a ``LitAgent``: a ``LitAgent`` is returned as is, a plain function (sync or
+    async) is wrapped in agentlightning's ``FunctionalLitAgent``.
+
+    The function is called with the task as its first argument; parameters named ``llm``,
+    ``prompt_template`` and ``rollout`` are filled in from the rollout's resources. It returns what
+    a ``LitAgent.rollout`` returns: a float (the reward), ``None``, or (in ``AgentOSRunner``) any
+    other result, which becomes the rollout's ``task_output``.
+
+    ``Trainer.fit`` needs a ``LitAgent``: pass ``trainer.fit(as_agent(fn))``.
+
+    >>> agent = as_agent(lambda task: 1.0 if "SELECT" in task else 0.0)
+    >>> type(agent).__name__, agent.is_async()
+    ('FunctionalLitAgent', False)
+    >>> as_agent(42)
+    Traceback (most recent call last):
+    ...
+    TypeError: the agent must be an agentlightning LitAgent or a function task -> result, e.g. runner.init(lambda task: 1.0); got int
+    """
+    if isinstance(agent, LitAgent):
+        return agent
+    if isinstance(agent, type):
+        hint = f"an instance: {agent.__name__}()" if issubclass(agent, LitAgent) else "a LitAgent instance or a function task -> result"
+        raise TypeError(f"the agent must be {hint}, not the class {agent.__name__}")
+    if not callable(agent):
+        raise TypeError(
+            f"the agent must be an agentlightning LitAgent or a function task -> result, e.g. runner.init(lambda task: 1.0); "
+            f"got {type(agent).__name__}"
+        )
+    try:
+        signature = inspect.signature(agent)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"cannot read the signature of {agent!r} ({err}); wrap it: runner.init(lambda task: fn(task))") from err
+    params = list(signature.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    takes_task = bool(positional) or any(p.kind is p.VAR_POSITIONAL for p in params)
+    others = [
+        p.name
+        for p in positional[1:] + [p for p in params if p.kind is p.KEYWORD_ONLY]
+        if p.default is p.empty and p.name not in _INJECTED
+    ]
+    if not takes_task or others:
+        problem = "takes no argument for the task" if not takes_task else f"requires {others}, which nothing passes"
+        raise TypeError(
+            f"agent function {getattr(agent, '__name__', agent)!r}{signature} {problem}; an agent function is "
+            f"fn(task), optionally with parameters named llm, prompt_template or rollout "
+            f"(a LitAgent's rollout(task, resources, rollout) belongs in a LitAgent subclass)"
+        )
+    return FunctionalLitAgent(agent)
+
+
+def needs_resource(agent: LitAgent[Any], name: str) -> bool:
+    """Whether a function agent asks for the resource ``name`` (``llm`` or ``prompt_template``)."""
+    if not isinstance(agent, FunctionalLitAgent):
+        return False
+    return name in inspect.signature(agent._rollout_func).parameters  # type: ignore[attr-defined]
+
+
+def task_action(task: Any, tool_name: str, arg_name: str) -> Action:
+    """The action a task stands for when the task itself is the action: a string is
+    ``tool_name(arg_name=task)`` (``database_query(query=...)`` by default), a mapping is the
+    tool's arguments, an :class:`Action` is itself.
+
+    >>> task_action("DROP TABLE users", "database_query", "query")
+    Action(tool_name='database_query', args={'query': 'DROP TABLE users'}, cost_usd=0.0)
+    """
+    if isinstance(task, Action):
+        return task
+    if isinstance(task, str):
+        return Action(tool_name, {arg_name: task})
+    if isinstance(task, Mapping) and all(isinstance(k, str) for k in task):
+        return Action(tool_name, dict(task))
+    raise TypeError(
+        f"with no agent, the task itself is the action to govern, so it must be a string (checked as "
+        f"{tool_name}({arg_name}=task)), a dict of {tool_name}'s arguments or an Action; got {type(task).__name__}. "
+        f"To run your own agent on this task, call runner.init(agent) first."
+    )
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """The output of :class:`TaskActionAgent`: the kernel's decision on the task.
+
+    ``accuracy`` is 1.0 when the kernel allowed the action and 0.0 when it blocked it: with no
+    agent there is nothing else to score, and the reference's ``accuracy_reward``
+    (``rollout.task_output.accuracy``) needs it. Nothing is executed; a real task score needs a
+    real agent (``runner.init(agent)``).
+    """
+
+    decision: Decision
+
+    @property
+    def action(self) -> Action:
+        return self.decision.action
+
+    @property
+    def verdict(self) -> str:
+        return self.decision.verdict.value
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision.allowed
+
+    @property
+    def reason(self) -> str:
+        return self.decision.reason
+
+    @property
+    def accuracy(self) -> float:
+        return 1.0 if self.decision.allowed else 0.0
+
+    def __repr__(self) -> str:
+        return f"ActionOutcome(verdict={self.verdict!r}, action={self.action.tool_name}({self.action.args!r}), accuracy={self.accuracy})"
+
+
+class TaskActionAgent(LitAgent[Any]):
+    """The agent of an ``AgentOSRunner`` that was given none: the task itself is the action.
+
+    Each rollout checks the task (see :func:`task_action`) with the runner's kernel, records the
+    decision like any governed tool call (check and violation spans, audit record), and returns an
+    :class:`ActionOutcome`. A blocked task makes the rollout unsuccessful (``success=False``), as
+    ``govern_input=True`` does; with ``fail_on_violation=True`` it raises
+    :class:`PolicyViolationError`. Nothing is executed.
+
+    >>> TaskActionAgent().tool_name, TaskActionAgent().arg_name
+    ('database_query', 'query')
+    """
+
+    def __init__(self, tool_name: str = "database_query", arg_name: str = "query") -> None:
+        super().__init__()
+        self.tool_name = tool_name
+        self.arg_name = arg_name
+
+    def rollout(self, task: Any, resources: Any, rollout: Any) -> ActionOutcome:
+        state = active_rollout()
+        if state is None:
+            raise RuntimeError("TaskActionAgent governs its task with the runner's kernel; run it with AgentOSRunner.step(task)")
+        decision = state.decide(task_action(task, self.tool_name, self.arg_name))
+        if decision.blocked:
+            state.input_blocked = True
+            if state.fail_on_violation:
+                raise PolicyViolationError(decision)
+        return ActionOutcome(decision)
+
+
+def describe(agent: Optional[LitAgent[Any]]) -> str:
+    """A short name of ``agent`` for messages."""
+    if agent is None:
+        return "no agent"
+    func: Optional[Callable[..., Any]] = getattr(agent, "_rollout_func", None)
+    if func is not None:
+        return f"function {getattr(func, '__name__', repr(func))}"
+    return type(agent).__name__
