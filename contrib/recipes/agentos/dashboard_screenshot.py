@@ -53,10 +53,12 @@ from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noq
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governance_stats, governed_tool  # noqa: E402
+from agentlightning.contrib.kernel.agentos.semconv import is_violation_span  # noqa: E402
+from agentlightning.emitter import find_final_reward  # noqa: E402
 
 #: Chromium flags: headless, and nothing that reaches for the network on its own.
 CHROMIUM_FLAGS = [
-    "--headless=new",
+    "--headless",
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -72,8 +74,13 @@ CHROMIUM_FLAGS = [
     "--hide-scrollbars",
 ]
 
-#: How an audit violation span is named in the traces table (see ``span_name``).
-VIOLATION_NAME_PREFIX = "agent_os.policy_check: blocked by"
+#: How the runner's spans are named in the traces table (see agentlightning.contrib.kernel.agentos.semconv).
+VIOLATION_NAME_PREFIX = "agentos.violation: SQLPolicy (critical) penalty -100.0"
+REWARD_NAME_PREFIX = "agentos.reward: final"
+CHECK_NAME_PREFIX = "agentos.check:"
+#: How an audit (FlightRecorder) violation span is named (see agentlightning.contrib.adapter.agentos.span_name).
+AUDIT_VIOLATION_NAME_PREFIX = "agent_os.policy_check: blocked by"
+NAME_PREFIXES = ("agentos.", "agent_os.", "agentlightning.")
 
 TASKS = [
     ["SELECT COUNT(*) FROM users", "DROP TABLE users"],
@@ -86,7 +93,11 @@ TASKS = [
 
 
 def find_chromium() -> Optional[str]:
-    """The chromium binary on PATH (Debian's ``chromium``), or None."""
+    """The chromium binary: ``$AGENTOS_CHROMIUM`` (set by .ci/browser.sh), else Debian's
+    ``chromium`` on PATH, or None."""
+    configured = os.environ.get("AGENTOS_CHROMIUM")
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
         if path:
@@ -204,7 +215,66 @@ async def emit_audit(store_url: str, audit_dir: Path) -> Dict[str, Any]:
         await store.close()
 
 
-async def _cdp_screenshot(chromium: str, url: str, out: Path, *, width: int = 1600, height: int = 900, timeout: float = 60.0) -> Dict[str, Any]:
+class DevToolsPage:
+    """One page of a headless chromium, driven over the DevTools protocol (aiohttp websocket)."""
+
+    def __init__(self, ws: Any, timeout: float) -> None:
+        self.ws = ws
+        self.timeout = timeout
+        self.counter = 0
+
+    async def call(self, method: str, **params: Any) -> Dict[str, Any]:
+        self.counter += 1
+        await self.ws.send_json({"id": self.counter, "method": method, "params": params})
+        while True:
+            message = await asyncio.wait_for(self.ws.receive_json(), timeout=self.timeout)
+            if message.get("id") == self.counter:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    async def evaluate(self, expression: str) -> Any:
+        result = await self.call("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True, timeout=int(self.timeout * 1000))
+        if "exceptionDetails" in result:
+            details = result["exceptionDetails"]
+            raise RuntimeError(f"page script failed: {details.get('text')}: {details.get('exception', {}).get('description')}")
+        return result.get("result", {}).get("value")
+
+    async def wait_for(self, predicate: str, what: str) -> None:
+        """Wait (on DOM mutations, not a timer) until the JS expression ``predicate`` over
+        ``text`` (the page's visible text) is true."""
+        script = """
+          () => new Promise((resolve, reject) => {
+            const done = () => { const text = document.body ? document.body.innerText : ""; return (%s); };
+            if (done()) return resolve(true);
+            const observer = new MutationObserver(() => { if (done()) { observer.disconnect(); resolve(true); } });
+            observer.observe(document, {subtree: true, childList: true, characterData: true});
+            setTimeout(() => { observer.disconnect(); reject(new Error(%s)); }, %d);
+          })
+        """ % (predicate, json.dumps(f"timed out waiting for {what}"), int(self.timeout * 1000))
+        await self.evaluate(f"({script})()")
+
+    async def goto(self, url: str) -> None:
+        await self.call("Page.navigate", url=url)
+
+    async def type_into(self, selector: str, text: str) -> None:
+        await self.evaluate(f"document.querySelector({json.dumps(selector)}).focus()")
+        await self.call("Input.insertText", text=text)
+
+    async def text(self) -> str:
+        return await self.evaluate("document.body.innerText")
+
+    async def screenshot(self, out: Path) -> None:
+        # Let the table's fade-in transition finish so the PNG shows the settled page.
+        await self.evaluate("new Promise(resolve => setTimeout(resolve, 800))")
+        shot = await self.call("Page.captureScreenshot", format="png", captureBeyondViewport=False)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(base64.b64decode(shot["data"]))
+
+
+async def _browse(chromium: str, store_url: str, rollout_id: str, shots: Dict[str, Path], *, width: int = 1600, height: int = 900, timeout: float = 60.0) -> Dict[str, str]:
+    """Three views in one headless chromium: the traces view of ``rollout_id``, the same view
+    searched by span name for ``violation``, and the rollouts table. Returns each view's text."""
     import aiohttp
 
     profile = Path(tempfile.mkdtemp(prefix="agentos-chromium-"))
@@ -213,6 +283,7 @@ async def _cdp_screenshot(chromium: str, url: str, out: Path, *, width: int = 16
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    texts: Dict[str, str] = {}
     try:
         port_file = profile / "DevToolsActivePort"
         deadline = time.time() + timeout
@@ -225,46 +296,28 @@ async def _cdp_screenshot(chromium: str, url: str, out: Path, *, width: int = 16
             async with session.get(f"http://127.0.0.1:{devtools_port}/json/list") as response:
                 pages = [t for t in await response.json() if t.get("type") == "page"]
             async with session.ws_connect(pages[0]["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                counter = 0
+                page = DevToolsPage(ws, timeout)
+                await page.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+                await page.call("Page.enable")
 
-                async def call(method: str, **params: Any) -> Dict[str, Any]:
-                    nonlocal counter
-                    counter += 1
-                    await ws.send_json({"id": counter, "method": method, "params": params})
-                    while True:
-                        message = await asyncio.wait_for(ws.receive_json(), timeout=timeout)
-                        if message.get("id") == counter:
-                            if "error" in message:
-                                raise RuntimeError(f"{method}: {message['error']}")
-                            return message.get("result", {})
+                # 1. The traces view of a rollout with a violation: the runner's spans say what happened.
+                await page.goto(f"{store_url}/traces?rolloutId={rollout_id}")
+                await page.wait_for(f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && text.includes({json.dumps(REWARD_NAME_PREFIX)})", "the violation and reward rows")
+                texts["traces"] = await page.text()
+                await page.screenshot(shots["traces"])
 
-                async def evaluate(expression: str) -> Any:
-                    result = await call("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True, timeout=int(timeout * 1000))
-                    if "exceptionDetails" in result:
-                        raise RuntimeError(f"page script failed: {result['exceptionDetails'].get('text')}: {result['exceptionDetails'].get('exception', {}).get('description')}")
-                    return result.get("result", {}).get("value")
+                # 2. The same view, searched by name: only the violation spans (runner and audit) remain.
+                await page.type_into('input[aria-label="Search spans"]', "violation")
+                await page.wait_for(f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && !text.includes({json.dumps(CHECK_NAME_PREFIX)})", "the name search to filter the table")
+                texts["search"] = await page.text()
+                await page.screenshot(shots["search"])
 
-                await call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
-                await call("Page.enable")
-                await call("Page.navigate", url=url)
-                # Wait (on DOM mutations, not a timer) until the traces table shows an audit violation.
-                wait_for = """
-                  (text) => new Promise((resolve, reject) => {
-                    const done = () => document.body && document.body.innerText.includes(text);
-                    if (done()) return resolve(true);
-                    const observer = new MutationObserver(() => { if (done()) { observer.disconnect(); resolve(true); } });
-                    observer.observe(document, {subtree: true, childList: true, characterData: true});
-                    setTimeout(() => { observer.disconnect(); reject(new Error('timed out waiting for ' + text)); }, %d);
-                  })
-                """ % int(timeout * 1000)
-                await evaluate(f"({wait_for})({json.dumps(VIOLATION_NAME_PREFIX)})")
-                table_text = await evaluate("document.body.innerText")
-                # Let the table's fade-in transition finish so the PNG shows the settled page.
-                await evaluate("new Promise(resolve => setTimeout(resolve, 800))")
-                shot = await call("Page.captureScreenshot", format="png", captureBeyondViewport=False)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(base64.b64decode(shot["data"]))
-        return {"table_text": table_text}
+                # 3. The rollouts table: ids, input, status, mode, resources, times, worker.
+                await page.goto(f"{store_url}/rollouts")
+                await page.wait_for(f"text.includes({json.dumps(rollout_id)})", "the rollouts table")
+                texts["rollouts"] = await page.text()
+                await page.screenshot(shots["rollouts"])
+        return texts
     finally:
         process.terminate()
         try:
@@ -274,21 +327,22 @@ async def _cdp_screenshot(chromium: str, url: str, out: Path, *, width: int = 16
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def screenshot_dashboard(chromium: str, store_url: str, rollout_id: str, out: Path) -> Dict[str, Any]:
-    """Open the dashboard's traces view of ``rollout_id`` and save a PNG at ``out``."""
-    return asyncio.run(_cdp_screenshot(chromium, f"{store_url}/traces?rolloutId={rollout_id}", out))
+def browse_dashboard(chromium: str, store_url: str, rollout_id: str, shots: Dict[str, Path]) -> Dict[str, str]:
+    """Open the dashboard's views of ``rollout_id`` and save one PNG per view (see :func:`_browse`)."""
+    return asyncio.run(_browse(chromium, store_url, rollout_id, shots))
 
 
-async def _rollout_with_violation(store_url: str, rollout_ids: List[str]) -> str:
+async def _rollout_with_violation(store_url: str, rollout_ids: List[str]) -> Dict[str, Any]:
+    """The first rollout whose latest attempt has a runner violation span, with its final reward."""
     store = LightningStoreClient(store_url)
     try:
         for rollout_id in rollout_ids:
             spans = await store.query_spans(rollout_id, "latest")
-            if any((s.attributes or {}).get("agent_os.blocked") is True for s in spans):
-                return rollout_id
+            if any(is_violation_span(s) for s in spans):
+                return {"rollout_id": rollout_id, "final_reward": find_final_reward(spans), "span_names": [s.name for s in spans]}
     finally:
         await store.close()
-    raise RuntimeError("no rollout has an audit violation span")
+    raise RuntimeError("no rollout has a violation span")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -313,13 +367,29 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"rollouts: {len(rollout_ids)}  audit spans added: {counts['added']} (again: {counts['added_again']})")
         print(f"blocked records on disk: {counts['blocked_on_disk']}  audit violation spans in the store: {counts['audit_violation_spans']}  "
               f"runner violation spans (governance_stats): {counts['runner_violation_spans']}")
-        rollout_id = asyncio.run(_rollout_with_violation(store_url, rollout_ids))
-        page = screenshot_dashboard(chromium, store_url, rollout_id, args.out)
-        shown = [line.strip() for line in page["table_text"].splitlines() if line.strip().startswith(("agent_os.", "agentlightning."))]
-        print(f"dashboard: {store_url}/traces?rolloutId={rollout_id}  screenshot: {args.out}")
-        print("traces table names:", shown)
-        ok = counts["blocked_on_disk"] == counts["audit_violation_spans"] == counts["runner_violation_spans"] and counts["added_again"] == 0
-        return 0 if ok and VIOLATION_NAME_PREFIX in page["table_text"] else 1
+        chosen = asyncio.run(_rollout_with_violation(store_url, rollout_ids))
+        rollout_id = chosen["rollout_id"]
+        shots = {"traces": args.out, "search": args.out.with_name(args.out.stem + "-search.png"), "rollouts": args.out.with_name(args.out.stem + "-rollouts.png")}
+        texts = browse_dashboard(chromium, store_url, rollout_id, shots)
+        names = {view: [line.strip() for line in text.splitlines() if line.strip().startswith(NAME_PREFIXES)] for view, text in texts.items()}
+        print(f"dashboard: {store_url}/traces?rolloutId={rollout_id}  screenshots: {', '.join(str(p) for p in shots.values())}")
+        print(f"final reward in the store (find_final_reward): {chosen['final_reward']}")
+        for view in ("traces", "search"):
+            print(f"{view} table names: {names[view]}")
+        print("rollouts table rows show governance:", any(n in texts["rollouts"] for n in ("violation", "SQLPolicy", "penalty", "blocked")))
+        # What the rollouts view's raw-JSON drawer would show (its viewer loads from a CDN): the attempt's metadata.
+        with urllib.request.urlopen(f"{store_url}/v1/agl/rollouts?rollout_id_contains={rollout_id}", timeout=10) as response:
+            item = json.loads(response.read())["items"][0]
+        print("attempt metadata in the rollouts API:", json.dumps((item.get("attempt") or {}).get("metadata", {}).get("agentos"), sort_keys=True))
+        reward_row = f"{REWARD_NAME_PREFIX} {round(float(chosen['final_reward']), 4)!r} "
+        ok = (
+            counts["blocked_on_disk"] == counts["audit_violation_spans"] == counts["runner_violation_spans"]
+            and counts["added_again"] == 0
+            and any(n.startswith(VIOLATION_NAME_PREFIX) for n in names["traces"])
+            and any(n.startswith(reward_row) for n in names["traces"])
+            and all("violation" in n for n in names["search"])
+        )
+        return 0 if ok else 1
     finally:
         server.terminate()
         try:
