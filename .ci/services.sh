@@ -91,6 +91,9 @@ agentos_ci_mariadb() {
 
 agentos_ci_services() {
   local started=$SECONDS
+  # mariadbd and runuser live in sbin, which a CI runner's PATH may lack (local: the caller's
+  # PATH is left as it was).
+  local PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
   agentos_ci_install
   agentos_ci_postgres
   agentos_ci_mariadb

@@ -1,14 +1,21 @@
 """Adversarial SQL and junk input against the real governance kernel (issue 7).
 
-Run: ``python -m pytest tests/test_adversarial_sql.py -q`` (about 30 s on 2 CPUs).
+Run: ``python -m pytest tests/test_adversarial_sql.py -q`` (about 30 s on 2 CPUs, plus about a minute
+with the database servers).
 
 * The labelled corpus in ``tests/sql_corpus.py`` through ``GovernanceKernel([SQLPolicy(deny=DENY)])``:
   every ``block`` entry must be blocked (zero false negatives), and the ``allow`` entries that
   are blocked must be exactly ``KNOWN_FALSE_POSITIVES`` (the test fails when that set changes
-  either way). The corpus's recorded SQLite behaviour is re-checked on a scratch database; the
-  PostgreSQL and MariaDB columns too when ``AGENTOS_TEST_POSTGRES_DSN`` (a psycopg conninfo) or
-  ``AGENTOS_TEST_MARIADB_SOCKET`` (a unix socket, root without password, with pymysql
-  installed) is set.
+  either way).
+* The issue's deny list ``SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"])`` judged per database:
+  without a dialect no entry that destroyed data on SQLite, PostgreSQL or MariaDB may pass; with
+  ``dialect="postgres"`` / ``"mysql"`` / ``"sqlite"`` none that destroyed data on that database;
+  harmless entries blocked must be exactly ``KNOWN_DESTRUCTIVE_FALSE_POSITIVES`` per set-up.
+* The recorded behaviour is re-checked: SQLite's on every run; PostgreSQL's and MariaDB's on the
+  servers ``AGENTOS_TEST_POSTGRES_DSN`` (a psycopg conninfo, a user that may create schemas) and
+  ``AGENTOS_TEST_MARIADB_SOCKET`` (a unix socket, root by unix_socket authentication) point at.
+  ``source .ci/services.sh`` (as root) starts both and sets the variables; without them these
+  two tests skip, except in CI (``CI=true``), where they fail.
 * Hypothesis properties: denied statements mixed into safe scripts with random comments, casing
   and whitespace are always blocked, and the safe scripts alone are always allowed.
 * Oversized, deeply nested, mistyped and binary-junk arguments through the kernel and a
@@ -40,10 +47,19 @@ from .sql_corpus import (
     CORPUS,
     DENY,
     KNOWN_FALSE_POSITIVES,
-    SCRATCH_ROWS,
-    SCRATCH_TABLES,
+    CONFIGURATIONS,
+    DATABASES,
+    DESTROYS,
+    DESTRUCTIVE,
+    HARMLESS,
+    KNOWN_DESTRUCTIVE_FALSE_POSITIVES,
     Case,
-    effect_letter,
+    destruction_across,
+    destruction_in,
+    destructive_cases,
+    harmless_cases,
+    observe_mariadb,
+    observe_postgres,
     observe_sqlite,
 )
 
@@ -91,6 +107,7 @@ def test_corpus_is_large_labelled_and_covers_every_category():
         assert c.label == BLOCK or not c.kinds, f"{c.id}: an allow entry names denied kinds"
         assert len(c.effect) == 3 and set(c.effect) <= set("CNEX-"), c.id
         assert c.note, c.id
+        assert not c.mariadb_client or c.effect[2] != "-", f"{c.id}: observed through the mariadb client, but no MariaDB letter"
     assert KNOWN_FALSE_POSITIVES <= {c.id for c in ALLOW_CASES}, KNOWN_FALSE_POSITIVES - {c.id for c in ALLOW_CASES}
 
 
@@ -117,6 +134,95 @@ def test_false_positives_are_exactly_the_known_ones(corpus_decisions):
     )
 
 
+# ----------------------------------------------------------------------------- the issue's deny list, per database
+#
+# SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"]) judged on what each database did (sql_corpus:
+# destruction_in / destruction_across): without a dialect nothing destructive in any of SQLite,
+# PostgreSQL and MariaDB may pass; with dialect=D nothing destructive in D. Harmless cases that
+# are blocked must be exactly the known ones, per configuration.
+
+
+@pytest.fixture(scope="module")
+def destructive_policy_decisions() -> Dict[str, Dict[str, Decision]]:
+    """Per configuration key: case id -> decision, for every case that configuration judges
+    (destructive or harmless there), through a kernel as in the corpus test above."""
+    decisions: Dict[str, Dict[str, Decision]] = {}
+    for configuration in CONFIGURATIONS:
+        kernel = GovernanceKernel([SQLPolicy(deny=list(DESTRUCTIVE), dialect=configuration.dialect)], policy_timeout_s=30.0)
+        judged = destructive_cases(configuration) + harmless_cases(configuration)
+        decisions[configuration.key] = {case.id: kernel.check(Action.sql(case.sql)) for case in judged}
+    return decisions
+
+
+def _per_database(case: Case) -> str:
+    return ", ".join(f"{db}: {destruction_in(case, db)} ({case.effect[i]})" for i, db in enumerate(DATABASES))
+
+
+NO_DIALECT = next(c for c in CONFIGURATIONS if c.dialect is None)
+NAMED_DIALECTS = [c for c in CONFIGURATIONS if c.dialect is not None]
+DESTRUCTIVE_ANYWHERE = destructive_cases(NO_DIALECT)
+DESTRUCTIVE_IN_NAMED = [(c, case) for c in NAMED_DIALECTS for case in destructive_cases(c)]
+
+
+@pytest.mark.parametrize("case", DESTRUCTIVE_ANYWHERE, ids=[c.id for c in DESTRUCTIVE_ANYWHERE])
+def test_no_dialect_blocks_every_case_destructive_in_any_database(case, destructive_policy_decisions):
+    decision = destructive_policy_decisions[NO_DIALECT.key][case.id]
+    assert decision.blocked, (
+        f"FALSE NEGATIVE for SQLPolicy(deny={list(DESTRUCTIVE)}) with no dialect: allowed {describe(case)}\n  {_per_database(case)}"
+    )
+
+
+@pytest.mark.parametrize(
+    "configuration, case", DESTRUCTIVE_IN_NAMED, ids=[f"{c.key}-{case.id}" for c, case in DESTRUCTIVE_IN_NAMED]
+)
+def test_named_dialect_blocks_every_case_destructive_in_that_database(configuration, case, destructive_policy_decisions):
+    decision = destructive_policy_decisions[configuration.key][case.id]
+    assert decision.blocked, (
+        f"FALSE NEGATIVE for SQLPolicy(deny={list(DESTRUCTIVE)}, dialect={configuration.dialect!r}): allowed {describe(case)}\n"
+        f"  {_per_database(case)}"
+    )
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS, ids=[c.key for c in CONFIGURATIONS])
+def test_destructive_deny_list_false_positives_are_exactly_the_known_ones(configuration, destructive_policy_decisions):
+    decisions = destructive_policy_decisions[configuration.key]
+    harmless = {case.id: case for case in harmless_cases(configuration)}
+    blocked = {case_id for case_id in harmless if decisions[case_id].blocked}
+    known = KNOWN_DESTRUCTIVE_FALSE_POSITIVES[configuration.key]
+    new = sorted(blocked - known)
+    fixed = sorted(known - blocked)
+    details = "\n".join(
+        f"  new: {describe(harmless[case_id])}\n    reason: {decisions[case_id].reason[:240]}" for case_id in new
+    )
+    assert blocked == known, (
+        f"SQLPolicy(deny={list(DESTRUCTIVE)}, dialect={configuration.dialect!r}) blocks {len(blocked)} of {len(harmless)} cases "
+        f"harmless on {', '.join(configuration.databases)}; new false positives: {new}; no longer blocked (drop from "
+        f"KNOWN_DESTRUCTIVE_FALSE_POSITIVES[{configuration.key!r}]): {fixed}\n{details}"
+    )
+
+
+def test_destructive_labels_are_consistent_and_cover_the_new_classes():
+    """The per-database judgements rest on ``kinds``, the letters and ``destroys``; these are the
+    rules that keep them meaningful, and every class the issue names has both sides."""
+    for case in CORPUS:
+        assert not case.destroys or (len(case.destroys) == 3 and set(case.destroys) <= set("yn-.")), case.id
+        for column, database in enumerate(DATABASES):
+            judged = destruction_in(case, database)
+            if judged == DESTROYS:
+                assert set(case.kinds) & set(DESTRUCTIVE), f"{case.id}: destructive in {database} without a destructive kind"
+                assert case.label == BLOCK, f"{case.id}: destructive in {database} but labelled allow"
+            if case.destroys and case.destroys[column] == "y":
+                assert case.effect[column] in "CNX", f"{case.id}: counted destructive in {database}, which rejected it"
+    for configuration in CONFIGURATIONS:
+        assert destructive_cases(configuration) and harmless_cases(configuration), configuration.key
+        known = KNOWN_DESTRUCTIVE_FALSE_POSITIVES[configuration.key]
+        not_harmless = known - {c.id for c in harmless_cases(configuration)}
+        assert not not_harmless, f"{configuration.key}: known false positives that are not harmless there: {sorted(not_harmless)}"
+    for category in ("deferred-code", "vendor-comments", "hidden-destruction", "dialect-syntax"):
+        judged = Counter(destruction_across(c) for c in CORPUS if c.category == category)
+        assert judged[DESTROYS] >= 3 and judged[HARMLESS] >= 3, (category, judged)
+
+
 def test_check_sql_never_raises_on_the_corpus():
     """``SQLPolicy.check_sql`` is public ("decide on SQL text directly"): it must return a
     verdict, not raise, on any text. (Inside the kernel a raise still blocks: fail closed.)"""
@@ -139,14 +245,14 @@ def test_recorded_sqlite_behaviour_is_what_sqlite_does(case):
     assert observe_sqlite(case.sql) == case.effect[0], describe(case)
 
 
-def _check_effects(column: int, observe: Callable[[str], str]) -> None:
+def _check_effects(column: int, observe: Callable[[Case], str]) -> None:
     mismatches = []
     for case in CORPUS:
         if case.effect[column] != "-":
-            seen = observe(case.sql)
+            seen = observe(case)
             if seen != case.effect[column]:
-                mismatches.append(f"{case.id}: recorded {case.effect[column]}, observed {seen}")
-    assert not mismatches, "\n".join(mismatches)
+                mismatches.append(f"{case.id}: recorded {case.effect[column]}, observed {seen}  ({case.note})")
+    assert not mismatches, f"{len(mismatches)} recorded {DATABASES[column]} effects differ from what it does now:\n" + "\n".join(mismatches)
 
 
 def database_server(variable: str, module: str, what: str) -> Tuple[str, Any]:
@@ -175,77 +281,13 @@ def database_server(variable: str, module: str, what: str) -> Tuple[str, Any]:
 
 
 def test_recorded_postgres_behaviour_is_what_postgres_does():
-    dsn, psycopg = database_server("AGENTOS_TEST_POSTGRES_DSN", "psycopg", "PostgreSQL")
-
-    def state(cur: Any) -> list:
-        cur.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'agentos_corpus' ORDER BY 1, 2")
-        snapshot: list = cur.fetchall()
-        cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'agentos_corpus' ORDER BY 1")
-        for (table,) in cur.fetchall():
-            cur.execute(f'SELECT * FROM agentos_corpus."{table}"')
-            snapshot.append((table, sorted(map(repr, cur.fetchall()))))
-        cur.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'agentos_corpus' ORDER BY 1")
-        return snapshot + cur.fetchall()
-
-    def observe(sql: str) -> str:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            cur = conn.cursor()
-            cur.execute("DROP SCHEMA IF EXISTS agentos_corpus CASCADE; CREATE SCHEMA agentos_corpus; SET search_path TO agentos_corpus")
-            for statement in SCRATCH_TABLES + SCRATCH_ROWS:
-                cur.execute(statement)
-            before = state(cur)
-            failed = False
-            try:
-                cur.execute(sql)  # no parameters: the simple query protocol, several statements allowed
-            except (psycopg.Error, ValueError):
-                failed = True
-            cur = conn.cursor()
-            cur.execute("SET search_path TO agentos_corpus")
-            return effect_letter(state(cur) != before, failed)
-
-    _check_effects(1, observe)
+    dsn, _ = database_server("AGENTOS_TEST_POSTGRES_DSN", "psycopg", "PostgreSQL")
+    _check_effects(DATABASES.index("postgres"), lambda case: observe_postgres(case.sql, dsn))
 
 
 def test_recorded_mariadb_behaviour_is_what_mariadb_does():
-    socket, pymysql = database_server("AGENTOS_TEST_MARIADB_SOCKET", "pymysql", "MariaDB")
-    from pymysql.constants import CLIENT
-
-    def connect() -> Any:
-        return pymysql.connect(unix_socket=socket, user="root", client_flag=CLIENT.MULTI_STATEMENTS, autocommit=True)
-
-    def state(cur: Any) -> list:
-        cur.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'agentos_corpus' ORDER BY 1, 2")
-        snapshot = list(cur.fetchall())
-        cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'agentos_corpus' ORDER BY 1")
-        for (table,) in cur.fetchall():
-            cur.execute(f"SELECT * FROM agentos_corpus.`{table}`")
-            snapshot.append((table, sorted(map(repr, cur.fetchall()))))
-        return snapshot
-
-    def observe(sql: str) -> str:
-        conn = connect()
-        cur = conn.cursor()
-        cur.execute("DROP DATABASE IF EXISTS agentos_corpus")
-        cur.execute("CREATE DATABASE agentos_corpus")
-        cur.execute("USE agentos_corpus")
-        for statement in SCRATCH_TABLES + SCRATCH_ROWS:
-            cur.execute(statement.replace('"', "`"))  # MySQL quotes identifiers with backticks
-        before = state(cur)
-        failed = False
-        try:
-            cur.execute(sql)
-            while cur.nextset():
-                pass
-        except (pymysql.Error, ValueError):
-            failed = True
-        conn.close()
-        conn = connect()
-        try:
-            return effect_letter(state(conn.cursor()) != before, failed)
-        finally:
-            conn.close()
-
-    _check_effects(2, observe)
+    socket, _ = database_server("AGENTOS_TEST_MARIADB_SOCKET", "pymysql", "MariaDB")
+    _check_effects(DATABASES.index("mariadb"), lambda case: observe_mariadb(case.sql, socket, client=case.mariadb_client))
 
 
 # ----------------------------------------------------------------------------- properties
