@@ -21,6 +21,25 @@ A false negative (FN) is a ``block`` entry that was allowed; a false positive (F
 entry that was blocked. Below the table: the SQLPolicy FNs one by one, and the FPs compared with
 ``KNOWN_FALSE_POSITIVES``. Decision times are medians over the corpus, one timed call per entry
 (``time.perf_counter_ns``, garbage collector on, after a warm-up on other queries).
+
+The second part is the issue's deny list, ``DESTRUCTIVE`` (DROP, DELETE, TRUNCATE), judged per
+database: an entry is destructive on SQLite, PostgreSQL or MariaDB when a statement of those
+kinds really ran there, harmless there when the database ran it and none did, and not counted
+for a database that rejected it (``destruction_in`` in the corpus module). Each row is one
+policy judged on one set of databases' outcomes:
+
+* ``SQLPolicy(deny=DESTRUCTIVE)`` with no dialect, on all three databases at once (destructive
+  anywhere must be blocked; harmless somewhere and destructive nowhere is an FP if blocked) and
+  on each database alone;
+* ``SQLPolicy(deny=DESTRUCTIVE, dialect=D)`` on D's own outcomes, D in postgres, mysql (judged on
+  MariaDB) and sqlite;
+* Agent OS's regex (whose scope is exactly these three kinds) on all three databases.
+
+Of the true blocks (destructive entries blocked), ``recognised`` counts those where
+``analyze_sql(text, dialect).error`` is None: the text was read as statements and the block
+comes from what they are (a denied kind, or SQL that cannot be verified, counted again under
+``unverifiable``); ``parse failure`` those where it is not None, blocked only because the text
+could not be read; ``other`` the rest (limits such as NUL bytes and ``max_query_chars``).
 """
 
 from __future__ import annotations
@@ -32,6 +51,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -43,7 +63,24 @@ from bench_common import environment, print_table  # noqa: E402
 from agent_os import PolicyEngine  # noqa: E402
 from agentlightning.contrib.kernel.agentos import SQLPolicy  # noqa: E402
 
-from tests.sql_corpus import ALLOW, BLOCK, CATEGORIES, CORPUS, DENY, KNOWN_FALSE_POSITIVES, Case  # noqa: E402
+from agentlightning.contrib.kernel.agentos.sql import analyze_sql  # noqa: E402
+
+from tests.sql_corpus import (  # noqa: E402
+    ALLOW,
+    BLOCK,
+    CATEGORIES,
+    CONFIGURATIONS,
+    CORPUS,
+    DATABASES,
+    DENY,
+    DESTROYS,
+    DESTRUCTIVE,
+    HARMLESS,
+    KNOWN_DESTRUCTIVE_FALSE_POSITIVES,
+    KNOWN_FALSE_POSITIVES,
+    Case,
+    destruction_across,
+)
 
 ROLE = "agent"
 TOOL = "database_query"
@@ -168,11 +205,74 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
     }
 
 
+def block_source(sql: str, dialect: Optional[str]) -> str:
+    """Why a blocked text was blocked: "parse failure" when ``analyze_sql`` could not read it,
+    "unverifiable" when it read SQL that cannot be known in advance, "recognised" when it read
+    a denied kind, "other" otherwise (limits the policy checks before reading)."""
+    analysis = analyze_sql(sql, dialect)
+    if analysis.error is not None:
+        return "parse failure"
+    if getattr(analysis, "unverifiable", None) is not None:
+        return "unverifiable"
+    if analysis.kinds & set(DESTRUCTIVE):
+        return "recognised"
+    return "other"
+
+
+def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
+    """The per-database table for deny=DESTRUCTIVE (see the module doc) and its JSON figures."""
+    judged_on = [("no dialect", None, DATABASES)] + [("no dialect", None, (db,)) for db in DATABASES]
+    judged_on += [(c.name, c.dialect, c.databases) for c in CONFIGURATIONS if c.dialect is not None]
+    rows: List[List[Any]] = []
+    figures: List[Dict[str, Any]] = []
+    verdicts: Dict[Optional[str], Dict[str, bool]] = {}
+    for policy_name, dialect, databases in judged_on:
+        if dialect not in verdicts:
+            decide = lambda sql, d=dialect: bool(SQLPolicy(deny=list(DESTRUCTIVE), dialect=d, cache_size=0).check_sql(sql))  # noqa: E731
+            verdicts[dialect] = {c.id: decide(c.sql) for c in CORPUS}
+        blocked = verdicts[dialect]
+        destructive = [c for c in CORPUS if destruction_across(c, databases) == DESTROYS]
+        harmless = [c for c in CORPUS if destruction_across(c, databases) == HARMLESS]
+        fn = [c.id for c in destructive if not blocked[c.id]]
+        fp = [c.id for c in harmless if blocked[c.id]]
+        sources = Counter(block_source(c.sql, dialect) for c in destructive if blocked[c.id])
+        judged = "all three" if len(databases) > 1 else databases[0]
+        rows.append([policy_name, judged, len(destructive), len(fn), len(harmless), len(fp), len(destructive) - len(fn),
+                     sources["recognised"] + sources["unverifiable"], sources["unverifiable"], sources["parse failure"], sources["other"]])
+        figures.append({"policy": policy_name, "dialect": dialect, "judged_on": list(databases), "destructive": len(destructive),
+                        "false_negatives": fn, "harmless": len(harmless), "false_positives": fp, "true_block_sources": dict(sources)})
+    destructive = [c for c in CORPUS if destruction_across(c) == DESTROYS]
+    harmless = [c for c in CORPUS if destruction_across(c) == HARMLESS]
+    agent_fn = [c.id for c in destructive if not agent_os_blocked[c.id]]
+    agent_fp = [c.id for c in harmless if agent_os_blocked[c.id]]
+    rows.append(["Agent OS regex", "all three", len(destructive), len(agent_fn), len(harmless), len(agent_fp),
+                 len(destructive) - len(agent_fn), "", "", "", ""])
+    figures.append({"policy": "Agent OS regex", "judged_on": list(DATABASES), "destructive": len(destructive),
+                    "false_negatives": agent_fn, "harmless": len(harmless), "false_positives": agent_fp})
+
+    print(f"\nThe issue's deny list {list(DESTRUCTIVE)}, judged on what each database did "
+          f"(destructive: a statement of those kinds ran there):\n")
+    print_table(["policy", "judged on", "destructive", "FN", "harmless", "FP", "true blocks", "recognised",
+                 "(unverifiable)", "parse failure", "other"], rows)
+    for figure, row in zip(figures, rows, strict=True):
+        if figure["false_negatives"]:
+            print(f"\n{row[0]} on {row[1]}: false negatives {figure['false_negatives']}")
+    for configuration in CONFIGURATIONS:
+        figure = next(f for f in figures if f["policy"] == configuration.name and f["judged_on"] == list(configuration.databases))
+        fp = set(figure["false_positives"])
+        known = KNOWN_DESTRUCTIVE_FALSE_POSITIVES[configuration.key]
+        print(f"\n{configuration.name} ({len(fp)} FP): not in KNOWN_DESTRUCTIVE_FALSE_POSITIVES: {sorted(fp - known) or 'none'}; "
+              f"known but now allowed: {sorted(known - fp) or 'none'}")
+    return {"deny": list(DESTRUCTIVE), "rows": figures}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    figures = report(decide_all(CORPUS), environment("sqlglotc", "agent-os-kernel"))
+    results = decide_all(CORPUS)
+    figures = report(results, environment("sqlglotc", "agent-os-kernel", "pglast"))
+    figures["destructive"] = destructive_report({c.id: b for c, b in zip(CORPUS, results["agent_os"]["blocked"], strict=True)})
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
         print(f"\nfigures written to {args.json}")
