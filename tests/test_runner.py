@@ -221,3 +221,63 @@ def test_governed_tool_binds_arguments_as_the_signature_does():
     assert odd("SELECT 1", 2, mode="x") == ("SELECT 1", (2,), {"mode": "x"})
     with pytest.raises(ActionBlockedError):
         odd("DROP TABLE users")
+
+
+# ----------------------------------------------------------------------------- span names (issue 14)
+class _LLMThenSQLAgent(agl.LitAgent):
+    """Records an LLM call span (as an instrumented OpenAI client would) and runs its SQL."""
+
+    def rollout(self, task, resources, rollout):
+        from agentlightning.tracer.base import get_active_tracer
+
+        get_active_tracer().create_span(
+            "openai.chat.completion",
+            attributes={"prompt_token_ids": [1, 2, 3], "response_token_ids": [4, 5], "gen_ai.response.id": f"resp-{rollout.rollout_id}"},
+        )
+        try:
+            governed_tool("database_query", execute_query)(task["sql"], db=task["db"])
+        except ActionBlockedError:
+            return 0.0
+        if task.get("crash"):
+            raise RuntimeError("the agent crashed after its query")
+        return 1.0
+
+
+def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop_db):
+    """Check, violation and reward spans carry readable names (the dashboard's traces table and
+    its name search show names only), while find_final_reward, the Trainer's default adapter
+    (TracerTraceToTriplet) and governance_stats read them by their attributes as before."""
+    from agentlightning.adapter import TracerTraceToTriplet
+    from agentlightning.contrib.kernel.agentos import semconv
+    from agentlightning.contrib.reward.agentos import PolicyReward
+    from agentlightning.emitter import find_final_reward
+
+    async def scenario():
+        kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+        runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False)
+        store = await _started(runner, _LLMThenSQLAgent())
+        results = []
+        for task in ({"sql": "SELECT 1"}, {"sql": "DROP TABLE users"}, {"sql": "SELECT 2", "crash": True}):
+            try:
+                rollout = await runner.step({**task, "db": str(shop_db)})
+                rollout_id = rollout.rollout_id
+            except RuntimeError:
+                (rollout_id,) = [r.rollout_id for r in await store.query_rollouts() if r.status == "failed"]
+            results.append(await store.query_spans(rollout_id, "latest"))
+        return results, await governance_stats(store)
+
+    (clean, dropped, crashed), stats = _run(scenario())
+    names = [[s.name for s in spans if s.name.startswith("agentos.")] for spans in (clean, dropped, crashed)]
+    assert names[0] == ["agentos.check: allowed database_query", "agentos.reward: final 6.0 (base 1.0, penalty 0.0, bonus 5.0)"]
+    assert names[1] == [
+        "agentos.check: blocked database_query",
+        "agentos.violation: SQLPolicy (critical) penalty -100.0, blocked",
+        "agentos.reward: final -100.0 (base 0.0, penalty -100.0, bonus 0.0)",
+    ]
+    # The agent crashed after a clean check: the reward went through the tracer, named too (success=False: base 0).
+    assert names[2] == ["agentos.check: allowed database_query", "agentos.reward: final 5.0 (base 0.0, penalty 0.0, bonus 5.0)"]
+    assert [find_final_reward(spans) for spans in (clean, dropped, crashed)] == [6.0, -100.0, 5.0]
+    assert all(semconv.is_violation_span(s) == s.name.startswith(semconv.VIOLATION_SPAN_NAME) for spans in (clean, dropped) for s in spans)
+    adapter = TracerTraceToTriplet()
+    assert [adapter.adapt(spans)[-1].reward for spans in (clean, dropped)] == [6.0, -100.0]
+    assert (stats["total_checks"], stats["total_violations"], stats["blocked_actions"]) == (3, 1, 1)

@@ -75,7 +75,10 @@ def test_each_violation_is_one_span_of_its_own_rollout_and_attempt(trainer_run):
         assert len(keys) == len(violations)  # no duplicates
         for span in checks + violations:
             assert span["rollout_id"] == rollout_id and span["attempt_id"] == rollout["attempt_id"]
+        for span in checks:  # named for the dashboard, whichever path wrote them (OTLP or the batch)
+            assert span["name"] == f"agentos.check: {span['attributes']['agentos.verdict']} database_query"
         for span in violations:
+            assert span["name"] == "agentos.violation: SQLPolicy (critical) penalty -100.0, blocked"
             assert span["attributes"]["agentos.policy_name"] == "SQLPolicy"
             assert span["attributes"]["agentos.severity"] == "critical"
             assert span["attributes"]["agentos.action_blocked"] is True
@@ -99,6 +102,7 @@ def test_the_stored_final_reward_is_the_governed_one(trainer_run):
         finals.add(round(expected, 6))
         reward_spans = [s for s in rollout["spans"] if any(k.startswith("agentlightning.reward") for k in s["attributes"])]
         assert reward_spans == [rollout["spans"][-1]]  # one reward span, the last one
+        assert reward_spans[0]["name"].startswith(f"agentos.reward: final {round(expected, 4)!r} (base ")
         attributes = reward_spans[0]["attributes"]
         assert attributes["agentos.cost"] == 10.0 * violations and attributes["agentos.violation_count"] == violations
         summary = rollout["metadata"]["agentos"]["reward"]
