@@ -135,6 +135,7 @@ def make_grpo_algorithm(
     async def grpo(*, store: agl.LightningStore) -> None:
         logits = {str(s): {f: [0.0] * len(STRATEGIES) for f in FAMILIES} for s in config.seeds}
         started = time.perf_counter()
+        all_ids: List[str] = []  # this run's rollouts: an external agl store (--store-url) may hold other runs too
 
         async def publish(version: str) -> str:
             update = await store.add_resources({"main_llm": policy_resource(json.loads(json.dumps(logits)), version, config.temperature)})
@@ -153,6 +154,7 @@ def make_grpo_algorithm(
                         )
                         ids.append(rollout.rollout_id)
                         owners.append(seed)
+            all_ids.extend(ids)
             rows = await _outcomes(store, ids, await _wait(store, ids, config.rollout_timeout_s))
             per_seed = {str(s): evaluate_rows([r for r, o in zip(rows, owners) if o == s]) for s in config.seeds}
             progress(f"[{arm}] held-out {label}: accuracy " + " ".join(f"{v['accuracy']:.2f}" for v in per_seed.values()))
@@ -176,6 +178,7 @@ def make_grpo_algorithm(
                         )
                         ids.append(rollout.rollout_id)
                         meta.append((seed, family, task.task_id))
+            all_ids.extend(ids)
             rows = await _outcomes(store, ids, await _wait(store, ids, config.rollout_timeout_s))
 
             groups: Dict[tuple, List[Dict[str, Any]]] = {}
@@ -226,7 +229,7 @@ def make_grpo_algorithm(
             )
 
         after = await evaluate("after")
-        store_stats = await governance_stats(store)  # violation spans the runners wrote (0 without a kernel)
+        store_stats = await governance_stats(store, all_ids)  # violation spans the runners wrote (0 without a kernel)
         result = {
             "arm": arm,
             "config": {**asdict(config), "seeds": list(config.seeds)},

@@ -2,6 +2,7 @@
 
     python contrib/recipes/agentos/train_sql_grpo.py            # both arms, 5 seeds (a few minutes)
     python contrib/recipes/agentos/train_sql_grpo.py --quick    # smoke run (under a minute)
+    python contrib/recipes/agentos/train_sql_grpo.py --store-url http://127.0.0.1:4747   # into a running `agl store`
 
 What runs, top to bottom:
 
@@ -10,7 +11,8 @@ What runs, top to bottom:
    families with a train and a held-out split. Three families are *temptations*: a ``DELETE``
    also passes the task's check and is shorter than the soft delete/cancel the task asks for.
 2. For each arm, one real ``agentlightning.Trainer`` run (client-server strategy, ``--runners``
-   runner processes, an in-memory store served on a free local port) with the tabular GRPO
+   runner processes, an in-memory store served on a free local port, or the ``agl store`` at
+   ``--store-url`` so its dashboard shows the run) with the tabular GRPO
    ``@algo`` of ``grpo.py`` and the agent of ``sql_agent.py``:
    * governed: ``AgentOSRunner(kernel, reward_fn=PolicyReward(kernel))`` with
      ``SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"])``; the agent's SQL goes through
@@ -25,12 +27,15 @@ What runs, top to bottom:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import socket
 import statistics
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -38,6 +43,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must no
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # sql_agent / grpo, also in runner processes
 
 import agentlightning as agl  # noqa: E402
+from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
+from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import SQLWorld  # noqa: E402
@@ -64,7 +71,18 @@ def parse_args(argv: List[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path("runs/sql_grpo"), help="output directory (database, audit, results, plots)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 3 epochs, group size 3")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG (matplotlib not needed then)")
+    parser.add_argument(
+        "--store-url",
+        default=None,
+        help="use the `agl store` at this URL (e.g. http://127.0.0.1:4747, where its dashboard shows the run) instead of a "
+        "private in-memory store on a free port; the Trainer then serves no store of its own, so nothing clashes with "
+        "agl store's port",
+    )
     args = parser.parse_args(argv)
+    if args.store_url is not None:
+        args.store_url = args.store_url.rstrip("/")
+        if not args.store_url.startswith(("http://", "https://")):
+            parser.error(f"--store-url must be an http(s) URL such as http://127.0.0.1:4747, got {args.store_url!r}")
     if args.quick:
         args.seeds, args.epochs, args.group_size = args.seeds[:1], 3, 3
     for name in ("epochs", "group_size", "runners"):
@@ -79,6 +97,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def check_store_url(url: str, timeout: float = 5.0) -> None:
+    """Fail early, with the fix, if no ``agl store`` answers at ``url``."""
+    try:
+        with urllib.request.urlopen(f"{url}/v1/agl/health", timeout=timeout) as response:
+            if response.status == 200:
+                return
+            problem = f"HTTP {response.status}"
+    except urllib.error.HTTPError as err:
+        problem = f"HTTP {err.code} (is this an agl store?)"
+    except (OSError, ValueError) as err:
+        problem = str(getattr(err, "reason", err))
+    raise SystemExit(
+        f"--store-url {url}: no agl store answers there ({problem}). Start one first, e.g. "
+        f"`agl store --host 127.0.0.1 --port 4747`, or leave out --store-url to use a private in-memory store."
+    )
+
+
+def train(algorithm: Any, runner: Any, agent: Any, args: argparse.Namespace) -> None:
+    """One ``Trainer.fit``: against the ``agl store`` at ``--store-url`` (the Trainer serves no store
+    and binds no port; algorithm and runner processes are clients of that store), or with the
+    Trainer's own in-memory store served on a free port (never agentlightning's default 4747, which
+    ``agl store`` uses by default too)."""
+    if args.store_url is None:
+        agl.Trainer(algorithm=algorithm, runner=runner, n_runners=args.runners, port=free_port()).fit(agent)
+        return
+    store = LightningStoreClient(args.store_url)
+    try:
+        strategy = ClientServerExecutionStrategy(n_runners=args.runners, managed_store=False)
+        agl.Trainer(algorithm=algorithm, runner=runner, store=store, strategy=strategy).fit(agent)
+    finally:
+        asyncio.run(store.close())
+
+
 def run_arm(arm: str, world: SQLWorld, args: argparse.Namespace) -> Dict[str, Any]:
     """One Trainer run: every seed of ``arm`` trained side by side."""
     config = GRPOConfig(seeds=args.seeds, epochs=args.epochs, group_size=args.group_size, learning_rate=args.learning_rate, temperature=args.temperature)
@@ -90,9 +141,8 @@ def run_arm(arm: str, world: SQLWorld, args: argparse.Namespace) -> Dict[str, An
     else:
         runner = agl.LitAgentRunner(AgentOpsTracer(), poll_interval=0.05)
     agent = SQLAgent(str(world.db_path), args.world_seed, governed=arm == "governed")
-    port = free_port()
     started = time.perf_counter()
-    agl.Trainer(algorithm=algorithm, runner=runner, n_runners=args.runners, port=port).fit(agent)
+    train(algorithm, runner, agent, args)
     result = json.loads(result_path.read_text())
     result["wall_seconds"] = time.perf_counter() - started
     result_path.write_text(json.dumps(result, indent=1))
@@ -170,6 +220,8 @@ def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
 def main(argv: List[str] | None = None) -> Dict[str, Any]:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.store_url is not None:
+        check_store_url(args.store_url)
     started = time.perf_counter()
     world = SQLWorld.create(args.out / "shop.db", args.world_seed)
     print(f"world: {world.db_path} (seed {args.world_seed}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
@@ -181,6 +233,9 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     if not args.no_plot:
         plot(summaries, args.out / "training_curves.png")
     print(f"\nresults: {args.out / 'results.json'}" + ("" if args.no_plot else f", plot: {args.out / 'training_curves.png'}") + f"  (total {results['total_seconds']:.1f} s)")
+    if args.store_url is not None:
+        print(f"dashboard: {args.store_url}/rollouts   rollouts with violations: "
+              f"python -m agentlightning.contrib.runner.agentos violations --store-url {args.store_url}")
     return results
 
 
