@@ -458,8 +458,18 @@ class _Reader:
             kinds.apply(REPLACES_DEFINITION)
         if header_end is None:
             header_end = next(i for i, w in enumerate(words) if w in _ROUTINE_WORDS)
+            if words[header_end] == "TRIGGER":
+                header_end = _trigger_header_end(words, header_end)
+            elif words[header_end] == "EVENT" and "DO" in words[header_end:]:
+                header_end = words.index("DO", header_end)  # ON SCHEDULE ... DO <body>
         body_tokens = tokens[header_end + 1 :]
         body_words = [_word(t) for t in body_tokens]
+        # PostgreSQL's trigger action EXECUTE FUNCTION/PROCEDURE f() calls a function (read where
+        # it is created); it is no dynamic SQL.
+        body_words = [
+            "CALL" if w == "EXECUTE" and i + 1 < len(body_words) and body_words[i + 1] in ("FUNCTION", "PROCEDURE") else w
+            for i, w in enumerate(body_words)
+        ]
         if _DYNAMIC_WORDS.intersection(body_words):
             raise Unverifiable("a routine or trigger body that runs SQL with PREPARE/EXECUTE cannot be checked")
         # A body given as a string (PostgreSQL's AS '...' or AS $$...$$) is SQL to read; other
@@ -515,6 +525,23 @@ def _unquoted_after(keyword: Token, source: str) -> bool:
     (``EXECUTE 'DROP TABLE t'``)."""
     after = source[keyword.end + 1 :].lstrip()
     return not after.upper().startswith(_QUOTE_STARTS)
+
+
+def _trigger_header_end(words: List[str], start: int) -> int:
+    """Where a trigger's header ends (its event, ``INSERT``/``UPDATE``/``DELETE``, is no
+    statement): at ``BEGIN`` (SQLite, MySQL compound bodies), else after ``FOR EACH ROW``
+    (MySQL's one-statement body, skipping ``FOLLOWS``/``PRECEDES other``); a trigger that runs
+    ``EXECUTE FUNCTION f()`` (PostgreSQL) has no body here: the function's own text is read
+    where it is created."""
+    if "BEGIN" in words[start:]:
+        return words.index("BEGIN", start)
+    for i in range(start, len(words) - 2):
+        if words[i : i + 3] == ["FOR", "EACH", "ROW"]:
+            end = i + 2
+            if end + 2 < len(words) and words[end + 1] in ("FOLLOWS", "PRECEDES"):
+                end += 2
+            return end
+    return len(words) - 1
 
 
 def _replace_clause(tokens: Sequence[Token]) -> Set[int]:

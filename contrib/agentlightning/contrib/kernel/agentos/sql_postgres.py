@@ -353,8 +353,17 @@ def _plpgsql_statements(create_statement: str) -> SQLAnalysis:
         if not isinstance(value, dict):
             continue
         for key, child in value.items():
-            if key in _DYNAMIC_PLPGSQL or (key == "PLpgSQL_stmt_open" and isinstance(child, dict) and child.get("dynquery")):
-                return SQLAnalysis((), unverifiable="PL/pgSQL EXECUTE of SQL built at run time cannot be checked")
+            if key in _DYNAMIC_PLPGSQL:
+                literal = _string_literal(child.get("query", {}).get("PLpgSQL_expr", {}).get("query", "")) if isinstance(child, dict) else None
+                if literal is None:
+                    return SQLAnalysis((), unverifiable="PL/pgSQL EXECUTE of SQL built at run time cannot be checked")
+                inner = read_postgres(literal)  # EXECUTE 'literal text': known now
+                if inner.problem:
+                    return SQLAnalysis((), unverifiable=f"PL/pgSQL EXECUTE of text that cannot be checked ({inner.problem})")
+                statements.extend(inner.statements)
+                continue
+            if key == "PLpgSQL_stmt_open" and isinstance(child, dict) and child.get("dynquery"):
+                return SQLAnalysis((), unverifiable="PL/pgSQL OPEN ... FOR EXECUTE of SQL built at run time cannot be checked")
             if key == "PLpgSQL_stmt_return_query" and isinstance(child, dict) and child.get("dynquery"):
                 return SQLAnalysis((), unverifiable="PL/pgSQL RETURN QUERY EXECUTE of SQL built at run time cannot be checked")
             if key == "PLpgSQL_expr" and isinstance(child, dict) and child.get("parseMode", 0) == _RAW_PARSE_DEFAULT:
@@ -365,6 +374,29 @@ def _plpgsql_statements(create_statement: str) -> SQLAnalysis:
                 continue
             pending.append(child)
     return SQLAnalysis(tuple(statements))
+
+
+def _string_literal(expression: str) -> Optional[str]:
+    """The value of ``expression`` when it is one string literal (``'...'``, ``E'...'``,
+    ``$$...$$``), else None: such an EXECUTE runs text known now.
+
+    >>> _string_literal("'SELECT 1'"), _string_literal("'DROP TABLE ' || name")
+    ('SELECT 1', None)
+    """
+    try:
+        tree = json.loads(pg_parser.parse_sql_json(f"SELECT {expression}"))
+    except pg_parser.ParseError:
+        return None
+    stmts = tree.get("stmts", ())
+    if len(stmts) != 1:
+        return None
+    select = stmts[0].get("stmt", {}).get("SelectStmt", {})
+    targets = select.get("targetList", [])
+    if len(targets) != 1 or set(select) != {"targetList", "limitOption", "op"}:  # nothing but the one value
+        return None
+    value = targets[0].get("ResTarget", {}).get("val", {}).get("A_Const", {})
+    sval = value.get("sval")
+    return sval.get("sval") if isinstance(sval, dict) else None
 
 
 def _snippet(text: str, limit: int = 120) -> str:
