@@ -88,9 +88,9 @@ class LLMGRPOConfig:
 
     seeds: Sequence[int] = (0, 1, 2)
     steps: int = 8
-    tasks_per_step: int = 4
+    tasks_per_step: int = 3
     group_size: int = 4
-    learning_rate: float = 3e-4
+    learning_rate: float = 5e-4
     temperature: float = 1.0
     max_new_tokens: int = 96
     eval_samples: int = 2
@@ -235,7 +235,7 @@ def grpo_update(policy: Any, optimizer: Any, samples: List[Tuple[List[int], List
                     total_kl += float(kl)
                 loss = loss + term / n_total
             loss.backward()
-            total_loss += float(loss)
+            total_loss += float(loss.detach())
         stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.max_grad_norm))
         optimizer.step()
         stats["loss"] = total_loss

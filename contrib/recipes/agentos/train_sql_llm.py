@@ -74,7 +74,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     g.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds of the governed-penalty and ungoverned arms")
     g.add_argument("--constrained-seeds", type=int, nargs="+", default=[0, 1], help="training seeds of the governed-constrained arm")
     g.add_argument("--world-seed", type=int, default=0, help="seed of the database and the task set")
-    g.add_argument("--runners", type=int, default=8, help="runner processes per Trainer run (concurrent model calls)")
+    g.add_argument("--runners", type=int, default=12, help="runner processes per Trainer run (concurrent model calls)")
     g.add_argument("--threads", type=int, default=2, help="torch threads in the algorithm process (torch.set_num_threads)")
     g.add_argument("--out", type=Path, default=Path("runs/llm"), help="output directory (database, audit, results, plots)")
     g.add_argument("--warm-start-cache", type=Path, default=Path("runs/llm/warm_start"), help="where the warm-start weights are cached")
@@ -82,9 +82,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     g.add_argument("--no-plot", action="store_true", help="skip the PNG")
     g = p.add_argument_group("GRPO")
     g.add_argument("--steps", type=int, default=8, help="GRPO steps per seed")
-    g.add_argument("--tasks-per-step", type=int, default=4, help="training tasks per step (distinct families), one group each")
+    g.add_argument("--tasks-per-step", type=int, default=3, help="training tasks per step (distinct families), one group each")
     g.add_argument("--group-size", type=int, default=4, help="samples per task (a group) for group-relative advantages")
-    g.add_argument("--learning-rate", type=float, default=3e-4, help="AdamW learning rate of the LoRA adapters during RL")
+    g.add_argument("--learning-rate", type=float, default=5e-4, help="AdamW learning rate of the LoRA adapters during RL")
     g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, training and evaluation")
     g.add_argument("--max-new-tokens", type=int, default=96, help="most tokens the model may write per answer")
     g.add_argument("--kl-coef", type=float, default=0.0, help="weight of the KL penalty to the warm start (0: off; costs one more forward pass)")
@@ -149,10 +149,19 @@ def make_runner(arm: str, args: argparse.Namespace) -> agl.LitAgentRunner:
     return AgentOSRunner(kernel, reward_fn=reward, audit_dir=args.out / "audit" / arm, log_violations=False, poll_interval=0.05)
 
 
+RUN_STARTED = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    """A progress line, stamped with the minutes since the recipe started."""
+    print(f"[{(time.perf_counter() - RUN_STARTED) / 60:5.1f} min] {message}", flush=True)
+
+
 def run_arm(arm: str, world: SQLWorld, policy: Any, args: argparse.Namespace, store: Optional[agl.LightningStore] = None) -> Dict[str, Any]:
     """One Trainer run: every seed of ``arm``, one after the other, from the same warm start."""
     result_path = args.out / f"{arm}.json"
-    algorithm = make_llm_grpo(grpo_config(args, arm), world, arm, policy, result_path, train_tasks=args.train_tasks, server_batch=max(args.runners, 1))
+    algorithm = make_llm_grpo(grpo_config(args, arm), world, arm, policy, result_path, train_tasks=args.train_tasks,
+                              server_batch=max(args.runners, 1), progress=progress)
     agent = SQLAgent(str(world.db_path), args.world_seed, governed=arm != "ungoverned", prompt="compact")
     started = time.perf_counter()
     trainer = agl.Trainer(algorithm=algorithm, runner=make_runner(arm, args), adapter=agl.TracerTraceToTriplet(),
@@ -308,6 +317,8 @@ def main(argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str
     from policy_model import PolicyModel
     from smollm import load_model, load_tokenizer, set_threads
 
+    global RUN_STARTED
+    RUN_STARTED = time.perf_counter()
     args = parse_args(argv)
     set_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -320,14 +331,14 @@ def main(argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str
     print(f"world: {world.db_path} (seed {args.world_seed}, version {WORLD_VERSION}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
           f"arms {args.arms}, seeds {args.seeds} (constrained {args.constrained_seeds}), {args.steps} steps of {args.tasks_per_step} x {args.group_size} rollouts", flush=True)
     ws_config = WarmStartConfig(epochs=args.sft_epochs, batch_size=args.sft_batch, learning_rate=args.sft_learning_rate, max_tasks=args.sft_tasks, seed=args.world_seed)
-    weights, ws_record = warm_start(world, ws_config, args.warm_start_cache)
+    weights, ws_record = warm_start(world, ws_config, args.warm_start_cache, progress=progress)
     policy = PolicyModel(load_model(weights), load_tokenizer(), lora_rank=args.lora_rank, lora_alpha=args.lora_alpha)
     print(f"policy: SmolLM2-135M-Instruct warm start {weights.name} + LoRA r={args.lora_rank} ({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters)", flush=True)
     raw, summaries = {}, []
     for arm in args.arms:
         raw[arm] = run_arm(arm, world, policy, args, store=store_factory(arm) if store_factory else None)
         summaries.append(summarize(raw[arm]))
-        print(f"[{arm}] done in {summaries[-1]['wall_seconds']:.0f} s", flush=True)
+        progress(f"[{arm}] done in {summaries[-1]['wall_seconds']:.0f} s")
     table = table_markdown(summaries)
     print("\n" + table)
     checked = targets(summaries)

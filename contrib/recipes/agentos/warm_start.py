@@ -130,7 +130,7 @@ def warm_start(
             logprobs = policy.response_logprobs([p for p, _ in chunk], [r for _, r in chunk], micro_batch=config.micro_batch)
             loss = -sum(lp.sum() for lp in logprobs) / n_tokens
             loss.backward()
-            total += float(loss)
+            total += float(loss.detach())
         optimizer.step()
         losses.append(total)
         progress(f"warm start: step {step + 1:3d}/{steps}  loss {total:.3f}  ({time.perf_counter() - started:5.0f} s)")
