@@ -53,8 +53,11 @@ def test_dashboard_views_show_violations_penalties_and_rewards(recipe, tmp_path,
     assert "agent_os.policy_check: blocked by SQLPolicy (critical)" in traces
     # The name search for "violation" leaves the violation rows only.
     assert "agentos.violation: SQLPolicy (critical)" in search and "agentos.check" not in search and "agentos.reward" not in search
-    # The rollouts table has no column a runner can set to mark violations (docs/audit.md says so).
+    # The rollouts table has no column a runner can set to mark violations (docs/audit.md says so);
+    # the attempt metadata has the summary, and the violations command lists the rollouts.
     assert "rollouts table rows show governance: False" in printed
+    assert re.search(r'^attempt metadata in the rollouts API: \{.*"violations": 1.*\}$', printed, re.M)
+    assert "3 of 6 rollouts had violations" in printed and printed.count("/traces?rolloutId=") >= 3
     for name in ("dashboard.png", "dashboard-search.png", "dashboard-rollouts.png"):
         png = tmp_path / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, name

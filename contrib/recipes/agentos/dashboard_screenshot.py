@@ -7,14 +7,18 @@
 3. exports the FlightRecorder files into the store with `FlightRecorderAdapter.emit_to_store`
    through a `LightningStoreClient`, and checks that the store holds one audit violation span per
    blocked record on disk;
-4. opens the dashboard's traces view of a rollout with a violation in Debian's chromium
-   (headless; background networking, component updates and sync disabled, since the machine is
-   offline), waits until the table shows the violation span, and saves a screenshot.
+4. opens three views of the dashboard in Debian's chromium (headless; background networking,
+   component updates and sync disabled, since the machine is offline): the traces view of a
+   rollout with a violation, the same view searched by span name for ``violation``, and the
+   rollouts table; waits until each shows what is checked, and saves one PNG per view;
+5. prints what ``python -m agentlightning.contrib.runner.agentos violations`` lists.
 
-The traces table shows span names (not attribute values), which is why audit spans carry a
-readable name such as ``agent_os.policy_check: blocked by SQLPolicy (critical)``. The span-detail
-drawer of agentlightning 0.3's dashboard loads its code viewer (Monaco) from cdn.jsdelivr.net, so
-offline it stays on "Loading..."; the screenshot therefore shows the table.
+The traces table shows span names (not attribute values), which is why the runner's spans are
+named ``agentos.violation: SQLPolicy (critical) penalty -100.0, blocked``,
+``agentos.reward: final -99.5 (...)`` and so on, and audit spans
+``agent_os.policy_check: blocked by SQLPolicy (critical)``. The span-detail and raw-JSON drawers
+of agentlightning 0.3's dashboard load their code viewer (Monaco) from cdn.jsdelivr.net, so
+offline they stay on "Loading..."; the screenshots therefore show tables.
 
 Needs `chromium` (Debian: `apt-get install -y chromium`); drives it over the DevTools protocol
 with aiohttp, which agentlightning already depends on (no Playwright, no driver download).
@@ -54,6 +58,7 @@ from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  #
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governance_stats, governed_tool  # noqa: E402
 from agentlightning.contrib.kernel.agentos.semconv import is_violation_span  # noqa: E402
+from agentlightning.contrib.runner.agentos import report  # noqa: E402
 from agentlightning.emitter import find_final_reward  # noqa: E402
 
 #: Chromium flags: headless, and nothing that reaches for the network on its own.
@@ -381,6 +386,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         with urllib.request.urlopen(f"{store_url}/v1/agl/rollouts?rollout_id_contains={rollout_id}", timeout=10) as response:
             item = json.loads(response.read())["items"][0]
         print("attempt metadata in the rollouts API:", json.dumps((item.get("attempt") or {}).get("metadata", {}).get("agentos"), sort_keys=True))
+        print(f"$ python -m agentlightning.contrib.runner.agentos violations --store-url {store_url}")
+        report.main(["violations", "--store-url", store_url])
         reward_row = f"{REWARD_NAME_PREFIX} {round(float(chosen['final_reward']), 4)!r} "
         ok = (
             counts["blocked_on_disk"] == counts["audit_violation_spans"] == counts["runner_violation_spans"]
