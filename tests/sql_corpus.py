@@ -1067,8 +1067,6 @@ CORPUS: Tuple[Case, ...] = tuple(
 # harmless case outside these groups is a bug to fix, not to list. The tests fail when a set
 # changes in either direction, so a fix (or a regression) is noticed and the set updated.
 
-#: sqlglot reads ORDER BY, GROUP BY and PARTITION BY as single tokens: a comment inside is a parse error.
-_FP_COMMENT_INSIDE_KEYWORD = frozenset({"cmt-inside-order-by", "cmt-line-inside-order-by", "cmt-inside-group-by", "cmt-inside-partition-by"})
 #: Bounds: parse depth and max_query_chars.
 _FP_BOUNDS = frozenset({"long-over-limit-read"})
 #: Without a dialect, text the databases' lexers read differently is blocked unless every reading
@@ -1092,8 +1090,6 @@ _FP_ONE_DATABASE_SYNTAX_NOT_DENIED = frozenset({
     "dia-sqlite-attach", "dia-sqlite-attach-short", "syn-sqlite-attach-detach", "syn-sqlite-pragma-assign",
     "imp-sqlite-writable-schema-read", "imp-insert-ignore",
 })
-#: MariaDB compound statements (BEGIN NOT ATOMIC ... END) are not parsed by sqlglot's mysql dialect.
-_FP_COMPOUND_STATEMENT = frozenset({"rt-maria-begin-not-atomic-select"})
 #: Executable comments are blocked whatever their version: /*M!999999 */ is skipped by MariaDB 10.11 but run by a
 #: later server, /*!50700 */ by MySQL 5.7+ (not by MariaDB), and a ; inside /*M! */ is a MariaDB syntax error.
 _FP_EXECUTABLE_COMMENT = frozenset({"vc-mariadb-m-bang-future-alone", "vc-mariadb-m-bang-semicolon-inside"})
@@ -1110,28 +1106,28 @@ _FP_REPLACE_TEMPORARY = frozenset({"imp-maria-create-or-replace-temporary"})
 
 #: ``allow`` entries SQLPolicy(deny=DENY) blocks (no dialect).
 KNOWN_FALSE_POSITIVES: FrozenSet[str] = (
-    _FP_COMMENT_INSIDE_KEYWORD | _FP_BOUNDS | frozenset({"deep-parens-1000"}) | _FP_READINGS_DIFFER | _FP_ONE_DATABASE_SYNTAX
-    | _FP_COMPOUND_STATEMENT | _FP_EXECUTABLE_COMMENT | _FP_PROGRAM
+    _FP_BOUNDS | frozenset({"deep-parens-1000"}) | _FP_READINGS_DIFFER | _FP_ONE_DATABASE_SYNTAX
+    | _FP_EXECUTABLE_COMMENT | _FP_PROGRAM
 )
 
 #: Per configuration (:data:`CONFIGURATIONS`, by key): the cases harmless there (see
 #: :func:`destruction_across`) that SQLPolicy(deny=list(DESTRUCTIVE), dialect=...) blocks.
 KNOWN_DESTRUCTIVE_FALSE_POSITIVES: Dict[str, FrozenSet[str]] = {
     "none": (
-        _FP_COMMENT_INSIDE_KEYWORD | _FP_BOUNDS | frozenset({"deep-parens-1000"}) | _FP_READINGS_DIFFER
+        _FP_BOUNDS | frozenset({"deep-parens-1000"}) | _FP_READINGS_DIFFER
         | (_FP_ONE_DATABASE_SYNTAX - {"dia-tsql-top", "lex-bracket-identifier-script", "syn-tsql-top-percent", "syn-tsql-temp-table-read"})
-        | _FP_ONE_DATABASE_SYNTAX_NOT_DENIED | _FP_COMPOUND_STATEMENT | _FP_EXECUTABLE_COMMENT
+        | _FP_ONE_DATABASE_SYNTAX_NOT_DENIED | _FP_EXECUTABLE_COMMENT
         | _FP_EXECUTABLE_COMMENT_DESTRUCTIVE_ELSEWHERE | _FP_PROGRAM | _FP_PROGRAM_NOT_DENIED | _FP_NUL | _FP_REPLACE_TEMPORARY
     ),
     "postgres": (
         _FP_BOUNDS | frozenset({"deep-subqueries-200"}) | _FP_NUL | _FP_EMPTY | _FP_PROGRAM | _FP_PROGRAM_NOT_DENIED
     ),
     "mariadb": (
-        _FP_COMMENT_INSIDE_KEYWORD | _FP_BOUNDS | frozenset({"deep-parens-1000"}) | _FP_COMPOUND_STATEMENT
+        _FP_BOUNDS | frozenset({"deep-parens-1000"})
         | (_FP_EXECUTABLE_COMMENT - {"vc-mariadb-m-bang-semicolon-inside"})  # that one MariaDB rejects: not harmless there
         | _FP_EXECUTABLE_COMMENT_DESTRUCTIVE_ELSEWHERE | _FP_REPLACE_TEMPORARY
     ),
-    "sqlite": _FP_COMMENT_INSIDE_KEYWORD | _FP_BOUNDS | (_FP_EMPTY - {"cmt-nested-open-delete"}),
+    "sqlite": _FP_BOUNDS | (_FP_EMPTY - {"cmt-nested-open-delete"}),
 }
 
 # ----------------------------------------------------------------------------- SQLite ground truth

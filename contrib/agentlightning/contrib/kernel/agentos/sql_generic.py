@@ -332,7 +332,7 @@ class _Reader:
             kinds.apply(REPLACES_ROWS)
             tokens = [t for i, t in enumerate(tokens) if i not in replaces]
         try:
-            nodes = self.parser.parse(tokens, self.text)
+            nodes = self._parse(tokens)
         except SqlglotError:
             if first in ("ALTER", "CREATE"):
                 # Grammar sqlglot lacks (MySQL's ALTER ... DROP PARTITION): read the statement from
@@ -355,6 +355,19 @@ class _Reader:
             else:
                 self._tree(node, kinds)
         return kinds
+
+    def _parse(self, tokens: List[Token]) -> List[Optional[exp.Expression]]:
+        """Parse one statement's tokens. sqlglot matches multi-word keywords (``ORDER BY``) on
+        the raw text, so a comment between the words breaks its parse: the statement is then
+        parsed again from its tokens' own text, comments left out (the dialect's lexer already
+        decided what is a comment)."""
+        try:
+            return self.parser.parse(tokens, self.text)
+        except SqlglotError:
+            if not any(t.comments for t in tokens):
+                raise
+            text = " ".join(self.text[t.start : t.end + 1] for t in tokens)
+            return self.parser.parse(self.dialect.tokenize(text), text)
 
     # ----------------------------------------------------------------------- parsed trees
     def _tree(self, root: exp.Expression, kinds: KindSet) -> None:
@@ -474,11 +487,12 @@ class _Reader:
             raise Unverifiable("a routine or trigger body that runs SQL with PREPARE/EXECUTE cannot be checked")
         # A body given as a string (PostgreSQL's AS '...' or AS $$...$$) is SQL to read; other
         # strings in a body are data.
-        strings = [
-            body_tokens[i + 1].text
-            for i, word in enumerate(body_words[:-1])
-            if word == "AS" and body_tokens[i + 1].token_type in (TokenType.HEREDOC_STRING, TokenType.STRING)
-        ]
+        strings = []
+        if kind == "CREATE" and words[header_end] in ("FUNCTION", "PROCEDURE") and "AS" in body_words:
+            at = body_words.index("AS")  # the first AS, before any compound body
+            if "BEGIN" not in body_words[:at] and at + 1 < len(body_tokens):
+                if body_tokens[at + 1].token_type in (TokenType.HEREDOC_STRING, TokenType.STRING):
+                    strings.append(body_tokens[at + 1].text)
         found = {w for w in body_words if w in _BODY_KEYWORDS} - {"CREATE"}
         for body in strings:  # a body given as a string ('...' or $$...$$): read it as SQL
             found |= _string_body_kinds(body, self.dialect_name)
