@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -111,6 +112,16 @@ def test_the_violations_command_lists_them(agl_store, recipe_run, capsys):
     assert report.main(["violations", "--store-url", agl_store["url"], "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == stats["rollouts_with_violations"] and all(r["violations"] >= 1 and r["total_penalty"] <= -100.0 for r in rows)
+
+
+def test_the_violations_command_runs_as_a_module(agl_store, recipe_run):
+    done = subprocess.run([sys.executable, "-m", "agentlightning.contrib.runner.agentos", "violations", "--store-url", agl_store["url"]],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert re.match(r"\d+ of \d+ rollouts had violations\n", done.stdout) and "SQLPolicy (critical)" in done.stdout
+    missing = subprocess.run([sys.executable, "-m", "agentlightning.contrib.runner.agentos", "violations", "--store-url", f"http://127.0.0.1:{_free_port()}"],
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and "Is `agl store --port <port>` running there?" in missing.stderr
 
 
 def test_a_trainer_serving_its_own_store_on_agl_stores_port_fails(agl_store, tmp_path):
