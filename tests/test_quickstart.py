@@ -182,6 +182,15 @@ def test_a_plain_function_is_an_agent(tmp_path):
     runner.init(async_agent)
     assert asyncio.run(runner.step("SELECT 1")).success is True
 
+    async def in_run_context():  # agentlightning's run_context(agent=...) takes a function too
+        store = InMemoryLightningStore()
+        await store.add_resources({})
+        other = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False)
+        with other.run_context(agent=agent, store=store):
+            return await other.step("SELECT name FROM users")
+
+    assert asyncio.run(in_run_context()).task_output == 2.0
+
 
 def test_bad_agents_are_named_with_the_fix():
     with pytest.raises(TypeError, match=r"must be an instance: TaskActionAgent\(\)"):
