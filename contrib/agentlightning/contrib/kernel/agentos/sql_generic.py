@@ -327,7 +327,10 @@ class _Reader:
         if first in ("EXPLAIN", "DESCRIBE", "DESC", "ANALYZE", "PREPARE", "EXECUTE", "EXEC", "REPLACE", "DO"):
             self._command(tokens, kinds)
             return kinds
-        replaces = _replace_clause(tokens)
+        source = self.text[tokens[0].start : tokens[-1].end + 1].upper()
+        # Only a statement whose text has these words can hold a row-replacing clause; the
+        # clause itself is found on the tokens.
+        replaces = _replace_clause(tokens) if "REPLACE" in source and ("CONFLICT" in source or first == "UPDATE") else ()
         if replaces:  # SQLite's conflict clauses: read the statement without them
             kinds.apply(REPLACES_ROWS)
             tokens = [t for i, t in enumerate(tokens) if i not in replaces]
