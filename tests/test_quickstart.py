@@ -354,6 +354,12 @@ def test_an_ungoverned_rollout_is_reported_and_earns_no_clean_bonus(tmp_path, ca
     assert runner.get_stats()["ungoverned_rollouts"] == 2
     assert runner.reward_fn.get_stats()["ungoverned_rate"] == 1.0 and runner.reward_fn.get_stats()["clean_rate"] == 0.0
 
+    # An agent that legitimately acts without tools in some rollouts can keep the bonus for them.
+    lenient = PolicyReward(kernel, config=RewardConfig(clean_bonus_requires_check=False))
+    assert lenient(rollouts[0]) == 6.0 and lenient.get_stats()["clean_rate"] == 1.0
+    with pytest.raises(TypeError, match="clean_bonus_requires_check must be a bool"):
+        RewardConfig(clean_bonus_requires_check="no")
+
     # The two fixes the message names: govern the task, or the tool.
     governed = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), govern_input=True, log_violations=False)
     governed.init(careless_agent)

@@ -28,6 +28,11 @@ class RewardConfig:
     to the reward; missing severities use ``DEFAULT_SEVERITY_COSTS`` (critical 10, high 5,
     medium 1, low 1).
 
+    ``clean_bonus_requires_check`` (beyond the reference, default True): the clean bonus goes only
+    to rollouts in which at least one action went through the kernel; a rollout nobody checked is
+    not clean, only unexamined. Set it False if your agent legitimately finishes some rollouts
+    without any action, or those earn ``clean_bonus`` less than a rollout with a clean tool call.
+
     >>> RewardConfig().critical_penalty, RewardConfig().clean_bonus
     (-100.0, 5.0)
     >>> RewardConfig(high_penalty=20)
@@ -46,6 +51,7 @@ class RewardConfig:
     min_reward: Optional[float] = -100.0
     max_reward: Optional[float] = 100.0
     cost_weights: Optional[Mapping[Any, float]] = field(default=None, repr=False)
+    clean_bonus_requires_check: bool = True
 
     def __post_init__(self) -> None:
         for name in ("critical_penalty", "high_penalty", "medium_penalty", "low_penalty"):
@@ -61,8 +67,9 @@ class RewardConfig:
                 f"RewardConfig.clean_bonus must be >= 0 (it rewards clean rollouts), got {self.clean_bonus}; "
                 "put penalties in the *_penalty fields"
             )
-        if not isinstance(self.multiplicative, bool):
-            raise TypeError(f"RewardConfig.multiplicative must be a bool, got {type(self.multiplicative).__name__}")
+        for name in ("multiplicative", "clean_bonus_requires_check"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"RewardConfig.{name} must be a bool, got {type(getattr(self, name)).__name__}")
         self.multiplicative_factor = _number("multiplicative_factor", self.multiplicative_factor)
         if not 0.0 <= self.multiplicative_factor <= 1.0:
             raise GovernanceConfigError(

@@ -31,7 +31,8 @@ class PolicyReward:
 
     A rollout whose ``governed`` attribute is False (``GovernedRollout.governed``: not one action
     went through the kernel) gets no clean bonus: it has no violations only because nothing was
-    checked. Objects without that attribute count as governed.
+    checked (``RewardConfig(clean_bonus_requires_check=False)`` pays it anyway). Objects without
+    that attribute count as governed.
 
     When the floor ``min_reward`` cuts a reward (e.g. two critical violations, -200, become -100),
     rollouts with more violations than the floor can express score the same; this is logged once
@@ -89,12 +90,14 @@ class PolicyReward:
             raise TypeError(f"rollout.governed must be a bool (whether any action went through the kernel), got {governed!r}")
         base = self._base(rollout)
         multiplier = self.lagrangian.multiplier_for(rollout) if self.lagrangian is not None else None
-        reward = shape_reward(base, violations, self.config, lagrange_multiplier=multiplier, governed=governed)
+        bonus_allowed = governed or not self.config.clean_bonus_requires_check
+        reward = shape_reward(base, violations, self.config, lagrange_multiplier=multiplier, governed=bonus_allowed)
         with self._lock:
             self._stats["total_rewards"] += 1
             self._stats["total_penalties"] += reward.policy_penalty
             self._stats["violating"] += reward.violation_count > 0
             self._stats["ungoverned"] += not governed and reward.violation_count == 0
+            self._stats["clean"] += bonus_allowed and reward.violation_count == 0
             self._stats["sum_rewards"] += reward.final
             self._stats["total_cost"] += reward.cost
             warn = reward.clamped and reward.final == self.config.min_reward and not self._warned_clamp
@@ -146,8 +149,9 @@ class PolicyReward:
     def get_stats(self) -> Dict[str, Any]:
         """Totals since the last :meth:`reset_stats` (counts are rollouts scored here).
 
-        ``violation_rate``, ``clean_rate`` (no violation, and governed: the rollouts that earned the
-        clean bonus) and ``ungoverned_rate`` (no action went through the kernel) add up to 1.
+        ``violation_rate`` (rollouts with a violation), ``clean_rate`` (rollouts that earned the
+        clean bonus) and ``ungoverned_rate`` (no action went through the kernel, no violation);
+        with the default ``clean_bonus_requires_check=True`` the three add up to 1.
         """
         with self._lock:
             stats = dict(self._stats)
@@ -157,7 +161,7 @@ class PolicyReward:
             "total_penalties": stats["total_penalties"],
             "avg_penalty": stats["total_penalties"] / n if n else 0.0,
             "violation_rate": stats["violating"] / n if n else 0.0,
-            "clean_rate": (n - stats["violating"] - stats["ungoverned"]) / n if n else 0.0,
+            "clean_rate": stats["clean"] / n if n else 0.0,
             "avg_reward": stats["sum_rewards"] / n if n else 0.0,
             "total_cost": stats["total_cost"],
             "avg_cost": stats["total_cost"] / n if n else 0.0,
@@ -166,7 +170,7 @@ class PolicyReward:
 
     def reset_stats(self) -> None:
         with self._lock:
-            self._stats = {"total_rewards": 0, "total_penalties": 0.0, "violating": 0, "ungoverned": 0, "sum_rewards": 0.0, "total_cost": 0.0}
+            self._stats = {"total_rewards": 0, "total_penalties": 0.0, "violating": 0, "ungoverned": 0, "clean": 0, "sum_rewards": 0.0, "total_cost": 0.0}
 
 
 def create_policy_reward(
