@@ -221,7 +221,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
         #: What this runner already told the user once (each of these is logged once per runner).
         self._told: set = set()
         self._setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = weakref.WeakKeyDictionary()
-        self._created_store: Optional[InMemoryLightningStore] = None
 
     # ------------------------------------------------------------------ lifecycle
     def init(self, agent: Any, **kwargs: Any) -> None:
@@ -272,7 +271,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
         if self._agent is not None:
             for name in _ROLLOUT_METHODS:
                 self._agent.__dict__.pop(name, None)
-        self._created_store = None
         super().teardown(*args, **kwargs)
 
     def _wrap_agent(self, agent: LitAgent[Any]) -> None:
@@ -523,7 +521,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 if needs_resource(agent, "prompt_template"):
                     named["prompt_template"] = PromptTemplate(template="{task}", engine="f-string")
                 await store.add_resources(named)
-                self._created_store = store
                 self.init_worker(0, store)
                 logger.info("AgentOSRunner: no store given; created an InMemoryLightningStore (runner.get_store())")
 
