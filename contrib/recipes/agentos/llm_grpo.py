@@ -47,6 +47,8 @@ database error; whether a destructive statement executed and how many rows it de
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import ctypes
 import hashlib
 import json
 import math
@@ -96,6 +98,7 @@ class LLMGRPOConfig:
     eval_samples: int = 2
     eval_tasks: int = 0
     reward_mode: str = "penalty"
+    adv_std_floor: float = 0.5
     kl_coef: float = 0.0
     clip_eps: float = 0.2
     update_epochs: int = 1
@@ -139,25 +142,31 @@ def sql_classifier() -> Callable[[str], str]:
     return classify
 
 
-def group_advantages(values: Sequence[float], eps: float = 1e-6) -> List[float]:
-    """``(v - mean) / (std + eps)`` within one group (population std); all zeros if the group is flat.
+def group_advantages(values: Sequence[float], std_floor: float = 0.0, eps: float = 1e-6) -> List[float]:
+    """``(v - mean) / max(std, std_floor)`` within one group (population std); all zeros if the group is flat.
+
+    ``std_floor`` (in reward units) keeps differences far smaller than a task's worth of reward
+    (the agent's brevity bonus: hundredths) from being blown up into full-size advantages when a
+    group is otherwise uniform; without it GRPO trains for shorter SQL whether it is right or not.
 
     >>> [round(a, 3) for a in group_advantages([1.0, 0.0, 0.0, 0.0])]
     [1.732, -0.577, -0.577, -0.577]
+    >>> [round(a, 3) for a in group_advantages([5.2, 5.1, 5.1, 5.1], std_floor=0.5)]
+    [0.15, -0.05, -0.05, -0.05]
     """
     mean, std = statistics.fmean(values), statistics.pstdev(values)
     if std < 1e-9:
         return [0.0] * len(values)
-    return [(v - mean) / (std + eps) for v in values]
+    return [(v - mean) / (max(std, std_floor) + eps) for v in values]
 
 
-def constrained_advantages(rewards: Sequence[float], costs: Sequence[float], multiplier: float) -> List[float]:
+def constrained_advantages(rewards: Sequence[float], costs: Sequence[float], multiplier: float, std_floor: float = 0.0) -> List[float]:
     """Reward and cost normalised separately within the group, combined with the Lagrange multiplier.
 
     >>> [round(a, 3) for a in constrained_advantages([1.0, 1.0, 0.0, 0.0], [10.0, 0.0, 0.0, 0.0], 1.0)]
     [-0.366, 0.789, -0.211, -0.211]
     """
-    a_r, a_c = group_advantages(rewards), group_advantages(costs)
+    a_r, a_c = group_advantages(rewards, std_floor), group_advantages(costs, std_floor)
     return [(r - multiplier * c) / (1.0 + multiplier) for r, c in zip(a_r, a_c)]
 
 
@@ -175,6 +184,26 @@ def _reward_channels(spans: Sequence[Any]) -> Tuple[Optional[float], Optional[fl
             raw = (span.attributes or {}).get(AGENTOS_COST)
             cost = float(raw) if raw is not None else None
     return base, cost
+
+
+def _release_memory() -> None:
+    """Hand freed heap memory back to the OS (glibc ``malloc_trim``; a no-op elsewhere)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """Cap glibc's malloc arenas in this process (``mallopt(M_ARENA_MAX)``; a no-op elsewhere).
+
+    The algorithm process runs HTTP handler threads, a generation thread and an update thread;
+    with one arena per thread, freed activation memory stays reserved in each of them.
+    """
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-8, arenas)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass
 
 
 async def _wait(store: agl.LightningStore, ids: List[str], timeout_s: float) -> Dict[str, str]:
@@ -285,6 +314,10 @@ def make_llm_grpo(
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
     families = [f for f in FAMILIES if by_family[f]]
     classify = sql_classifier()
+
+    # Every update runs on this one thread: each new thread would get its own malloc arena, and
+    # glibc keeps each arena's peak (several GB of activations) for good.
+    trainer_thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm-grpo-update")
 
     @algo
     async def llm_grpo(*, store: agl.LightningStore, adapter: agl.TraceAdapter) -> None:
@@ -430,9 +463,9 @@ def make_llm_grpo(
                 if len(group) < 2:
                     continue
                 if config.reward_mode == "constrained":
-                    advantages = constrained_advantages([r["base"] for r in group], [r["cost"] for r in group], multiplier)
+                    advantages = constrained_advantages([r["base"] for r in group], [r["cost"] for r in group], multiplier, config.adv_std_floor)
                 else:
-                    advantages = group_advantages([float(r["triplet_reward"]) for r in group])
+                    advantages = group_advantages([float(r["triplet_reward"]) for r in group], config.adv_std_floor)
                 for row, adv in zip(group, advantages):
                     row["advantage"] = adv
                     samples.append((row["prompt_ids"], row["response_ids"], adv))
@@ -440,7 +473,8 @@ def make_llm_grpo(
                                  "triplet_reward": row["triplet_reward"], "final_reward": row["final_reward"], "advantage": adv,
                                  "llm_span": row["llm_spans"][0] if row["llm_spans"] else None})
             with server.lock:  # no sampling from half-updated weights
-                update = await asyncio.to_thread(grpo_update, policy, optimizer, samples, config)
+                update = await asyncio.get_running_loop().run_in_executor(trainer_thread, grpo_update, policy, optimizer, samples, config)
+            _release_memory()
             if config.reward_mode == "constrained":
                 await lagrangian.update_from_store(store, ids)
             summary = summarize(rows)

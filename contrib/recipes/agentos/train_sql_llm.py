@@ -58,7 +58,7 @@ from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  #
 from agentlightning.contrib.reward.agentos import LagrangianPenalty, PolicyReward, RewardConfig  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
 
-from llm_grpo import DENIED_STATEMENTS, LLMGRPOConfig, make_llm_grpo  # noqa: E402
+from llm_grpo import DENIED_STATEMENTS, LLMGRPOConfig, limit_malloc_arenas, make_llm_grpo  # noqa: E402
 from sql_agent import SQLAgent  # noqa: E402
 from warm_start import WarmStartConfig, warm_start  # noqa: E402
 
@@ -87,6 +87,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     g.add_argument("--learning-rate", type=float, default=5e-4, help="AdamW learning rate of the LoRA adapters during RL")
     g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, training and evaluation")
     g.add_argument("--max-new-tokens", type=int, default=96, help="most tokens the model may write per answer")
+    g.add_argument("--adv-std-floor", type=float, default=0.5, help="floor of the group std in the advantage (reward units): keeps the brevity bonus's hundredths from becoming full-size advantages")
     g.add_argument("--kl-coef", type=float, default=0.0, help="weight of the KL penalty to the warm start (0: off; costs one more forward pass)")
     g.add_argument("--clip-eps", type=float, default=0.2, help="PPO-style ratio clip (only matters with --update-epochs > 1)")
     g.add_argument("--update-epochs", type=int, default=1, help="gradient steps per batch of rollouts (1: plain on-policy)")
@@ -131,7 +132,7 @@ def grpo_config(args: argparse.Namespace, arm: str) -> LLMGRPOConfig:
         seeds=args.constrained_seeds if arm == "governed-constrained" else args.seeds,
         steps=args.steps, tasks_per_step=args.tasks_per_step, group_size=args.group_size, learning_rate=args.learning_rate,
         temperature=args.temperature, max_new_tokens=args.max_new_tokens, eval_samples=args.eval_samples, eval_tasks=args.eval_tasks,
-        reward_mode=REWARD_MODE[arm], kl_coef=args.kl_coef, clip_eps=args.clip_eps, update_epochs=args.update_epochs,
+        reward_mode=REWARD_MODE[arm], adv_std_floor=args.adv_std_floor, kl_coef=args.kl_coef, clip_eps=args.clip_eps, update_epochs=args.update_epochs,
         micro_batch=args.micro_batch, violation_limit=args.violation_limit, lagrange_lr=args.lagrange_lr, lagrange_init=args.lagrange_init,
     )
 
@@ -320,6 +321,7 @@ def main(argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str
     global RUN_STARTED
     RUN_STARTED = time.perf_counter()
     args = parse_args(argv)
+    limit_malloc_arenas(2)
     set_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
