@@ -192,8 +192,9 @@ def _keywords(name: str, values: Optional[Iterable[str]]) -> Optional[FrozenSet[
     return frozenset(result)
 
 
-#: Texts longer than this are analysed every time instead of being kept in the shared cache.
-_CACHED_QUERY_CHARS = 10_000
+#: Texts longer than this go to a small cache of their own, so a few long queries repeated by an
+#: agent stay cheap while the memory the caches hold stays bounded (64 x max_query_chars at most).
+_SHORT_QUERY_CHARS = 10_000
 
 
 def _checked_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
@@ -208,6 +209,12 @@ def _checked_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
 def _shared_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
     """One parse per (text, dialect) for every policy in the process: N SQL policies on one tool
     share it (the analysis names every statement's kinds; each policy applies its own lists)."""
+    return _checked_analysis(query, dialect)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_long_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
+    """The same for texts over ``_SHORT_QUERY_CHARS`` characters, in few entries."""
     return _checked_analysis(query, dialect)
 
 
@@ -296,9 +303,11 @@ class SQLPolicy(Policy):
         return self.detect or _tool_key(tool_name) in self._tool_keys
 
     def _analyze(self, query: str) -> SQLAnalysis:
-        if self.cache_size and len(query) <= _CACHED_QUERY_CHARS:
+        if not self.cache_size:
+            return _checked_analysis(query, self.dialect)
+        if len(query) <= _SHORT_QUERY_CHARS:
             return _shared_analysis(query, self.dialect)
-        return _checked_analysis(query, self.dialect)
+        return _shared_long_analysis(query, self.dialect)
 
     def check_sql(self, query: Any) -> List[PolicyViolation]:
         """Decide on SQL text directly (for notebooks and other frameworks)."""
