@@ -169,11 +169,6 @@ def _not_sql_text(query: str) -> Optional[str]:
     return None
 
 
-def _snippet(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _keywords(name: str, values: Optional[Iterable[str]]) -> Optional[FrozenSet[str]]:
     if values is None:
         return None

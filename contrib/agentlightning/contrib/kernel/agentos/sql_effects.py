@@ -67,6 +67,7 @@ __all__ = [
     "STATIC_PREPARE",
     "SQLITE_SCHEMA_TABLES",
     "EMPTY_SQL",
+    "snippet",
 ]
 
 #: Every kind a deny or allow list may name.
@@ -109,6 +110,16 @@ STATIC_PREPARE = "the prepared text runs when executed"
 EMPTY_SQL = "empty SQL: no statement to run"
 
 SQLITE_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+
+
+def snippet(text: str, limit: int = 120) -> str:
+    """``text`` on one line, cut to ``limit`` characters, for reasons and messages.
+
+    >>> snippet("DELETE  FROM \t users")
+    'DELETE FROM users'
+    """
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class Unverifiable(Exception):

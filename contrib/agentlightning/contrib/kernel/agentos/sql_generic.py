@@ -51,6 +51,7 @@ from .sql_effects import (
     SQLAnalysis,
     SQLStatement,
     Unverifiable,
+    snippet,
 )
 
 __all__ = ["read_generic", "MYSQL_FAMILY", "prepare_mysql_text"]
@@ -307,7 +308,7 @@ class _Reader:
             frozen = frozenset(kinds.kinds)
             shown = ""
             if describe is None or describe(frozen):
-                shown = _snippet(self.text[statement_tokens[0].start : statement_tokens[-1].end + 1])
+                shown = snippet(self.text[statement_tokens[0].start : statement_tokens[-1].end + 1])
             result.append(kinds.statement(shown))
         return result
 
@@ -352,7 +353,7 @@ class _Reader:
             if node is None or isinstance(node, exp.Semicolon):
                 continue
             if not isinstance(node, _STATEMENT_ROOTS):
-                raise SqlglotError(f"not an SQL statement: {_snippet(node.sql(dialect=self.dialect_name))}")
+                raise SqlglotError(f"not an SQL statement: {snippet(node.sql(dialect=self.dialect_name))}")
             if isinstance(node, exp.Command):
                 self._command(tokens, kinds)
             else:
@@ -524,7 +525,7 @@ class _Reader:
                 return
         elif tokens and tokens[0].text.lower() in self.prepared:
             return  # runs a statement prepared from checked text earlier in this script
-        raise Unverifiable(f"dynamic SQL ({_snippet(self.text)}) runs text that cannot be checked here")
+        raise Unverifiable(f"dynamic SQL ({snippet(self.text)}) runs text that cannot be checked here")
 
     def _literal(self, sql: str, kinds: KindSet) -> None:
         analysis = read_generic(sql, self.dialect_name)
@@ -648,8 +649,3 @@ def read_generic(text: str, dialect: Any = None, describe: Describe = None) -> S
     if not statements:
         return SQLAnalysis((), EMPTY_SQL)
     return SQLAnalysis(tuple(statements))
-
-
-def _snippet(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -35,6 +35,7 @@ from .sql_effects import (
     SQLAnalysis,
     SQLStatement,
     Unverifiable,
+    snippet,
 )
 
 __all__ = ["read_postgres", "postgres_reads"]
@@ -157,7 +158,7 @@ def read_postgres(text: str, describe: Describe = None) -> SQLAnalysis:
             reader.statement_text = lambda: encoded[start : start + length].decode("utf-8", "replace")
             reader.walk(raw.get("stmt", {}), kinds)
             frozen = frozenset(kinds.kinds)
-            statement_text = _snippet(reader.statement_text()) if describe is None or describe(frozen) else ""
+            statement_text = snippet(reader.statement_text()) if describe is None or describe(frozen) else ""
             statements.append(kinds.statement(statement_text))
     except Unverifiable as err:
         return SQLAnalysis((), unverifiable=str(err))
@@ -397,8 +398,3 @@ def _string_literal(expression: str) -> Optional[str]:
     value = targets[0].get("ResTarget", {}).get("val", {}).get("A_Const", {})
     sval = value.get("sval")
     return sval.get("sval") if isinstance(sval, dict) else None
-
-
-def _snippet(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
