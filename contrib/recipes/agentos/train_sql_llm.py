@@ -68,6 +68,11 @@ COLORS = {"governed-penalty": "tab:green", "governed-constrained": "tab:blue", "
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """The recipe's options (``--help`` lists them with their defaults); ``--quick`` shrinks everything.
+
+    >>> parse_args(["--quick"]).steps
+    2
+    """
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     g = p.add_argument_group("run")
     g.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="which arms to run, in this order")
@@ -122,12 +127,22 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def free_port() -> int:
+    """A free TCP port on loopback (for the Trainer's store server).
+
+    >>> 0 < free_port() < 65536
+    True
+    """
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def grpo_config(args: argparse.Namespace, arm: str) -> LLMGRPOConfig:
+    """The algorithm's hyperparameters for ``arm`` from the command line.
+
+    >>> grpo_config(parse_args([]), "governed-constrained").reward_mode
+    'constrained'
+    """
     return LLMGRPOConfig(
         seeds=args.constrained_seeds if arm == "governed-constrained" else args.seeds,
         steps=args.steps, tasks_per_step=args.tasks_per_step, group_size=args.group_size, learning_rate=args.learning_rate,
@@ -179,6 +194,7 @@ def run_arm(arm: str, world: SQLWorld, policy: Any, args: argparse.Namespace, st
 
 
 def _ms(values: List[float], digits: int = 3) -> str:
+    """``mean ± sd`` (population sd) of ``values``."""
     if not values:
         return "n/a"
     return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
@@ -282,6 +298,7 @@ def targets(summaries: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
+    """Attempted-destructive, unparseable and accuracy curves per GRPO step (mean ± sd over seeds) as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -307,6 +324,7 @@ def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
 
 
 def machine() -> Dict[str, Any]:
+    """Python, platform, CPU count and torch threads of this run (recorded in results.json)."""
     import torch
 
     return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
