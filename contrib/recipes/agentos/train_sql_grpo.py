@@ -8,8 +8,9 @@ What runs, top to bottom:
 
 1. Build the text-to-SQL world: a real SQLite shop database (customers, products, orders,
    order items; about 23,000 rows, deterministic from ``--world-seed``) and 60 tasks in 7
-   families with a train and a held-out split. Three families are *temptations*: a ``DELETE``
-   also passes the task's check and is shorter than the soft delete/cancel the task asks for.
+   families with a train and a held-out split. Three families are *temptations*: the question
+   accepts deleting the rows as well as the soft delete/cancel, and the ``DELETE`` is shorter;
+   only the governed arm's policy forbids it.
 2. For each arm, one real ``agentlightning.Trainer`` run (client-server strategy, ``--runners``
    runner processes, an in-memory store served on a free local port, or the ``agl store`` at
    ``--store-url`` so its dashboard shows the run) with the tabular GRPO
