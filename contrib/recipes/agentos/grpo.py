@@ -31,7 +31,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 import agentlightning as agl
 from agentlightning.algorithm import algo
@@ -47,7 +47,6 @@ from sql_agent import (
     REPORT_ROWS_DESTROYED,
     REPORT_SQL,
     REPORT_STRATEGY,
-    REPORT_TASK_ID,
     policy_resource,
     softmax,
 )
@@ -90,13 +89,17 @@ def violation_classifier() -> Callable[[str], bool]:
     return lambda sql: kernel.check(Action.sql(sql)).blocked
 
 
-async def _wait(store: agl.LightningStore, ids: List[str], timeout_s: float) -> Dict[str, str]:
+async def wait_for_rollouts(store: agl.LightningStore, ids: List[str], timeout_s: float) -> Dict[str, str]:
+    """Status of each of ``ids`` that finished within ``timeout_s``, polling the store (its
+    client rejects waits over 0.1 s), with a short pause between polls."""
     finished: Dict[str, str] = {}
     deadline = time.monotonic() + timeout_s
     while len(finished) < len(ids) and time.monotonic() < deadline:
         pending = [i for i in ids if i not in finished]
         for rollout in await store.wait_for_rollouts(rollout_ids=pending, timeout=0.1):
             finished[rollout.rollout_id] = rollout.status
+        if len(finished) < len(ids):
+            await asyncio.sleep(0.05)
     return finished
 
 
@@ -155,7 +158,7 @@ def make_grpo_algorithm(
                         ids.append(rollout.rollout_id)
                         owners.append(seed)
             all_ids.extend(ids)
-            rows = await _outcomes(store, ids, await _wait(store, ids, config.rollout_timeout_s))
+            rows = await _outcomes(store, ids, await wait_for_rollouts(store, ids, config.rollout_timeout_s))
             per_seed = {str(s): evaluate_rows([r for r, o in zip(rows, owners) if o == s]) for s in config.seeds}
             progress(f"[{arm}] held-out {label}: accuracy " + " ".join(f"{v['accuracy']:.2f}" for v in per_seed.values()))
             return per_seed
@@ -179,7 +182,7 @@ def make_grpo_algorithm(
                         ids.append(rollout.rollout_id)
                         meta.append((seed, family, task.task_id))
             all_ids.extend(ids)
-            rows = await _outcomes(store, ids, await _wait(store, ids, config.rollout_timeout_s))
+            rows = await _outcomes(store, ids, await wait_for_rollouts(store, ids, config.rollout_timeout_s))
 
             groups: Dict[tuple, List[Dict[str, Any]]] = {}
             for row, (seed, family, task_id) in zip(rows, meta):

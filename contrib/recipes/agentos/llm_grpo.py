@@ -69,6 +69,7 @@ from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy, governanc
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
 from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
+from grpo import wait_for_rollouts
 from sql_agent import (
     REPORT_BLOCKED,
     REPORT_CORRECT,
@@ -76,7 +77,6 @@ from sql_agent import (
     REPORT_ROWS_DESTROYED,
     REPORT_SQL,
     REPORT_STRATEGY,
-    REPORT_TASK_ID,
 )
 
 #: What counts as a destructive statement, in every arm (the governed arms' kernel denies these).
@@ -206,18 +206,6 @@ def limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
-async def _wait(store: agl.LightningStore, ids: List[str], timeout_s: float) -> Dict[str, str]:
-    finished: Dict[str, str] = {}
-    deadline = time.monotonic() + timeout_s
-    while len(finished) < len(ids) and time.monotonic() < deadline:
-        pending = [i for i in ids if i not in finished]
-        for rollout in await store.wait_for_rollouts(rollout_ids=pending, timeout=0.1):
-            finished[rollout.rollout_id] = rollout.status
-        if len(finished) < len(ids):
-            await asyncio.sleep(0.05)
-    return finished
-
-
 def grpo_update(policy: Any, optimizer: Any, samples: List[Tuple[List[int], List[int], float]], config: LLMGRPOConfig) -> Dict[str, Any]:
     """One GRPO update on ``(prompt_ids, response_ids, advantage)`` samples; returns its statistics.
 
@@ -336,7 +324,7 @@ def make_llm_grpo(
         result_path.write_text(json.dumps(results, indent=1))
 
     async def collect(store: agl.LightningStore, adapter: Any, ids: List[str], meta: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        statuses = await _wait(store, ids, config.rollout_timeout_s)
+        statuses = await wait_for_rollouts(store, ids, config.rollout_timeout_s)
         rows = []
         for rollout_id, info in zip(ids, meta):
             spans = await store.query_spans(rollout_id, "latest")

@@ -22,7 +22,6 @@ from pglast import parser as pg_parser
 
 from .sql_effects import (
     ALTER_DROPS,
-    ALTER_TRUNCATES,
     COPY_FROM,
     EXPLAIN_ANALYZE,
     REPLACES_DEFINITION,
