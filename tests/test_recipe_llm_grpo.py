@@ -36,7 +36,7 @@ from agentlightning.emitter.reward import get_rewards_from_span  # noqa: E402
 from agentlightning.store.memory import InMemoryLightningStore  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import governance_stats  # noqa: E402
-from agentlightning.contrib.kernel.agentos.semconv import is_violation_span  # noqa: E402
+from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPE_DIR = REPO / "contrib" / "recipes" / "agentos"

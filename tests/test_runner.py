@@ -249,6 +249,7 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
     (TracerTraceToTriplet) and governance_stats read them by their attributes as before."""
     from agentlightning.adapter import TracerTraceToTriplet
     from agentlightning.contrib.kernel.agentos import semconv
+    from agentlightning.contrib.kernel.agentos.spans import is_violation_span
     from agentlightning.contrib.reward.agentos import PolicyReward
     from agentlightning.emitter import find_final_reward
 
@@ -277,7 +278,7 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
     # The agent crashed after a clean check: the reward went through the tracer, named too (success=False: base 0).
     assert names[2] == ["agentos.check: allowed database_query", "agentos.reward: final 5.0 (base 0.0, penalty 0.0, bonus 5.0)"]
     assert [find_final_reward(spans) for spans in (clean, dropped, crashed)] == [6.0, -100.0, 5.0]
-    assert all(semconv.is_violation_span(s) == s.name.startswith(semconv.VIOLATION_SPAN_NAME) for spans in (clean, dropped) for s in spans)
+    assert all(is_violation_span(s) == s.name.startswith(semconv.VIOLATION_SPAN_NAME) for spans in (clean, dropped) for s in spans)
     adapter = TracerTraceToTriplet()
     assert [adapter.adapt(spans)[-1].reward for spans in (clean, dropped)] == [6.0, -100.0]
     assert (stats["total_checks"], stats["total_violations"], stats["blocked_actions"]) == (3, 1, 1)

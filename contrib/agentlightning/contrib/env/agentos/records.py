@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from agentlightning.contrib.kernel.agentos import Decision, PolicyViolation
-from agentlightning.contrib.kernel.agentos.semconv import GovernedReward, decisions_summary
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.stats import decisions_summary
 
 __all__ = ["StepRecord", "EpisodeRecord", "violation_info"]
 

@@ -1,47 +1,158 @@
-"""Governance spans as agentlightning ``Span`` objects, built without an active tracer.
+"""Check and violation spans: their names, attributes and agentlightning ``Span`` objects.
 
 Inside a runner, spans are emitted into the active trace. Everything else (a reward computed
 after the rollout, a Gymnasium episode, an imported audit trail) builds the same spans here and
-adds them to a ``LightningStore`` under a rollout and attempt of its choice.
+adds them to a ``LightningStore`` under a rollout and attempt of its choice. Attribute names are
+constants in :mod:`.semconv`; the reward span is built in :mod:`.governed_reward`.
 
->>> import asyncio
->>> from agentlightning.emitter import find_final_reward
->>> from agentlightning.store.memory import InMemoryLightningStore
->>> from agentlightning.contrib.kernel.agentos.semconv import GovernedReward
->>> async def demo():
-...     store = InMemoryLightningStore()
-...     attempted = await store.start_rollout("task")
-...     reward = GovernedReward(final=6.0, base=1.0, policy_penalty=0.0, clean_bonus=5.0, cost=0.0, violation_count=0)
-...     await add_spans(store, attempted.rollout_id, attempted.attempt.attempt_id, [reward_core_fields(reward)])
-...     return find_final_reward(await store.query_spans(attempted.rollout_id, "latest"))
->>> asyncio.run(demo())
-6.0
+>>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
+>>> from agentlightning.contrib.kernel.agentos.semconv import (
+...     AGENTOS_ACTION_BLOCKED, AGENTOS_KIND, AGENTOS_POLICY_NAME, AGENTOS_SEVERITY)
+>>> decision = GovernanceKernel([SQLPolicy(deny=["DROP"])]).check(Action.sql("DROP TABLE t"))
+>>> attrs = violation_span_attributes(decision, 0)
+>>> attrs[AGENTOS_KIND], attrs[AGENTOS_POLICY_NAME], attrs[AGENTOS_SEVERITY], attrs[AGENTOS_ACTION_BLOCKED]
+('violation', 'SQLPolicy', 'critical', True)
+>>> check_span_name(decision), violation_span_name(decision, 0)
+('agentos.check: blocked database_query', 'agentos.violation: SQLPolicy (critical) penalty -100.0, blocked')
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Mapping, Sequence
 
-from agentlightning.emitter import emit_reward
 from agentlightning.store.base import LightningStore
 from agentlightning.tracer.base import get_active_tracer
 from agentlightning.tracer.dummy import DummyTracer
 from agentlightning.types import Span, TraceStatus
 from agentlightning.types.tracer import SpanCoreFields
-from agentlightning.utils.otel import check_attributes_sanity, flatten_attributes, sanitize_attributes
+from agentlightning.utils.otel import (
+    check_attributes_sanity,
+    flatten_attributes,
+    make_link_attributes,
+    make_tag_attributes,
+    sanitize_attributes,
+)
 
 from .actions import Decision
 from .semconv import (
-    REWARD_FINAL,
-    GovernedReward,
-    check_span_attributes,
-    check_span_name,
-    reward_span_name,
-    violation_span_attributes,
-    violation_span_name,
+    AGENTOS_ACTION_BLOCKED,
+    AGENTOS_AGENT_ID,
+    AGENTOS_CHECK_TAG,
+    AGENTOS_DECISION_ID,
+    AGENTOS_DESCRIPTION,
+    AGENTOS_KIND,
+    AGENTOS_PENALTY,
+    AGENTOS_POLICY_NAME,
+    AGENTOS_SEVERITY,
+    AGENTOS_SIGNALS,
+    AGENTOS_TOOL_NAME,
+    AGENTOS_TOTAL_PENALTY,
+    AGENTOS_VERDICT,
+    AGENTOS_VIOLATION_COUNT,
+    AGENTOS_VIOLATION_INDEX,
+    AGENTOS_VIOLATION_TAG,
+    AGENTOS_VIOLATION_TYPE,
+    CHECK_SPAN_NAME,
+    KIND_CHECK,
+    KIND_VIOLATION,
+    MAX_DESCRIPTION_CHARS,
+    VIOLATION_SPAN_NAME,
 )
 
-__all__ = ["annotation_span", "decision_core_fields", "emit_decision_spans", "emit_reward_span", "reward_core_fields", "add_spans"]
+__all__ = [
+    "annotation_span",
+    "check_span_name",
+    "violation_span_name",
+    "check_span_attributes",
+    "violation_span_attributes",
+    "is_check_span",
+    "is_violation_span",
+    "decision_core_fields",
+    "emit_decision_spans",
+    "add_spans",
+    "readable_number",
+]
+
+#: Names are for the dashboard's table: long policy or tool names are cut there (never in attributes).
+_MAX_NAME_PART_CHARS = 80
+
+
+def _name_part(text: Any) -> str:
+    text = " ".join(str(text).split())  # one line: newlines or tabs in a tool name would break the table
+    return text if len(text) <= _MAX_NAME_PART_CHARS else text[: _MAX_NAME_PART_CHARS - 3] + "..."
+
+
+def readable_number(value: float) -> str:
+    """A reward or penalty as people read it in a span name.
+
+    >>> readable_number(-100), readable_number(0.851234567), readable_number(6)
+    ('-100.0', '0.8512', '6.0')
+    """
+    return repr(round(float(value), 4))
+
+
+def check_span_name(decision: Decision) -> str:
+    """``agentos.check: <verdict> <tool>``, the name of a check span in the dashboard."""
+    return f"{CHECK_SPAN_NAME}: {decision.verdict.value} {_name_part(decision.action.tool_name)}"
+
+
+def violation_span_name(decision: Decision, index: int) -> str:
+    """``agentos.violation: <policy> (<severity>) penalty <p>, <blocked|not blocked>``."""
+    violation = decision.violations[index]
+    outcome = "blocked" if violation.action_blocked else "not blocked"
+    return (
+        f"{VIOLATION_SPAN_NAME}: {_name_part(violation.policy_name)} ({violation.severity.value}) "
+        f"penalty {readable_number(violation.penalty)}, {outcome}"
+    )
+
+
+def check_span_attributes(decision: Decision) -> Dict[str, Any]:
+    """Attributes of the span recording one kernel check."""
+    return {
+        AGENTOS_KIND: KIND_CHECK,
+        AGENTOS_DECISION_ID: decision.decision_id,
+        AGENTOS_VERDICT: decision.verdict.value,
+        AGENTOS_TOOL_NAME: decision.action.tool_name,
+        AGENTOS_AGENT_ID: decision.context.agent_id,
+        AGENTOS_VIOLATION_COUNT: len(decision.violations),
+        AGENTOS_TOTAL_PENALTY: decision.total_penalty,
+        AGENTOS_SIGNALS: ",".join(decision.signals),
+        **make_tag_attributes([AGENTOS_CHECK_TAG]),
+    }
+
+
+def violation_span_attributes(decision: Decision, index: int) -> Dict[str, Any]:
+    """Attributes of the span recording violation ``index`` of ``decision``."""
+    violation = decision.violations[index]
+    return {
+        AGENTOS_KIND: KIND_VIOLATION,
+        AGENTOS_DECISION_ID: decision.decision_id,
+        AGENTOS_VIOLATION_INDEX: index,
+        AGENTOS_TOOL_NAME: decision.action.tool_name,
+        AGENTOS_AGENT_ID: decision.context.agent_id,
+        AGENTOS_POLICY_NAME: violation.policy_name,
+        AGENTOS_SEVERITY: violation.severity.value,
+        AGENTOS_VIOLATION_TYPE: violation.violation_type.value,
+        AGENTOS_DESCRIPTION: violation.description[:MAX_DESCRIPTION_CHARS],
+        AGENTOS_PENALTY: violation.penalty,
+        AGENTOS_ACTION_BLOCKED: bool(violation.action_blocked),
+        **make_tag_attributes([AGENTOS_VIOLATION_TAG, f"agentos.severity:{violation.severity.value}"]),
+        **make_link_attributes({AGENTOS_DECISION_ID: decision.decision_id}),
+    }
+
+
+def _kind(attributes: Mapping[str, Any]) -> Any:
+    return attributes.get(AGENTOS_KIND) if attributes else None
+
+
+def is_check_span(span: Any) -> bool:
+    """True for a span written with :func:`check_span_attributes` (any object with ``.attributes``)."""
+    return _kind(getattr(span, "attributes", None) or {}) == KIND_CHECK
+
+
+def is_violation_span(span: Any) -> bool:
+    """True for a span written with :func:`violation_span_attributes`."""
+    return _kind(getattr(span, "attributes", None) or {}) == KIND_VIOLATION
 
 
 def annotation_span(name: str, annotation: Dict[str, Any], *, propagate: bool = True) -> SpanCoreFields:
@@ -61,7 +172,9 @@ def annotation_span(name: str, annotation: Dict[str, Any], *, propagate: bool = 
     attributes = sanitize_attributes(attributes)
     tracer = get_active_tracer() if propagate else DummyTracer()
     if tracer is None:
-        raise RuntimeError(f"No active tracer found. Cannot emit the span {name!r} outside a rollout; build it with propagate=False.")
+        raise RuntimeError(
+            f"No active tracer found. Cannot emit the span {name!r} outside a rollout; build it with propagate=False."
+        )
     return tracer.create_span(name=name, attributes=attributes, status=TraceStatus(status_code="OK"))
 
 
@@ -82,20 +195,9 @@ def emit_decision_spans(decision: Decision) -> None:
         annotation_span(violation_span_name(decision, index), violation_span_attributes(decision, index))
 
 
-def reward_core_fields(reward: GovernedReward) -> SpanCoreFields:
-    """The multi-dimensional reward span of ``reward`` (primary dimension ``final``), built by
-    agentlightning's ``emit_reward`` and named :func:`reward_span_name`."""
-    fields = emit_reward(reward.dimensions(), primary_key=REWARD_FINAL, attributes=reward.span_attributes(), propagate=False)
-    return fields.model_copy(update={"name": reward_span_name(reward)})
-
-
-def emit_reward_span(reward: GovernedReward) -> SpanCoreFields:
-    """Send the reward span of ``reward`` to the active tracer (inside a rollout)."""
-    fields = emit_reward(reward.dimensions(), primary_key=REWARD_FINAL, attributes=reward.span_attributes(), propagate=False)
-    return annotation_span(reward_span_name(reward), dict(fields.attributes))
-
-
-async def add_spans(store: LightningStore, rollout_id: str, attempt_id: str, fields: Sequence[SpanCoreFields]) -> List[Span]:
+async def add_spans(
+    store: LightningStore, rollout_id: str, attempt_id: str, fields: Sequence[SpanCoreFields]
+) -> List[Span]:
     """Add ``fields`` to ``store`` as spans of the attempt, in order, after any span already there."""
     if not fields:
         return []

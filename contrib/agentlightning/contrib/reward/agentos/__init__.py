@@ -10,7 +10,7 @@
 (-99.0, 1.0, -100.0, 10.0, False)
 """
 
-from agentlightning.contrib.kernel.agentos.semconv import GovernedReward
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 
 from .config import RewardConfig
 from .lagrangian import LagrangianPenalty

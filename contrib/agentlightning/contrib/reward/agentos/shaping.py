@@ -12,7 +12,7 @@ import math
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation, Severity, constraint_cost
-from agentlightning.contrib.kernel.agentos.semconv import GovernedReward
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 
 from .config import RewardConfig
 

@@ -26,9 +26,8 @@ from agentlightning.contrib.kernel.agentos.semconv import (
     AGENTOS_POLICY_NAME,
     AGENTOS_SEVERITY,
     AGENTOS_VIOLATION_INDEX,
-    is_check_span,
-    is_violation_span,
 )
+from agentlightning.contrib.kernel.agentos.spans import is_check_span, is_violation_span
 
 __all__ = ["RolloutViolations", "rollout_violations_report", "main"]
 

@@ -31,8 +31,8 @@ from agentlightning.contrib.kernel.agentos import (
     as_kernel,
     constraint_cost,
 )
-from agentlightning.contrib.kernel.agentos.semconv import GovernedReward
-from agentlightning.contrib.kernel.agentos.spans import add_spans, emit_reward_span, reward_core_fields
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, emit_reward_span, reward_core_fields
+from agentlightning.contrib.kernel.agentos.spans import add_spans
 
 from .agents import TaskActionAgent, as_agent, describe, needs_resource, task_action
 from .tools import PolicyViolationError, RolloutGovernance, active_rollout

@@ -30,7 +30,7 @@ from agentlightning.contrib.kernel.agentos import (
     constraint_cost,
     governance_context,
 )
-from agentlightning.contrib.kernel.agentos.semconv import decisions_summary
+from agentlightning.contrib.kernel.agentos.stats import decisions_summary
 from agentlightning.contrib.kernel.agentos.spans import decision_core_fields
 from agentlightning.contrib.kernel.agentos.spans import emit_decision_spans as _emit_decision_spans
 
