@@ -4,7 +4,12 @@ governed tools outside a runner, and isolation of concurrent rollouts."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import json
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -18,6 +23,7 @@ from agentlightning.contrib.kernel.agentos import (
     Severity,
     SQLPolicy,
 )
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.runner.agentos import (
     ActionBlockedError,
     AgentOSRunner,
@@ -282,3 +288,66 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
     adapter = TracerTraceToTriplet()
     assert [adapter.adapt(spans)[-1].reward for spans in (clean, dropped)] == [6.0, -100.0]
     assert (stats["total_checks"], stats["total_violations"], stats["blocked_actions"]) == (3, 1, 1)
+
+
+# ----------------------------------------------------------------------------- one outcome per attempt (issue 15)
+def test_importing_the_runner_changes_no_environment_variable():
+    """Importing the package sets nothing; building a runner quiets AgentOps (unless the user
+    configured it), because that is when AgentOps is about to be used."""
+    code = (
+        "import json, os\n"
+        "before = dict(os.environ)\n"
+        "import agentlightning.contrib.runner.agentos as runner_package\n"
+        "imported = dict(os.environ)\n"
+        "from agentlightning.contrib.kernel.agentos import SQLPolicy\n"
+        "runner_package.AgentOSRunner([SQLPolicy()])\n"
+        "print(json.dumps([before == imported, os.environ.get('AGENTOPS_LOGGING_TO_FILE'), "
+        "os.environ.get('AGENTOPS_LOG_LEVEL')]))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTOPS_")}
+    configured = {**clean, "AGENTOPS_LOG_LEVEL": "DEBUG"}  # the user's setting is kept
+    done = subprocess.run([sys.executable, "-c", code], env=configured, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, "False", "DEBUG"]
+
+
+def test_summary_rollout_and_reward_input_come_from_one_outcome(shop_db):
+    """The attempt's metadata summary, the GovernedRollout of step() and what reward_fn saw agree,
+    and the attempt's record takes no decision after its outcome was computed."""
+    seen, contexts, ran = [], [], []
+
+    def reward_fn(rollout):
+        seen.append(rollout)
+        return GovernedReward(final=2.0, base=1.0, policy_penalty=-100.0, clean_bonus=0.0, cost=7.0, violation_count=1)
+
+    def agent(task):
+        tool = governed_tool("database_query", lambda query: ran.append(query))
+        contexts.append((tool, contextvars.copy_context()))
+        for query in task:
+            try:
+                tool(query)
+            except ActionBlockedError:
+                pass
+        return 0.5
+
+    async def scenario():
+        runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], reward_fn=reward_fn, log_violations=False)
+        runner.init(agent)
+        rollout = await runner.step(["SELECT 1", "DROP TABLE users"])
+        attempts = await runner.get_store().query_attempts(rollout.rollout_id)
+        return rollout, attempts[-1].metadata["agentos"]
+
+    rollout, summary = _run(scenario())
+    (view,) = seen
+    assert ran == ["SELECT 1"]  # the DROP never ran
+    assert [d.decision_id for d in view.decisions] == [d.decision_id for d in rollout.decisions]
+    assert view.violations == rollout.violations and len(rollout.violations) == 1
+    assert view.agent_reward == rollout.agent_reward == 0.5 and view.success is True and view.reward is None
+    assert rollout.reward.final == 2.0 and rollout.cost == 7.0  # the reward's own cost, everywhere
+    assert summary["reward"] == rollout.reward.to_dict() and summary["cost"] == rollout.cost
+    assert (summary["checks"], summary["violations"], summary["total_penalty"]) == (2, 1, rollout.total_penalty)
+    # A governed tool called in the attempt's context after it ended is refused before it runs.
+    ((tool, context),) = contexts
+    with pytest.raises(RuntimeError, match="has ended: its governance outcome is final"):
+        context.run(tool, "SELECT 2")
+    assert ran == ["SELECT 1"]

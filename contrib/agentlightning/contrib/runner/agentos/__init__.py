@@ -11,9 +11,10 @@ from agentlightning.contrib.kernel.agentos import PolicyViolation, PolicyViolati
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 from .agents import ActionOutcome, TaskActionAgent, as_agent
+from .attempt import RolloutGovernance, RolloutOutcome, active_rollout
 from .report import RolloutViolations, rollout_violations_report
 from .runner import AgentOSRunner, GovernedRollout, GovernedRunner, normalize_mode
-from .tools import ActionBlockedError, PolicyViolationError, RolloutGovernance, active_rollout, governed_tool
+from .tools import ActionBlockedError, PolicyViolationError, governed_tool
 
 __all__ = [
     "ActionBlockedError",
@@ -25,6 +26,7 @@ __all__ = [
     "PolicyViolationError",
     "PolicyViolationType",
     "RolloutGovernance",
+    "RolloutOutcome",
     "RolloutViolations",
     "TaskActionAgent",
     "active_rollout",

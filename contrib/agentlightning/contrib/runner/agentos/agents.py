@@ -19,7 +19,8 @@ from agentlightning.litagent.decorator import FunctionalLitAgent
 
 from agentlightning.contrib.kernel.agentos import Action, Decision
 
-from .tools import PolicyViolationError, active_rollout
+from .attempt import active_rollout
+from .tools import PolicyViolationError
 
 __all__ = ["ActionOutcome", "TaskActionAgent", "as_agent", "task_action"]
 
@@ -161,13 +162,15 @@ class TaskActionAgent(LitAgent[Any]):
         self.arg_name = arg_name
 
     def rollout(self, task: Any, resources: Any, rollout: Any) -> ActionOutcome:
-        state = active_rollout()
-        if state is None:
-            raise RuntimeError("TaskActionAgent governs its task with the runner's kernel; run it with AgentOSRunner.step(task)")
-        decision = state.decide(task_action(task, self.tool_name, self.arg_name))
+        record = active_rollout()
+        if record is None:
+            raise RuntimeError(
+                "TaskActionAgent governs its task with the runner's kernel; run it with AgentOSRunner.step(task)"
+            )
+        decision = record.decide(task_action(task, self.tool_name, self.arg_name))
         if decision.blocked:
-            state.input_blocked = True
-            if state.fail_on_violation:
+            record.record_input_blocked()
+            if record.fail_on_violation:
                 raise PolicyViolationError(decision)
         return ActionOutcome(decision)
 

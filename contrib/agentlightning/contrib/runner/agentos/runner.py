@@ -29,21 +29,15 @@ from agentlightning.contrib.kernel.agentos import (
     GovernanceConfigError,
     PolicyViolation,
     as_kernel,
-    constraint_cost,
 )
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, emit_reward_span, reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
 from .agents import TaskActionAgent, as_agent, describe, needs_resource, task_action
-from .tools import PolicyViolationError, RolloutGovernance, active_rollout
+from .attempt import RolloutGovernance, RolloutOutcome, active_rollout
+from .tools import PolicyViolationError
 
 __all__ = ["AgentOSRunner", "GovernedRunner", "GovernedRollout", "normalize_mode"]
-
-# AgentOps (agentlightning's default tracer) writes agentops.log into the current directory and
-# prints "Session Replay" links although nothing is sent anywhere; keep the first out of the
-# user's working tree and the second quiet, unless the user configured them.
-os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")
-os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +46,14 @@ _ROLLOUT_METHODS = ("training_rollout", "validation_rollout", "training_rollout_
 #: agentlightning's rollout modes, and the spellings users bring from elsewhere (the reference
 #: tutorial's ``mode="eval"``, agentlightning's own docstring's "validation").
 _MODES = ("train", "val", "test")
-_MODE_ALIASES = {"eval": "val", "evaluation": "val", "validation": "val", "valid": "val", "training": "train", "testing": "test"}
+_MODE_ALIASES = {
+    "eval": "val",
+    "evaluation": "val",
+    "validation": "val",
+    "valid": "val",
+    "training": "train",
+    "testing": "test",
+}
 
 
 def normalize_mode(mode: Any) -> Optional[str]:
@@ -69,7 +70,9 @@ def normalize_mode(mode: Any) -> Optional[str]:
     if isinstance(mode, str) and mode.strip().lower() in _MODES + tuple(_MODE_ALIASES):
         key = mode.strip().lower()
         return _MODE_ALIASES.get(key, key)
-    raise ValueError(f"mode must be 'train', 'val' or 'test' (agentlightning's rollout modes; 'eval' means 'val'), got {mode!r}")
+    raise ValueError(
+        f"mode must be 'train', 'val' or 'test' (agentlightning's rollout modes; 'eval' means 'val'), got {mode!r}"
+    )
 
 
 _RESOURCES_HINT = (
@@ -105,24 +108,28 @@ class GovernedRollout(Rollout):
         return bool(self.decisions)
 
     @classmethod
-    def from_state(
-        cls, rollout: Rollout, state: RolloutGovernance, execution_time_ms: float, *, success: Optional[bool] = None
+    def from_outcome(
+        cls, rollout: Rollout, outcome: RolloutOutcome, execution_time_ms: float, *, success: Optional[bool] = None
     ) -> "GovernedRollout":
+        """The store's ``rollout`` with the governance fields of its attempt's ``outcome``.
+
+        ``success`` defaults to the rollout's status; a blocked task input is never a success.
+        """
         if success is None:
             success = rollout.status == "succeeded"
         return cls(
             **rollout.model_dump(exclude={"attempt"}),
             task_input=rollout.input,
-            task_output=state.task_output,
-            success=success and not state.input_blocked,
-            violations=state.violations,
-            signals_sent=state.signals,
-            total_penalty=state.total_penalty,
-            cost=state.reward.cost if state.reward is not None else constraint_cost(state.violations),
-            agent_reward=state.agent_reward,
-            reward=state.reward,
+            task_output=outcome.task_output,
+            success=success and not outcome.input_blocked,
+            violations=list(outcome.violations),
+            signals_sent=list(outcome.signals),
+            total_penalty=outcome.total_penalty,
+            cost=outcome.cost,
+            agent_reward=outcome.agent_reward,
+            reward=outcome.reward,
             execution_time_ms=execution_time_ms,
-            decisions=list(state.decisions),
+            decisions=list(outcome.decisions),
         )
 
 
@@ -169,8 +176,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
 
     >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
     >>> runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], poll_interval=0.1)
-    >>> runner.get_stats()
-    {'total_rollouts': 0, 'total_violations': 0, 'violation_rate': 0.0, 'total_checks': 0, 'blocked_actions': 0, 'rollouts_with_violations': 0, 'ungoverned_rollouts': 0}
+    >>> runner.get_stats()  # doctest: +NORMALIZE_WHITESPACE
+    {'total_rollouts': 0, 'total_violations': 0, 'violation_rate': 0.0, 'total_checks': 0, 'blocked_actions': 0,
+     'rollouts_with_violations': 0, 'ungoverned_rollouts': 0}
     """
 
     def __init__(
@@ -190,15 +198,20 @@ class AgentOSRunner(LitAgentRunner[Any]):
         **runner_kwargs: Any,
     ) -> None:
         self.kernel = as_kernel(kernel)
-        for name, value in (("fail_on_violation", fail_on_violation), ("log_violations", log_violations), ("govern_input", govern_input)):
+        flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations, "govern_input": govern_input}
+        for name, value in flags.items():
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
         if violation_callback is not None and not callable(violation_callback):
             raise TypeError(f"violation_callback must be callable, got {type(violation_callback).__name__}")
         if reward_fn is not None and not callable(reward_fn):
-            raise TypeError(f"reward_fn must be callable (rollout -> reward), e.g. PolicyReward(kernel); got {type(reward_fn).__name__}")
+            raise TypeError(
+                f"reward_fn must be callable (rollout -> reward), e.g. PolicyReward(kernel); "
+                f"got {type(reward_fn).__name__}"
+            )
         if tracer is not None and not isinstance(tracer, Tracer):
             raise TypeError(f"tracer must be an agentlightning Tracer, got {type(tracer).__name__}")
+        _quiet_agentops()
         super().__init__(tracer if tracer is not None else AgentOpsTracer(), **runner_kwargs)
         self.fail_on_violation = fail_on_violation
         self.log_violations = log_violations
@@ -217,10 +230,13 @@ class AgentOSRunner(LitAgentRunner[Any]):
             "rollouts_with_violations": 0,
             "ungoverned_rollouts": 0,
         }
-        self._last_step_state: Optional[RolloutGovernance] = None
+        #: The record of the attempt that ``step`` runs, handed from ``_step_impl`` to ``step``.
+        self._last_step_record: Optional[RolloutGovernance] = None
         #: What this runner already told the user once (each of these is logged once per runner).
         self._told: set = set()
-        self._setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = weakref.WeakKeyDictionary()
+        self._setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = (
+            weakref.WeakKeyDictionary()
+        )
 
     # ------------------------------------------------------------------ lifecycle
     def init(self, agent: Any, **kwargs: Any) -> None:
@@ -307,25 +323,27 @@ class AgentOSRunner(LitAgentRunner[Any]):
 
     @staticmethod
     def _agent_started() -> None:
-        state = active_rollout()
-        if state is not None:
-            state.agent_started = True
+        record = active_rollout()
+        if record is not None:
+            record.record_agent_started()
 
     def _task_allowed(self, task: Any) -> bool:
-        state = active_rollout()
-        if not self.govern_input or state is None or not isinstance(task, str) or isinstance(self._agent, TaskActionAgent):
+        record = active_rollout()
+        if record is None or not self.govern_input or not isinstance(task, str):
             return True
-        decision = state.decide(Action(self.input_tool, {self.input_arg: task}))
+        if isinstance(self._agent, TaskActionAgent):  # it governs the task itself
+            return True
+        decision = record.decide(Action(self.input_tool, {self.input_arg: task}))
         if decision.allowed:
             return True
-        state.input_blocked = True
+        record.record_input_blocked()
         if self.fail_on_violation:
             raise PolicyViolationError(decision)
         return False
 
     # ------------------------------------------------------------------ rollouts
     async def _step_impl(self, next_rollout: AttemptedRollout, raise_on_exception: bool = False) -> str:
-        state = RolloutGovernance(
+        record = RolloutGovernance(
             kernel=self.kernel,
             context=ActionContext(
                 agent_id=self.agent_id or self.get_worker_id(),
@@ -334,103 +352,129 @@ class AgentOSRunner(LitAgentRunner[Any]):
             ),
             fail_on_violation=self.fail_on_violation,
             on_decision=self._on_decision,
+            rollout=next_rollout,
             defer_clean_check_spans=True,
         )
-        state.rollout = next_rollout
         try:
-            with state.activate():
+            with record.activate():
                 return await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
         finally:
-            await self._finish(next_rollout, state, stepping=raise_on_exception)
+            await self._finish(next_rollout, record, stepping=raise_on_exception)
             if raise_on_exception:  # called from step(), which returns the governance fields
-                self._last_step_state = state
+                self._last_step_record = record
 
     async def _post_process_rollout_result(self, rollout: AttemptedRollout, raw_result: Any) -> Any:
-        state = active_rollout()
-        if state is None:
+        """The agent returned: record its result, conclude the attempt's outcome (scoring it with
+        ``reward_fn``) and write the held-back check spans with the reward span."""
+        record = active_rollout()
+        if record is None:
             return await super()._post_process_rollout_result(rollout, raw_result)
-        state.task_output = raw_result
+        task_output = raw_result
         result_only = raw_result is not None and not isinstance(raw_result, (bool, int, float, list))
         if result_only:
             # A dict, a string, an object: the task's result (the reference's rollout.task_output),
             # not a reward. LitAgentRunner would fail the rollout with a TypeError here.
             raw_result = None
+        agent_reward: Optional[float] = None
         if self.reward_fn is not None and isinstance(raw_result, (bool, int, float)):
             # The agent's own reward becomes the base of the shaped one; it is not stored unshaped.
-            state.agent_reward = float(raw_result)
+            agent_reward = float(raw_result)
             raw_result = None
         spans = list(await super()._post_process_rollout_result(rollout, raw_result))
-        if result_only and self.reward_fn is None and find_final_reward(spans) is None and not isinstance(self._agent, TaskActionAgent):
+        if self.reward_fn is not None and agent_reward is None:
+            agent_reward = find_final_reward(spans)  # a reward the agent emitted itself
+        record.record_agent_result(task_output, agent_reward)
+        if (
+            result_only
+            and self.reward_fn is None
+            and find_final_reward(spans) is None
+            and not isinstance(self._agent, TaskActionAgent)
+        ):
             self._tell_once(
                 "result_without_reward",
-                "AgentOSRunner: rollout %s: the agent (%s) returned a %s; it is kept as the rollout's task_output, but it "
-                "is not a reward, so the store holds no reward for this rollout and training gets nothing from it. "
-                "Return a float (the reward), call agl.emit_reward(value) in the agent, or pass "
+                "AgentOSRunner: rollout %s: the agent (%s) returned a %s; it is kept as the rollout's task_output, "
+                "but it is not a reward, so the store holds no reward for this rollout and training gets nothing "
+                "from it. Return a float (the reward), call agl.emit_reward(value) in the agent, or pass "
                 "reward_fn=PolicyReward(kernel, base_reward_fn=lambda rollout: ...) to the runner, which computes it "
                 "from rollout.task_output. (Logged once per runner.)",
                 rollout.rollout_id,
                 describe(self._agent),
-                type(state.task_output).__name__,
+                type(task_output).__name__,
             )
+        outcome = record.conclude(self._scorer(rollout))
         # The clean checks' spans and the shaped reward span, in one store call.
-        batch = state.take_deferred_spans()
-        if self.reward_fn is not None:
-            if state.agent_reward is None:
-                state.agent_reward = find_final_reward(spans)  # a reward the agent emitted itself
-            state.reward = self._score(rollout, state, success=True)
-            batch.append(reward_core_fields(state.reward))
+        batch = record.take_deferred_spans()
+        if outcome.reward is not None:
+            batch.append(reward_core_fields(outcome.reward))
         spans += await add_spans(self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id, batch)
         return spans
 
-    def _score(self, rollout: Rollout, state: RolloutGovernance, *, success: bool) -> GovernedReward:
-        view = GovernedRollout.from_state(rollout, state, 0.0, success=success)
+    def _scorer(self, rollout: Optional[Rollout]) -> Optional[Callable[[RolloutOutcome], GovernedReward]]:
+        """``reward_fn`` as :meth:`RolloutGovernance.conclude` takes it (None: nothing to score)."""
+        if self.reward_fn is None or rollout is None:
+            return None
+        return lambda outcome: self._score(rollout, outcome)
+
+    def _score(self, rollout: Rollout, outcome: RolloutOutcome) -> GovernedReward:
+        """``reward_fn`` of the rollout view of ``outcome``; ``success`` there means the agent did not raise."""
+        view = GovernedRollout.from_outcome(rollout, outcome, 0.0, success=not outcome.agent_failed)
         score = getattr(self.reward_fn, "score", None)
         value = score(view) if callable(score) else self.reward_fn(view)  # type: ignore[misc]
         if isinstance(value, GovernedReward):
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"reward_fn returned {type(value).__name__} ({value!r}); it must return a float or a GovernedReward")
+            raise TypeError(
+                f"reward_fn returned {type(value).__name__} ({value!r}); it must return a float or a GovernedReward"
+            )
         return GovernedReward(
             final=float(value),
             base=float(value),
             policy_penalty=0.0,
             clean_bonus=0.0,
-            cost=constraint_cost(state.violations),
-            violation_count=len(state.violations),
+            cost=outcome.cost,
+            violation_count=len(outcome.violations),
         )
 
     def _on_agent_failure(self) -> None:
-        """The agent raised: emit the held-back check spans and the shaped reward into the trace
-        now, before the runner marks the attempt failed (a span added after that could revive a
-        requeued rollout)."""
-        state = active_rollout()
-        if state is None:
-            return
-        state.agent_failed = True
-        state.emit_deferred_spans()
-        if self.reward_fn is None or state.rollout is None or state.reward is not None:
-            return
-        rollout = state.rollout
+        """The agent raised: conclude the attempt's outcome, and emit the held-back check spans and
+        the shaped reward into the trace now, before the runner marks the attempt failed (a span
+        added after that could revive a requeued rollout)."""
+        record = active_rollout()
+        if record is None or record.outcome is not None:
+            return  # not a governed attempt, or an inner rollout method of the agent already concluded it
+        record.record_agent_failed()
+        record.emit_deferred_spans()
         try:
-            state.reward = self._score(rollout, state, success=False)
-            emit_reward_span(state.reward)
+            outcome = record.conclude(self._scorer(record.rollout))
+            if outcome.reward is not None:
+                emit_reward_span(outcome.reward)
         except Exception:
-            logger.exception("could not emit the governed reward of failed rollout %s", rollout.rollout_id)
+            logger.exception("could not emit the governed reward of failed rollout %s", record.context.rollout_id)
 
-    async def _finish(self, rollout: AttemptedRollout, state: RolloutGovernance, *, stepping: bool = False) -> None:
+    async def _finish(self, rollout: AttemptedRollout, record: RolloutGovernance, *, stepping: bool = False) -> None:
+        """Count the attempt and store its summary; an attempt whose agent neither returned nor
+        raised (no resources, a blocked input raising, a failed post-processing) is concluded here."""
         self.kernel.end_rollout(rollout.rollout_id)
+        outcome = record.outcome if record.outcome is not None else record.conclude()
         self._counts["total_rollouts"] += 1
-        if state.violations:
+        if outcome.violations:
             self._counts["rollouts_with_violations"] += 1
-        if not state.agent_started and not stepping:
+        if not outcome.agent_started and not stepping:
             # LitAgentRunner returns without running the agent only when the store had no resources.
-            self._tell_once("no_resources", "AgentOSRunner: rollout %s was skipped (agentlightning: 'Failed to fetch resources'): " + _RESOURCES_HINT + ".", rollout.rollout_id, level=logging.ERROR)
-        elif state.agent_started and not state.decisions and not state.agent_failed:
+            self._tell_once(
+                "no_resources",
+                "AgentOSRunner: rollout %s was skipped (agentlightning: 'Failed to fetch resources'): "
+                + _RESOURCES_HINT
+                + ".",
+                rollout.rollout_id,
+                level=logging.ERROR,
+            )
+        elif outcome.agent_started and not outcome.governed and not outcome.agent_failed:
             self._counts["ungoverned_rollouts"] += 1
             self._tell_once(
                 "ungoverned",
-                "AgentOSRunner: rollout %s finished without a single governance check: no action of the agent (%s) went "
-                "through the kernel, so nothing could be blocked or recorded. Wrap the agent's tools with "
+                "AgentOSRunner: rollout %s finished without a single governance check: no action of the agent (%s) "
+                "went through the kernel, so nothing could be blocked or recorded. Wrap the agent's tools with "
                 "governed_tool('%s', fn), or pass govern_input=True to check a string task itself as %s(%s=task). "
                 "PolicyReward gives such a rollout no clean bonus. (Logged once per runner; "
                 "runner.get_stats()['ungoverned_rollouts'] counts them.)",
@@ -440,7 +484,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 self.input_tool,
                 self.input_arg,
             )
-        metadata = {**(rollout.attempt.metadata or {}), "agentos": state.summary()}
+        metadata = {**(rollout.attempt.metadata or {}), "agentos": outcome.summary()}
         try:
             await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, metadata=metadata)
         except Exception:
@@ -484,20 +528,21 @@ class AgentOSRunner(LitAgentRunner[Any]):
         started = time.perf_counter()
         try:
             rollout = await super().step(input, resources=resources, mode=mode, event=event)
-            state = self._last_step_state
+            record = self._last_step_record
         except RuntimeError as err:
             if "Failed to fetch resources" in str(err):
                 raise RuntimeError(f"{err}: {_RESOURCES_HINT}") from err
             raise
         finally:
-            self._last_step_state = None
-        assert state is not None and state.context.rollout_id == rollout.rollout_id
-        return GovernedRollout.from_state(rollout, state, (time.perf_counter() - started) * 1e3)
+            self._last_step_record = None
+        assert record is not None and record.outcome is not None and record.context.rollout_id == rollout.rollout_id
+        return GovernedRollout.from_outcome(rollout, record.outcome, (time.perf_counter() - started) * 1e3)
 
     async def _ensure_ready(self, task: Any, resources: Any) -> None:
         """Create what ``step`` needs and the user did not set up: the agent, then the store."""
         if self._agent is None or isinstance(self._agent, TaskActionAgent):
-            task_action(task, self.input_tool, self.input_arg)  # a task that is no action fails here, before a rollout exists
+            # A task that is no action fails here, before a rollout exists.
+            task_action(task, self.input_tool, self.input_arg)
         if self._agent is not None and self._store is not None:
             return
         loop = asyncio.get_running_loop()
@@ -507,14 +552,16 @@ class AgentOSRunner(LitAgentRunner[Any]):
         async with lock:
             if self._agent is None:
                 self.init(TaskActionAgent(self.input_tool, self.input_arg))
-                logger.info("AgentOSRunner: no agent given; the task itself is the action to govern (%s)", self.input_tool)
+                logger.info(
+                    "AgentOSRunner: no agent given; the task itself is the action to govern (%s)", self.input_tool
+                )
             if self._store is None:
                 agent = self.get_agent()
                 if resources is None and needs_resource(agent, "llm"):
                     raise ValueError(
                         f"the agent ({describe(agent)}) takes an `llm`, and there is no LLM to create on demand: pass "
-                        f"step(task, resources={{'main_llm': agl.LLM(endpoint=..., model=...)}}), or set up a store with "
-                        f"that resource and runner.init_worker(0, store)"
+                        f"step(task, resources={{'main_llm': agl.LLM(endpoint=..., model=...)}}), or set up a store "
+                        f"with that resource and runner.init_worker(0, store)"
                     )
                 store = InMemoryLightningStore()
                 named: Dict[str, Any] = {}
@@ -541,6 +588,16 @@ class AgentOSRunner(LitAgentRunner[Any]):
     def get_violation_rate(self) -> float:
         """Violations per rollout in this runner."""
         return self.get_stats()["violation_rate"]
+
+
+def _quiet_agentops() -> None:
+    """AgentOps (agentlightning's default tracer) writes agentops.log into the current directory
+    and prints "Session Replay" links although nothing is sent anywhere; keep the first out of the
+    user's working tree and the second quiet, unless the user configured them. AgentOps reads
+    these when its tracer starts (``init_worker``), so setting them when a runner is built is in
+    time, and importing this module changes nothing."""
+    os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")
+    os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
 
 
 GovernedRollout.model_rebuild(_types_namespace={"TaskInput": TaskInput, "RolloutConfig": RolloutConfig})

@@ -9,40 +9,16 @@ something else.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import inspect
-import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, TypeVar, overload
+from typing import Any, Callable, Mapping, Optional, Tuple, TypeVar, overload
 
-from agentlightning.tracer.base import get_active_tracer
-from agentlightning.types.tracer import SpanCoreFields
+from agentlightning.contrib.kernel.agentos import Action, Decision, GovernanceKernel, PolicyViolation
 
-from agentlightning.contrib.kernel.agentos import (
-    Action,
-    ActionContext,
-    Decision,
-    GovernanceKernel,
-    PolicyViolation,
-    constraint_cost,
-    governance_context,
-)
-from agentlightning.contrib.kernel.agentos.stats import decisions_summary
-from agentlightning.contrib.kernel.agentos.spans import decision_core_fields
-from agentlightning.contrib.kernel.agentos.spans import emit_decision_spans as _emit_decision_spans
+from .attempt import active_rollout
 
-__all__ = [
-    "ActionBlockedError",
-    "PolicyViolationError",
-    "RolloutGovernance",
-    "active_rollout",
-    "governed_tool",
-]
-
-logger = logging.getLogger(__name__)
+__all__ = ["ActionBlockedError", "PolicyViolationError", "governed_tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,122 +45,12 @@ class PolicyViolationError(RuntimeError):
         super().__init__(f"policy violation in {decision.action.tool_name!r}: {decision.reason}")
 
 
-@dataclass
-class RolloutGovernance:
-    """What the kernel decided during one rollout attempt (one per attempt, never shared)."""
-
-    kernel: GovernanceKernel
-    context: ActionContext
-    fail_on_violation: bool = False
-    on_decision: Optional[Callable[[Decision], None]] = None
-    decisions: List[Decision] = field(default_factory=list)
-    task_output: Any = None
-    input_blocked: bool = False
-    agent_started: bool = False  #: the agent's rollout method was entered (the runner found resources)
-    agent_failed: bool = False  #: the agent raised
-    agent_reward: Optional[float] = None
-    rollout: Any = None  #: the store's attempted rollout, when run by AgentOSRunner
-    reward: Any = None  #: the GovernedReward written for this attempt, when the runner has a reward_fn
-    #: Hold the spans of clean checks until the runner writes them in one batch (see ``decide``).
-    defer_clean_check_spans: bool = False
-    deferred: List[Tuple[Decision, float]] = field(default_factory=list)
-
-    def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
-        """Check ``action``, record the decision here and as spans of the active trace.
-
-        A decision with violations goes to the trace at once, so it reaches the store even if
-        the process dies a moment later. With ``defer_clean_check_spans`` the check span of a
-        clean decision (the common case) is kept, with its time, for :meth:`take_deferred_spans`:
-        each span sent through the tracer is one synchronous store write, so a rollout's clean
-        checks are written together, in one call, when it ends.
-        """
-        decision = (kernel or self.kernel).check(action, context=self.context)
-        self.decisions.append(decision)
-        if self.defer_clean_check_spans and not decision.violations and get_active_tracer() is not None:
-            self.deferred.append((decision, time.time()))
-        else:
-            emit_decision_spans(decision)
-        if self.on_decision is not None:
-            self.on_decision(decision)
-        return decision
-
-    def take_deferred_spans(self) -> List[SpanCoreFields]:
-        """The check spans held back so far (timed when their check ran); the list is emptied."""
-        fields = []
-        for decision, at in self.deferred:
-            for core in decision_core_fields(decision):
-                fields.append(core.model_copy(update={"start_time": at, "end_time": at}))
-        self.deferred.clear()
-        return fields
-
-    def emit_deferred_spans(self) -> None:
-        """Send the held-back check spans through the active trace now (the agent raised)."""
-        for decision, _ in self.deferred:
-            emit_decision_spans(decision)
-        self.deferred.clear()
-
-    @property
-    def violations(self) -> List[PolicyViolation]:
-        return [v for d in self.decisions for v in d.violations]
-
-    @property
-    def signals(self) -> List[str]:
-        return [s for d in self.decisions for s in d.signals]
-
-    @property
-    def total_penalty(self) -> float:
-        return float(sum(d.total_penalty for d in self.decisions))
-
-    @contextlib.contextmanager
-    def activate(self) -> Iterator["RolloutGovernance"]:
-        """Make this the active rollout (and its context the kernel's) in the current task.
-
-        Each asyncio task or thread sees only the state it activated, so concurrent rollouts
-        never mix decisions.
-        """
-        token = _ACTIVE.set(self)
-        try:
-            with governance_context(self.context):
-                yield self
-        finally:
-            _ACTIVE.reset(token)
-
-    def summary(self) -> dict:
-        """Plain-data summary (stored in the attempt's metadata under ``"agentos"``)."""
-        return {
-            **decisions_summary(self.decisions),
-            "input_blocked": self.input_blocked,
-            "cost": self.reward.cost if self.reward is not None else constraint_cost(self.violations),
-            "reward": self.reward.to_dict() if self.reward is not None else None,
-        }
-
-
-_ACTIVE: contextvars.ContextVar[Optional[RolloutGovernance]] = contextvars.ContextVar("agentos_active_rollout", default=None)
-
-
-def active_rollout() -> Optional[RolloutGovernance]:
-    """The governance state of the rollout running in this task, or None outside a governed rollout."""
-    return _ACTIVE.get()
-
-
-def emit_decision_spans(decision: Decision) -> None:
-    """One annotation span for the check and one per violation, in the active trace (named for
-    the dashboard, see :mod:`agentlightning.contrib.kernel.agentos.semconv`).
-
-    Outside a trace (a governed tool used with an explicit kernel and no runner) there is nowhere
-    to put spans; the decision is still in the kernel's audit trail.
-    """
-    if get_active_tracer() is None:
-        return
-    _emit_decision_spans(decision)
-
-
 def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel]) -> Decision:
-    state = active_rollout()
+    record = active_rollout()
     action = Action(tool_name, call_args)
-    if state is not None:
-        decision = state.decide(action, kernel)
-        fail = state.fail_on_violation
+    if record is not None:
+        decision = record.decide(action, kernel)
+        fail = record.fail_on_violation
     elif kernel is not None:
         decision = kernel.check(action)
         fail = False
@@ -198,11 +64,14 @@ def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel])
     return decision
 
 
-def _record(kernel: Optional[GovernanceKernel], decision: Decision, started: float, result: Any = None, error: Any = None) -> None:
-    state = active_rollout()
-    owner = kernel or (state.kernel if state is not None else None)
+def _record(
+    kernel: Optional[GovernanceKernel], decision: Decision, started: float, result: Any = None, error: Any = None
+) -> None:
+    record = active_rollout()
+    owner = kernel or (record.kernel if record is not None else None)
     if owner is not None:
-        owner.record_outcome(decision, result=result, error=error, execution_time_ms=(time.perf_counter() - started) * 1e3)
+        elapsed_ms = (time.perf_counter() - started) * 1e3
+        owner.record_outcome(decision, result=result, error=error, execution_time_ms=elapsed_ms)
 
 
 _BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -230,7 +99,9 @@ def _argument_binder(signature: inspect.Signature, by_name: bool) -> Callable[[t
                 arguments.update(kwargs)
                 if required <= arguments.keys():
                     # In parameter order, as bind() gives it.
-                    return arguments if not kwargs else {n: arguments[n] for n in signature.parameters if n in arguments}
+                    if not kwargs:
+                        return arguments
+                    return {n: arguments[n] for n in signature.parameters if n in arguments}
         return dict(signature.bind(*args, **kwargs).arguments)
 
     return bind
@@ -252,7 +123,9 @@ def _call_arguments(signature: inspect.Signature, by_name: bool) -> Callable[[Ma
 @overload
 def governed_tool(tool_name: str, fn: F, *, kernel: Optional[GovernanceKernel] = None) -> F: ...
 @overload
-def governed_tool(tool_name: str, fn: None = None, *, kernel: Optional[GovernanceKernel] = None) -> Callable[[F], F]: ...
+def governed_tool(
+    tool_name: str, fn: None = None, *, kernel: Optional[GovernanceKernel] = None
+) -> Callable[[F], F]: ...
 def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[GovernanceKernel] = None) -> Any:
     """Route every call of ``fn`` through the kernel as the action ``tool_name(**arguments)``.
 

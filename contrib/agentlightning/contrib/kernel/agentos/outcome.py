@@ -1,0 +1,78 @@
+"""The governance outcome of one rollout attempt (or one environment episode), computed once.
+
+While an attempt runs, its decisions are appended to a record; when it ends, they become one
+frozen :class:`GovernanceOutcome`. Everything reported about the attempt (the summary stored
+in its metadata under ``"agentos"``, the rollout users get back, the input of the reward
+function) is derived from that one value, so no two of them can disagree.
+
+>>> from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy
+>>> from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
+>>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+>>> outcome = GovernanceOutcome((kernel.check(Action.sql("SELECT 1")), kernel.check(Action.sql("DROP TABLE t"))))
+>>> len(outcome.violations), outcome.total_penalty, outcome.cost, outcome.governed
+(1, -100.0, 10.0, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from .actions import Decision
+from .governed_reward import GovernedReward
+from .stats import decisions_summary
+from .violations import PolicyViolation, constraint_cost
+
+__all__ = ["GovernanceOutcome"]
+
+
+@dataclass(frozen=True)
+class GovernanceOutcome:
+    """What the kernel decided in one attempt, in order, and the governed reward it earned.
+
+    ``input_blocked`` says whether the task itself was blocked (so the agent never acted on it);
+    ``reward`` is the :class:`GovernedReward` written for the attempt, if a reward function ran.
+    """
+
+    decisions: Tuple[Decision, ...] = ()
+    input_blocked: bool = False
+    reward: Optional[GovernedReward] = None
+
+    @property
+    def violations(self) -> Tuple[PolicyViolation, ...]:
+        """Every violation of every decision, in the order they were found."""
+        return tuple(v for d in self.decisions for v in d.violations)
+
+    @property
+    def signals(self) -> Tuple[str, ...]:
+        return tuple(s for d in self.decisions for s in d.signals)
+
+    @property
+    def total_penalty(self) -> float:
+        """The sum of the violations' penalties (zero or negative, reward space)."""
+        return float(sum(d.total_penalty for d in self.decisions))
+
+    @property
+    def governed(self) -> bool:
+        """Whether at least one action went through the kernel (no check: nothing was governed)."""
+        return bool(self.decisions)
+
+    @property
+    def cost(self) -> float:
+        """The constraint cost: the reward's when there is one (it may price violations its own
+        way), else the default cost of the violations."""
+        return self.reward.cost if self.reward is not None else constraint_cost(self.violations)
+
+    def summary(self) -> Dict[str, Any]:
+        """Plain data, as stored in the attempt's metadata under ``"agentos"``.
+
+        >>> summary = GovernanceOutcome().summary()
+        >>> summary["checks"], summary["violations"], summary["input_blocked"], summary["cost"], summary["reward"]
+        (0, 0, False, 0.0, None)
+        """
+        return {
+            **decisions_summary(self.decisions),
+            "input_blocked": self.input_blocked,
+            "cost": self.cost,
+            "reward": self.reward.to_dict() if self.reward is not None else None,
+        }

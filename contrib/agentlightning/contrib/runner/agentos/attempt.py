@@ -1,0 +1,240 @@
+"""One rollout attempt's governance: an append-only record while it runs, one outcome when it ends.
+
+:class:`RolloutGovernance` is the record of one attempt (one per attempt, never shared, found
+through :func:`active_rollout` in the attempt's task). Decisions are appended as the kernel makes
+them, and the facts the runner learns (the agent started, the task was blocked, the agent
+returned or raised) are recorded once each; nothing in it is overwritten or removed.
+
+When the attempt ends, :meth:`RolloutGovernance.conclude` computes the frozen
+:class:`RolloutOutcome` once, and the record takes nothing more. The attempt's metadata summary,
+the ``GovernedRollout`` that ``runner.step`` returns and the input of the runner's ``reward_fn``
+are all derived from that one value.
+
+>>> from agentlightning.contrib.kernel.agentos import Action, ActionContext, GovernanceKernel, SQLPolicy
+>>> record = RolloutGovernance(GovernanceKernel([SQLPolicy(deny=["DROP"])]), ActionContext(rollout_id="ro-1"))
+>>> with record.activate():
+...     active_rollout() is record
+True
+>>> record.decide(Action.sql("DROP TABLE users")).blocked
+True
+>>> outcome = record.conclude()
+>>> len(outcome.violations), outcome.summary()["blocked_actions"]
+(1, 1)
+>>> try:
+...     record.decide(Action.sql("SELECT 1"))
+... except RuntimeError as err:
+...     print(str(err).split(",")[0])
+rollout ro-1 has ended: its governance outcome is final
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+
+from agentlightning.tracer.base import get_active_tracer
+from agentlightning.types.tracer import SpanCoreFields
+
+from agentlightning.contrib.kernel.agentos import (
+    Action,
+    ActionContext,
+    Decision,
+    GovernanceKernel,
+    PolicyViolation,
+    governance_context,
+)
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
+from agentlightning.contrib.kernel.agentos.spans import decision_core_fields
+from agentlightning.contrib.kernel.agentos.spans import emit_decision_spans as _emit_decision_spans
+
+__all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout", "emit_decision_spans"]
+
+
+@dataclass(frozen=True)
+class RolloutOutcome(GovernanceOutcome):
+    """The governance outcome of one rollout attempt, with what the runner saw of its agent.
+
+    ``agent_started``: the agent's rollout method was entered (the runner found resources);
+    ``agent_failed``: the agent raised; ``task_output``: what the agent returned;
+    ``agent_reward``: the reward the agent returned or emitted itself (recorded when the runner
+    has a ``reward_fn``, whose base reward it is).
+    """
+
+    agent_started: bool = False
+    agent_failed: bool = False
+    task_output: Any = None
+    agent_reward: Optional[float] = None
+
+
+#: The facts of an attempt that can only become true (recording one twice changes nothing).
+_FLAGS = ("agent_started", "input_blocked", "agent_failed")
+
+
+@dataclass(frozen=True, eq=False)
+class RolloutGovernance:
+    """The governance record of one rollout attempt: decisions and facts, appended, never changed.
+
+    The settings are fixed at construction (the dataclass is frozen). ``rollout`` is the store's
+    attempted rollout when :class:`AgentOSRunner` runs the attempt (its reward function needs it);
+    with ``defer_clean_check_spans`` the spans of clean checks are held for
+    :meth:`take_deferred_spans` (see :meth:`decide`).
+    """
+
+    kernel: GovernanceKernel
+    context: ActionContext
+    fail_on_violation: bool = False
+    on_decision: Optional[Callable[[Decision], None]] = None
+    rollout: Any = None
+    defer_clean_check_spans: bool = False
+    _decisions: List[Decision] = field(default_factory=list, init=False, repr=False)
+    _flags: Set[str] = field(default_factory=set, init=False, repr=False)
+    _result: Dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _deferred: List[Tuple[Decision, float]] = field(default_factory=list, init=False, repr=False)
+    _outcome: Optional[RolloutOutcome] = field(default=None, init=False, repr=False)
+
+    # ------------------------------------------------------------------ appending
+    def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
+        """Check ``action``, append the decision here and record it as spans of the active trace.
+
+        A decision with violations goes to the trace at once, so it reaches the store even if
+        the process dies a moment later. With ``defer_clean_check_spans`` the check span of a
+        clean decision (the common case) is kept, with its time, for :meth:`take_deferred_spans`:
+        each span sent through the tracer is one synchronous store write, so a rollout's clean
+        checks are written together, in one call, when it ends.
+
+        After :meth:`conclude` the action is refused (``RuntimeError``) before the kernel sees it:
+        its decision could no longer count, so the tool must not run.
+        """
+        self._refuse_if_concluded(f"the action {action.tool_name!r} is refused")
+        decision = (kernel or self.kernel).check(action, context=self.context)
+        self._decisions.append(decision)
+        if self.defer_clean_check_spans and not decision.violations and get_active_tracer() is not None:
+            self._deferred.append((decision, time.time()))
+        else:
+            emit_decision_spans(decision)
+        if self.on_decision is not None:
+            self.on_decision(decision)
+        return decision
+
+    def record_agent_started(self) -> None:
+        """The agent's rollout method was entered."""
+        self._flag("agent_started")
+
+    def record_input_blocked(self) -> None:
+        """The task itself was blocked: the agent did not act on it."""
+        self._flag("input_blocked")
+
+    def record_agent_failed(self) -> None:
+        """The agent raised."""
+        self._flag("agent_failed")
+
+    def record_agent_result(self, task_output: Any, agent_reward: Optional[float]) -> None:
+        """What the agent returned, and the reward it gave itself (None: none). Recorded once."""
+        self._refuse_if_concluded("its result cannot be recorded")
+        if self._result:
+            raise RuntimeError(
+                f"rollout {self.context.rollout_id}: the agent's result was already recorded "
+                f"({self._result!r}); an attempt has one result"
+            )
+        self._result.update(task_output=task_output, agent_reward=agent_reward)
+
+    def _flag(self, name: str) -> None:
+        self._refuse_if_concluded(f"{name} cannot be recorded")
+        self._flags.add(name)
+
+    def _refuse_if_concluded(self, consequence: str) -> None:
+        if self._outcome is not None:
+            raise RuntimeError(
+                f"rollout {self.context.rollout_id} has ended: its governance outcome is final, so {consequence}. "
+                f"Call governed tools only while the agent's rollout runs (await any task it started before returning)."
+            )
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def decisions(self) -> Tuple[Decision, ...]:
+        """The decisions so far, in order."""
+        return tuple(self._decisions)
+
+    @property
+    def violations(self) -> Tuple[PolicyViolation, ...]:
+        """The violations so far, in order."""
+        return tuple(v for d in self._decisions for v in d.violations)
+
+    @property
+    def outcome(self) -> Optional[RolloutOutcome]:
+        """The attempt's outcome once :meth:`conclude` computed it, else None."""
+        return self._outcome
+
+    def conclude(self, score: Optional[Callable[[RolloutOutcome], GovernedReward]] = None) -> RolloutOutcome:
+        """Compute the attempt's outcome from everything recorded; the record is closed after it.
+
+        ``score`` (the runner's reward function) receives the outcome without a reward and returns
+        the :class:`GovernedReward`, which the outcome then carries: the reward is computed from
+        exactly the facts it is stored with. If ``score`` raises, nothing is concluded.
+        """
+        self._refuse_if_concluded("it cannot be concluded again")
+        facts = RolloutOutcome(
+            decisions=tuple(self._decisions),
+            **{name: name in self._flags for name in _FLAGS},
+            **self._result,
+        )
+        outcome = facts if score is None else replace(facts, reward=score(facts))
+        object.__setattr__(self, "_outcome", outcome)  # the one write of the frozen record: closing it
+        return outcome
+
+    # ------------------------------------------------------------------ spans held back
+    def take_deferred_spans(self) -> List[SpanCoreFields]:
+        """The check spans held back so far (timed when their check ran); the list is emptied."""
+        fields = []
+        for decision, at in self._deferred:
+            for core in decision_core_fields(decision):
+                fields.append(core.model_copy(update={"start_time": at, "end_time": at}))
+        self._deferred.clear()
+        return fields
+
+    def emit_deferred_spans(self) -> None:
+        """Send the held-back check spans through the active trace now (the agent raised)."""
+        for decision, _ in self._deferred:
+            emit_decision_spans(decision)
+        self._deferred.clear()
+
+    # ------------------------------------------------------------------ scope
+    @contextlib.contextmanager
+    def activate(self) -> Iterator["RolloutGovernance"]:
+        """Make this the active rollout (and its context the kernel's) in the current task.
+
+        Each asyncio task or thread sees only the record it activated, so concurrent rollouts
+        never mix decisions.
+        """
+        token = _ACTIVE.set(self)
+        try:
+            with governance_context(self.context):
+                yield self
+        finally:
+            _ACTIVE.reset(token)
+
+
+_ACTIVE: contextvars.ContextVar[Optional[RolloutGovernance]] = contextvars.ContextVar(
+    "agentos_active_rollout", default=None
+)
+
+
+def active_rollout() -> Optional[RolloutGovernance]:
+    """The governance record of the rollout running in this task, or None outside a governed rollout."""
+    return _ACTIVE.get()
+
+
+def emit_decision_spans(decision: Decision) -> None:
+    """One annotation span for the check and one per violation, in the active trace (named for
+    the dashboard, see :mod:`agentlightning.contrib.kernel.agentos.semconv`).
+
+    Outside a trace (a governed tool used with an explicit kernel and no runner) there is nowhere
+    to put spans; the decision is still in the kernel's audit trail.
+    """
+    if get_active_tracer() is None:
+        return
+    _emit_decision_spans(decision)
