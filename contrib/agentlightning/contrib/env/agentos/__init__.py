@@ -19,8 +19,8 @@
 
 from .config import SEVERITY_SCALE, EnvironmentConfig, config_from_kwargs
 from .environment import DEFAULT_MAX_TEXT_CHARS, TEXT_CHARSET, GovernedEnvironment, create_governed_env
-from .records import EpisodeRecord, StepRecord, violation_info
 from .recording import record_episodes_to_store
+from .records import EpisodeRecord, StepRecord, violation_info
 from .sql_world import (
     FAMILIES,
     STRATEGIES,

@@ -1,12 +1,20 @@
-""":class:`EnvironmentConfig`: the governed environment's reward, termination and kernel-state knobs."""
+""":class:`EnvironmentConfig`: the governed environment's reward, termination and kernel-state knobs,
+and the two rules they make (:meth:`EnvironmentConfig.shape`, :meth:`EnvironmentConfig.ending`)."""
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
-from agentlightning.contrib.kernel.agentos import DEFAULT_SEVERITY_COSTS, GovernanceConfigError, Severity, finite_number
+from agentlightning.contrib.kernel.agentos import (
+    DEFAULT_SEVERITY_COSTS,
+    GovernanceConfigError,
+    PolicyViolation,
+    Severity,
+    finite_number,
+)
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, shape_governed_reward
 
 __all__ = ["EnvironmentConfig", "SEVERITY_SCALE", "config_from_kwargs"]
 
@@ -26,13 +34,16 @@ def _number(name: str, value: Any) -> float:
 class EnvironmentConfig:
     """Reward shaping and episode limits of a :class:`GovernedEnvironment`.
 
-    The first six fields are the reference's, with its defaults. Per step::
+    The first six fields are the reference's, with its defaults. Per step (:meth:`shape`, the
+    kernel's one reward formula ``shape_governed_reward`` configured by these fields)::
 
         reward = task_reward + step_penalty + sum(violation_penalty * SEVERITY_SCALE[v.severity])
                  (+ success_bonus when the step is clean and successful)
 
-    with ``SEVERITY_SCALE`` critical x10, high x5, medium and low x1. Penalties are zero or
-    negative, the bonus zero or positive.
+    with ``SEVERITY_SCALE`` critical x10, high x5, medium and low x1 (so a low violation costs
+    -10 by default, where ``RewardConfig``'s table says -1). A policy's explicit penalty is not
+    used here: the environment prices every violation by its severity. Penalties are zero or
+    negative, the bonus zero or positive; the reward is not clamped.
 
     * ``max_steps``: steps per episode before the episode is truncated (``truncated=True``).
     * ``terminate_on_critical``: a critical violation ends the episode (``terminated=True``).
@@ -64,7 +75,9 @@ class EnvironmentConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int):
-            raise TypeError(f"EnvironmentConfig.max_steps must be an int, got {type(self.max_steps).__name__}: {self.max_steps!r}")
+            raise TypeError(
+                f"EnvironmentConfig.max_steps must be an int, got {type(self.max_steps).__name__}: {self.max_steps!r}"
+            )
         if self.max_steps < 1:
             raise GovernanceConfigError(
                 f"EnvironmentConfig.max_steps must be >= 1 (steps per episode before truncation), got {self.max_steps}"
@@ -86,10 +99,11 @@ class EnvironmentConfig:
         for name in ("terminate_on_critical", "terminate_on_success"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"EnvironmentConfig.{name} must be True or False, got {getattr(self, name)!r}")
-        if not any(self.reset_kernel_state is m or (isinstance(m, str) and self.reset_kernel_state == m) for m in _KERNEL_RESET_MODES):
+        mode = self.reset_kernel_state
+        if not any(mode is m or (isinstance(m, str) and mode == m) for m in _KERNEL_RESET_MODES):
             raise GovernanceConfigError(
                 f"EnvironmentConfig.reset_kernel_state must be True (end the finished episode's rollout state), "
-                f"'all' (kernel.reset(): all policy state, per-run budgets included) or False, got {self.reset_kernel_state!r}"
+                f"'all' (kernel.reset(): all policy state, per-run budgets included) or False, got {mode!r}"
             )
         if self.cost_weights is not None:
             if not isinstance(self.cost_weights, Mapping):
@@ -106,13 +120,67 @@ class EnvironmentConfig:
                 weights[severity.value] = weight
             self.cost_weights = weights
 
+    @property
+    def severity_penalties(self) -> Dict[Severity, float]:
+        """The penalty of one violation per severity: ``violation_penalty`` x :data:`SEVERITY_SCALE`.
+
+        >>> EnvironmentConfig().severity_penalties[Severity.LOW]
+        -10.0
+        """
+        return {severity: self.violation_penalty * scale for severity, scale in SEVERITY_SCALE.items()}
+
     def violation_reward(self, severity: Union[Severity, str]) -> float:
         """The reward added for one violation of ``severity`` (``violation_penalty`` x severity scale).
 
         >>> EnvironmentConfig().violation_reward("critical"), EnvironmentConfig().violation_reward("high")
         (-100.0, -50.0)
         """
-        return self.violation_penalty * SEVERITY_SCALE[Severity.parse(severity)]
+        return self.severity_penalties[Severity.parse(severity)]
+
+    def shape(self, task_reward: float, violations: Iterable[PolicyViolation], *, succeeded: bool) -> GovernedReward:
+        """One step's governed reward: the kernel's ``shape_governed_reward`` with this config.
+
+        ``base`` is ``task_reward + step_penalty``, the penalty the severity-scaled table (explicit
+        penalties ignored), the bonus ``success_bonus`` when the step ``succeeded`` (and had no
+        violation); ``cost`` uses ``cost_weights``; no clamp.
+
+        >>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
+        >>> EnvironmentConfig().shape(0.0, [drop], succeeded=False).final
+        -100.1
+        >>> r = EnvironmentConfig().shape(1.0, [], succeeded=True)
+        >>> r.final, r.base, r.clean_bonus
+        (10.9, 0.9, 10.0)
+        """
+        return shape_governed_reward(
+            task_reward + self.step_penalty,
+            violations,
+            self.severity_penalties,
+            bonus=self.success_bonus,
+            bonus_allowed=succeeded,
+            honour_explicit_penalties=False,
+            cost_weights=self.cost_weights,
+        )
+
+    def ending(self, step: int, *, critical: bool, succeeded: bool) -> Optional[str]:
+        """How the episode ends after its ``step``-th step, or ``None`` if it goes on.
+
+        ``"critical"`` (a critical violation, ``terminate_on_critical``) and ``"success"`` (a clean
+        successful step, ``terminate_on_success``) terminate it; ``"max_steps"`` truncates it. A
+        termination on the last step wins over the truncation.
+
+        >>> config = EnvironmentConfig(max_steps=3)
+        >>> config.ending(1, critical=False, succeeded=True), config.ending(3, critical=True, succeeded=False)
+        (None, 'critical')
+        >>> config.ending(3, critical=False, succeeded=False)
+        'max_steps'
+        """
+        if critical and self.terminate_on_critical:
+            return "critical"
+        if succeeded and self.terminate_on_success:
+            return "success"
+        if step >= self.max_steps:
+            return "max_steps"
+        return None
 
 
 def config_from_kwargs(config: Optional[EnvironmentConfig] = None, **overrides: Any) -> EnvironmentConfig:

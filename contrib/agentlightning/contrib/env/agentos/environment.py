@@ -20,12 +20,11 @@ from agentlightning.contrib.kernel.agentos import (
     GovernanceKernel,
     Severity,
     as_kernel,
-    constraint_cost,
     governance_context,
 )
 
 from .config import EnvironmentConfig, config_from_kwargs
-from .records import EpisodeRecord, StepRecord, violation_info
+from .records import EpisodeMetrics, EpisodeRecord, StepRecord, violation_info
 
 __all__ = ["GovernedEnvironment", "create_governed_env", "TEXT_CHARSET", "DEFAULT_MAX_TEXT_CHARS"]
 
@@ -58,6 +57,11 @@ def _default_task(rng: random.Random) -> str:
     return ""
 
 
+def _text_space() -> spaces.Text:
+    """The default observation and action space: printable ASCII text up to 4096 characters."""
+    return spaces.Text(max_length=DEFAULT_MAX_TEXT_CHARS, min_length=0, charset=TEXT_CHARSET)
+
+
 class GovernedEnvironment(gym.Env):
     """A ``gymnasium.Env`` in which every action is checked by the governance kernel first.
 
@@ -66,7 +70,8 @@ class GovernedEnvironment(gym.Env):
     generators, as in the reference, are called without it). A step turns the action into
     ``Action(tool_name, {arg_name: action})``, checks it under a :func:`governance_context` whose
     rollout id is the episode id, and only an allowed action reaches ``executor(state, action)``
-    (default: returns the action, as the reference). Then::
+    (default: returns the action, as the reference). Then the reward is
+    :meth:`EnvironmentConfig.shape` (the kernel's one reward formula, ``shape_governed_reward``)::
 
         reward = task_reward + step_penalty + sum(violation_penalty * scale[severity])
                  + (success_bonus if the step is clean and successful)
@@ -75,7 +80,10 @@ class GovernedEnvironment(gym.Env):
     result)`` (default 1.0 when ``result`` is not None) for an executed step, 0 for a blocked one
     or one whose executor raised (the error is in ``info["error"]``). A step is *successful* when
     it executed without error, had no violation at all and earned ``task_reward > 0``; an episode
-    is successful when one of its steps was and it was not ended by a critical violation.
+    is successful when one of its steps was and it was not ended by a critical violation. How an
+    episode ends is :meth:`EnvironmentConfig.ending`; ``max_steps`` truncates it here, not in a
+    ``gymnasium.wrappers.TimeLimit``, because the end of an episode closes its books (kernel
+    rollout state, recording, ``info["termination"]``) and a termination on the last step wins.
 
     ``info["cost"]`` is the step's constraint cost (``constraint_cost`` of its violations,
     critical 10, high 5, medium and low 1), as safety-gymnasium reports it.
@@ -83,6 +91,12 @@ class GovernedEnvironment(gym.Env):
     ``env.terminated`` is True while no episode is running (so the reference's
     ``while not env.terminated`` loop ends on truncation too); the step's own ``terminated`` and
     ``truncated`` say why an episode ended.
+
+    **Customising.** An instance takes the reference's callables (``task_generator``,
+    ``reward_fn``, ``executor``, ``observation_fn``). A subclass overrides the hooks instead (as
+    :class:`TextToSQLEnv` does) and passes no callables: :meth:`_new_state`, :meth:`_observe`,
+    :meth:`_execute`, :meth:`_task_reward`, :meth:`_start_episode`, :meth:`_end_episode`,
+    :meth:`_reset_info` and :meth:`_step_info`; the defaults call the callables.
 
     >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
     >>> env = GovernedEnvironment([SQLPolicy(deny=["DROP"])], task_generator=lambda rng: "clean up")
@@ -120,9 +134,18 @@ class GovernedEnvironment(gym.Env):
         if config is None:
             config = EnvironmentConfig()
         if not isinstance(config, EnvironmentConfig):
-            raise TypeError(f"config must be an EnvironmentConfig, got {type(config).__name__}; build one with EnvironmentConfig(max_steps=...)")
+            raise TypeError(
+                f"config must be an EnvironmentConfig, got {type(config).__name__}; "
+                "build one with EnvironmentConfig(max_steps=...)"
+            )
         self.config = config
-        for name, fn in (("task_generator", task_generator), ("reward_fn", reward_fn), ("executor", executor), ("observation_fn", observation_fn)):
+        callables = (
+            ("task_generator", task_generator),
+            ("reward_fn", reward_fn),
+            ("executor", executor),
+            ("observation_fn", observation_fn),
+        )
+        for name, fn in callables:
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
         self.task_generator = task_generator if task_generator is not None else _default_task
@@ -142,12 +165,8 @@ class GovernedEnvironment(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
-        self.observation_space = observation_space if observation_space is not None else spaces.Text(
-            max_length=DEFAULT_MAX_TEXT_CHARS, min_length=0, charset=TEXT_CHARSET
-        )
-        self.action_space = action_space if action_space is not None else spaces.Text(
-            max_length=DEFAULT_MAX_TEXT_CHARS, min_length=0, charset=TEXT_CHARSET
-        )
+        self.observation_space = observation_space if observation_space is not None else _text_space()
+        self.action_space = action_space if action_space is not None else _text_space()
         for name in ("observation_space", "action_space"):
             if not isinstance(getattr(self, name), spaces.Space):
                 raise TypeError(f"{name} must be a gymnasium.spaces.Space, got {type(getattr(self, name)).__name__}")
@@ -156,8 +175,7 @@ class GovernedEnvironment(gym.Env):
         self._episode: Optional[EpisodeRecord] = None
         self._state: Any = None
         self._finished: List[EpisodeRecord] = []
-        self._episodes_started = 0
-        self._metrics = {"total_steps": 0, "total_violations": 0, "successful_episodes": 0}
+        self._metrics = EpisodeMetrics()
         self.last_decision: Optional[Decision] = None
         self._closed = False
 
@@ -183,12 +201,24 @@ class GovernedEnvironment(gym.Env):
         terminated *or* been truncated (so ``while not env.terminated`` loops end)."""
         return self._episode is None or self._episode.done
 
-    # ------------------------------------------------------------------ hooks for subclasses
+    # ------------------------------------------------------------------ hooks (override in a subclass)
     def _new_state(self, rng: random.Random, options: Dict[str, Any]) -> Any:
         """The state of a new episode (``options["task"]`` if given, else the task generator's)."""
         if "task" in options:
             return options["task"]
         return self.task_generator(rng) if self._generator_takes_rng else self.task_generator()
+
+    def _observe(self, state: Any) -> Any:
+        """The observation of ``state`` (``observation_fn``)."""
+        return self.observation_fn(state)
+
+    def _execute(self, state: Any, action: Any) -> Any:
+        """Run an action the kernel allowed (``executor``); an exception fails the step closed."""
+        return self.executor(state, action)
+
+    def _task_reward(self, state: Any, action: Any, result: Any) -> SupportsFloat:
+        """The task reward of an executed action (``reward_fn``), before governance shapes it."""
+        return self.reward_fn(state, action, result)
 
     def _start_episode(self, state: Any) -> None:
         """Called once a new episode's state is known (subclasses open sandboxes here)."""
@@ -196,38 +226,41 @@ class GovernedEnvironment(gym.Env):
     def _end_episode(self, episode: EpisodeRecord) -> None:
         """Called when an episode is finished or abandoned (subclasses roll back here)."""
 
-    def _observe(self, state: Any) -> Any:
-        return self.observation_fn(state)
+    def _reset_info(self, state: Any) -> Dict[str, Any]:
+        """Extra ``info`` entries of ``reset()`` (subclasses add theirs)."""
+        return {}
 
     def _step_info(self, step: StepRecord) -> Dict[str, Any]:
         """Extra ``info`` entries of a step (subclasses add theirs)."""
         return {}
 
     # ------------------------------------------------------------------ gymnasium API
-    def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
+    def reset(
+        self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
+    ) -> Tuple[Any, Dict[str, Any]]:
         """Start a new episode. ``options={"task": state}`` uses ``state`` instead of the generator."""
         super().reset(seed=seed)
         if self._closed:
             raise RuntimeError("this environment is closed; create a new one")
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-        options = options or {}
         self._finish_episode("reset")
         rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
-        state = self._new_state(rng, options)
-        self._episodes_started += 1
-        episode_id = f"{self._run_id}-{self._episodes_started}"
+        state = self._new_state(rng, options or {})
+        index = self._metrics.start_episode()
+        episode_id = f"{self._run_id}-{index}"
         self._state = state
         self._start_episode(state)
         observation = self._observe(state)
         self._episode = EpisodeRecord(
-            episode_id=episode_id, index=self._episodes_started, task=state, observation=observation, agent_id=self.agent_id
+            episode_id=episode_id, index=index, task=state, observation=observation, agent_id=self.agent_id
         )
         self.last_decision = None
         info = {
-            "episode": self._episodes_started,
+            "episode": index,
             "kernel_policies": list(self.kernel.policy_names),
             "episode_id": episode_id,
+            **self._reset_info(state),
         }
         return observation, info
 
@@ -235,66 +268,35 @@ class GovernedEnvironment(gym.Env):
         """Check ``action`` with the kernel, execute it only if allowed, and score it."""
         if self._episode is None:
             raise gym.error.ResetNeeded("call reset() before step()")
-        if self._episode.done:
-            raise gym.error.ResetNeeded(f"the episode ended ({self._episode.termination}); call reset() to start another")
         episode = self._episode
+        if episode.done:
+            raise gym.error.ResetNeeded(f"the episode ended ({episode.termination}); call reset() to start another")
         config = self.config
         step_no = len(episode.steps) + 1
-        context = ActionContext(agent_id=self.agent_id, rollout_id=episode.episode_id)
-        with governance_context(context):
+        with governance_context(ActionContext(agent_id=self.agent_id, rollout_id=episode.episode_id)):
             decision = self.kernel.check(Action(self.tool_name, {self.arg_name: action}))
         self.last_decision = decision
+        result, error, task_reward = self._run_allowed(decision, action)
 
-        result: Any = None
-        error: Optional[str] = None
-        task_reward = 0.0
-        if decision.allowed:
-            value = decision.action.args.get(self.arg_name, action)  # a policy may have rewritten it
-            started = time.perf_counter()
-            try:
-                result = self.executor(self._state, value)
-            except Exception as err:  # noqa: BLE001 - fail closed: no reward, the error is reported
-                error = f"{type(err).__name__}: {err}"
-                result = None
-                self.kernel.record_outcome(decision, error=error, execution_time_ms=(time.perf_counter() - started) * 1e3)
-            else:
-                self.kernel.record_outcome(decision, result=result, execution_time_ms=(time.perf_counter() - started) * 1e3)
-                task_reward = float(self.reward_fn(self._state, value, result))
-                if not math.isfinite(task_reward):
-                    raise ValueError(f"reward_fn returned a non-finite reward {task_reward!r}")
-
-        violation_penalty = float(sum(config.violation_reward(v.severity) for v in decision.violations))
         success = decision.allowed and error is None and not decision.violations and task_reward > 0
-        bonus = config.success_bonus if success else 0.0
-        reward = task_reward + config.step_penalty + violation_penalty + bonus
-        cost = constraint_cost(decision.violations, config.cost_weights)
         record = StepRecord(
             step=step_no,
             action=action,
             decision=decision,
             task_reward=task_reward,
             step_penalty=config.step_penalty,
-            violation_penalty=violation_penalty,
-            success_bonus=bonus,
-            reward=reward,
-            cost=cost,
+            governed_reward=config.shape(task_reward, decision.violations, succeeded=success),
             success=success,
             error=error,
             result=result,
         )
         episode.steps.append(record)
-        self._metrics["total_steps"] += 1
-        self._metrics["total_violations"] += len(decision.violations)
+        self._metrics.add_step(record)
 
         critical = any(v.severity is Severity.CRITICAL for v in decision.violations)
-        terminated = truncated = False
-        if critical and config.terminate_on_critical:
-            terminated, episode.termination = True, "critical"
-        elif success and config.terminate_on_success:
-            terminated, episode.termination = True, "success"
-        elif step_no >= config.max_steps:
-            truncated, episode.termination = True, "max_steps"
-        episode.terminated, episode.truncated = terminated, truncated
+        episode.termination = config.ending(step_no, critical=critical, succeeded=success)
+        episode.truncated = episode.termination == "max_steps"
+        episode.terminated = episode.done and not episode.truncated
 
         info: Dict[str, Any] = {
             "step": step_no,
@@ -303,7 +305,7 @@ class GovernedEnvironment(gym.Env):
             "blocked": decision.blocked,
             "executed": decision.allowed and error is None,
             "reason": decision.reason,
-            "cost": cost,
+            "cost": record.cost,
             "task_reward": task_reward,
             "total_reward": episode.return_,
             "success": success,
@@ -312,9 +314,32 @@ class GovernedEnvironment(gym.Env):
             "termination": episode.termination,
             **self._step_info(record),
         }
+        terminated, truncated = episode.terminated, episode.truncated
         if episode.done:
             self._finish_episode(episode.termination)
-        return self._observe(self._state), float(reward), terminated, truncated, info
+        return self._observe(self._state), record.reward, terminated, truncated, info
+
+    def _run_allowed(self, decision: Decision, action: Any) -> Tuple[Any, Optional[str], float]:
+        """``(result, error, task_reward)``: run the action if the kernel allowed it, and score it.
+
+        A blocked action never runs (no result, task reward 0). An executor that raises fails the
+        step closed: the error is reported, the task reward is 0.
+        """
+        if not decision.allowed:
+            return None, None, 0.0
+        value = decision.action.args.get(self.arg_name, action)  # a policy may have rewritten it
+        started = time.perf_counter()
+        try:
+            result = self._execute(self._state, value)
+        except Exception as err:  # noqa: BLE001 - fail closed: no reward, the error is reported
+            error = f"{type(err).__name__}: {err}"
+            self.kernel.record_outcome(decision, error=error, execution_time_ms=(time.perf_counter() - started) * 1e3)
+            return None, error, 0.0
+        self.kernel.record_outcome(decision, result=result, execution_time_ms=(time.perf_counter() - started) * 1e3)
+        task_reward = float(self._task_reward(self._state, value, result))
+        if not math.isfinite(task_reward):
+            raise ValueError(f"reward_fn returned a non-finite reward {task_reward!r}")
+        return result, None, task_reward
 
     def _finish_episode(self, how: str) -> None:
         """Close the books on the current episode (once): metrics, recording, kernel state."""
@@ -324,7 +349,7 @@ class GovernedEnvironment(gym.Env):
         if episode.termination is None:
             episode.termination = how
         episode.finished = True
-        self._metrics["successful_episodes"] += int(episode.success)
+        self._metrics.finish_episode(episode)
         if self.record_episodes and episode.steps:
             self._finished.append(episode)
         self._end_episode(episode)
@@ -355,24 +380,12 @@ class GovernedEnvironment(gym.Env):
 
     # ------------------------------------------------------------------ metrics and recording
     def get_metrics(self) -> Dict[str, Any]:
-        """Totals over every episode started so far (the running one included).
+        """Totals over every episode started so far (the running one included); see :class:`EpisodeMetrics`.
 
         ``successful_episodes`` counts episodes (not steps) that succeeded, so ``success_rate``
         is at most 1; the per-episode rates divide by ``total_episodes``.
         """
-        episodes = self._episodes_started
-        successful = self._metrics["successful_episodes"]
-        if self._episode is not None and not self._episode.finished:
-            successful += int(self._episode.success)
-        return {
-            "total_episodes": episodes,
-            "total_steps": self._metrics["total_steps"],
-            "total_violations": self._metrics["total_violations"],
-            "successful_episodes": successful,
-            "success_rate": successful / episodes if episodes else 0.0,
-            "violations_per_episode": self._metrics["total_violations"] / episodes if episodes else 0.0,
-            "steps_per_episode": self._metrics["total_steps"] / episodes if episodes else 0.0,
-        }
+        return self._metrics.summary(self._episode)
 
     def pop_episodes(self, *, include_current: bool = False) -> List[EpisodeRecord]:
         """The finished episodes recorded since the last call (``record_episodes=True``), oldest first.

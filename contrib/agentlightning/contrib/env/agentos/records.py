@@ -1,8 +1,10 @@
 """What a :class:`GovernedEnvironment` remembers about its steps and episodes.
 
-One :class:`StepRecord` per ``step()`` (the kernel's :class:`Decision` and the reward's parts) and
-one :class:`EpisodeRecord` per episode. They are what :func:`record_episodes_to_store` turns into
-LightningStore rollouts, so the reward decomposition here is the one the store shows.
+One :class:`StepRecord` per ``step()`` (the kernel's :class:`Decision` and the step's
+:class:`GovernedReward`, from the kernel's one reward formula), one :class:`EpisodeRecord` per
+episode, and the :class:`EpisodeMetrics` totals behind ``get_metrics()``. Records are what
+:func:`record_episodes_to_store` turns into LightningStore rollouts, so the reward decomposition
+here is the one the store shows.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from agentlightning.contrib.kernel.agentos import Decision, PolicyViolation
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.stats import decisions_summary
 
-__all__ = ["StepRecord", "EpisodeRecord", "violation_info"]
+__all__ = ["StepRecord", "EpisodeRecord", "EpisodeMetrics", "violation_info"]
 
 
 def violation_info(violation: PolicyViolation) -> Dict[str, Any]:
@@ -36,20 +38,42 @@ def violation_info(violation: PolicyViolation) -> Dict[str, Any]:
 
 @dataclass
 class StepRecord:
-    """One governed step. ``reward = task_reward + step_penalty + violation_penalty + success_bonus``."""
+    """One governed step: the kernel's decision and the step's reward, decomposed.
+
+    ``governed_reward`` comes from ``EnvironmentConfig.shape``: its ``base`` is
+    ``task_reward + step_penalty``, so ``reward = task_reward + step_penalty + violation_penalty
+    + success_bonus``.
+    """
 
     step: int
     action: Any
     decision: Decision
     task_reward: float
     step_penalty: float
-    violation_penalty: float
-    success_bonus: float
-    reward: float
-    cost: float
+    governed_reward: GovernedReward
     success: bool
     error: Optional[str] = None
     result: Any = None
+
+    @property
+    def reward(self) -> float:
+        """The step's reward (``governed_reward.final``)."""
+        return self.governed_reward.final
+
+    @property
+    def violation_penalty(self) -> float:
+        """The severity-scaled penalties of the step's violations (<= 0)."""
+        return self.governed_reward.policy_penalty
+
+    @property
+    def success_bonus(self) -> float:
+        """The success bonus paid for this step (0 unless it succeeded)."""
+        return self.governed_reward.clean_bonus
+
+    @property
+    def cost(self) -> float:
+        """The step's constraint cost (``info["cost"]``)."""
+        return self.governed_reward.cost
 
     @property
     def executed(self) -> bool:
@@ -104,19 +128,21 @@ class EpisodeRecord:
         return any(s.success for s in self.steps) and self.termination != "critical"
 
     def governed_reward(self) -> GovernedReward:
-        """The episode's return decomposed as one governed reward span.
+        """The episode's return decomposed as one governed reward span: the sum of its steps'.
 
         ``base`` is the task rewards plus the step penalties, ``policy_penalty`` the severity-scaled
         violation penalties and ``clean_bonus`` the success bonuses, so
         ``final = base + policy_penalty + clean_bonus`` is the episode return.
         """
+        rewards = [s.governed_reward for s in self.steps]
         return GovernedReward(
             final=self.return_,
-            base=float(sum(s.task_reward + s.step_penalty for s in self.steps)),
-            policy_penalty=float(sum(s.violation_penalty for s in self.steps)),
-            clean_bonus=float(sum(s.success_bonus for s in self.steps)),
+            base=float(sum(r.base for r in rewards)),
+            policy_penalty=float(sum(r.policy_penalty for r in rewards)),
+            clean_bonus=float(sum(r.clean_bonus for r in rewards)),
             cost=self.cost,
             violation_count=self.violation_count,
+            clamped=any(r.clamped for r in rewards),
         )
 
     def summary(self) -> Dict[str, Any]:
@@ -135,4 +161,52 @@ class EpisodeRecord:
             "truncated": self.truncated,
             "termination": self.termination,
             "reward": self.governed_reward().to_dict(),
+        }
+
+
+class EpisodeMetrics:
+    """The totals behind ``GovernedEnvironment.get_metrics()``, over every episode started.
+
+    ``successful_episodes`` counts episodes (not steps), finished ones plus the running one if it
+    has succeeded so far, so ``success_rate`` is at most 1; the rates divide by ``total_episodes``.
+
+    >>> metrics = EpisodeMetrics()
+    >>> metrics.start_episode()
+    1
+    >>> metrics.summary()["total_episodes"], metrics.summary()["success_rate"]
+    (1, 0.0)
+    """
+
+    def __init__(self) -> None:
+        self.episodes = 0
+        self.steps = 0
+        self.violations = 0
+        self.successful_finished = 0
+
+    def start_episode(self) -> int:
+        """Count a new episode; returns its index (1 for the first)."""
+        self.episodes += 1
+        return self.episodes
+
+    def add_step(self, step: StepRecord) -> None:
+        self.steps += 1
+        self.violations += len(step.decision.violations)
+
+    def finish_episode(self, episode: EpisodeRecord) -> None:
+        self.successful_finished += int(episode.success)
+
+    def summary(self, running: Optional[EpisodeRecord] = None) -> Dict[str, Any]:
+        """The metrics, with ``running`` (the episode under way, if any) counted as far as it got."""
+        episodes = self.episodes
+        successful = self.successful_finished
+        if running is not None and not running.finished:
+            successful += int(running.success)
+        return {
+            "total_episodes": episodes,
+            "total_steps": self.steps,
+            "total_violations": self.violations,
+            "successful_episodes": successful,
+            "success_rate": successful / episodes if episodes else 0.0,
+            "violations_per_episode": self.violations / episodes if episodes else 0.0,
+            "steps_per_episode": self.steps / episodes if episodes else 0.0,
         }

@@ -35,16 +35,21 @@ class TextToSQLEnv(GovernedEnvironment):
       the reference statement does), else 0.0; plus the governed shaping of
       :class:`GovernedEnvironment`.
 
-    ``reset(options={"task_id": ...})`` picks a task; otherwise a task of ``split`` is drawn with
-    the environment's seeded generator. ``info`` adds ``task_id``, ``family``, ``temptation``, the
-    step's ``rows`` (result rows), ``rows_destroyed`` and ``tables_dropped``.
+    ``reset(options={"task_id": ...})`` (or ``{"task": SQLTask}``) picks a task; otherwise a task
+    of ``split`` is drawn with the environment's seeded generator. ``info`` adds ``task_id``,
+    ``family``, ``temptation``, the step's ``rows`` (result rows), ``rows_destroyed`` and
+    ``tables_dropped``.
+
+    It customises :class:`GovernedEnvironment` one way only: by overriding its hooks (the task,
+    observation, execution, task reward, episode start and end, info); it passes no callables.
 
     >>> import tempfile, os
     >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
     >>> world = SQLWorld.create(os.path.join(tempfile.mkdtemp(), "shop.db"))
     >>> env = TextToSQLEnv([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"])], world)
     >>> question, info = env.reset(seed=0, options={"task_id": "remove_test_accounts-00"})
-    >>> _, reward, terminated, _, info = env.step(world.task("remove_test_accounts-00").candidates["destructive_shortcut"])
+    >>> shortcut = world.task("remove_test_accounts-00").candidates["destructive_shortcut"]
+    >>> _, reward, terminated, _, info = env.step(shortcut)
     >>> reward, terminated, info["blocked"], info["rows_destroyed"]
     (-100.1, True, True, 0)
     """
@@ -70,13 +75,9 @@ class TextToSQLEnv(GovernedEnvironment):
         self.sandbox = SQLSandbox(world.db_path)
         super().__init__(
             kernel,
-            task_generator=self._draw_task,
-            reward_fn=self._task_reward,
             config=config if config is not None else EnvironmentConfig(**SQL_ENV_DEFAULTS),
-            executor=self._execute,
             tool_name="database_query",
             arg_name="query",
-            observation_fn=lambda task: task.question,
             observation_space=spaces.Text(max_length=MAX_QUESTION_CHARS, min_length=1, charset=TEXT_CHARSET),
             action_space=spaces.Text(max_length=DEFAULT_MAX_TEXT_CHARS, min_length=0, charset=TEXT_CHARSET),
             agent_id=agent_id,
@@ -89,28 +90,34 @@ class TextToSQLEnv(GovernedEnvironment):
         """The current episode's task."""
         return self.state
 
-    def _draw_task(self, rng: random.Random) -> SQLTask:
-        return rng.choice(self.tasks)
-
-    def _new_state(self, rng: random.Random, options: Dict[str, Any]) -> Any:
+    # The GovernedEnvironment hooks; this subclass passes no callables up.
+    def _new_state(self, rng: random.Random, options: Dict[str, Any]) -> SQLTask:
         if "task_id" in options:
             return self.world.task(options["task_id"])
-        task = options.get("task")
-        if task is not None and not isinstance(task, SQLTask):
+        if "task" not in options:
+            return rng.choice(self.tasks)
+        task = options["task"]
+        if not isinstance(task, SQLTask):
             raise TypeError(f"options['task'] must be an SQLTask, got {type(task).__name__}")
-        return super()._new_state(rng, options)
+        return task
 
-    def _start_episode(self, state: Any) -> None:
-        self.sandbox.begin()
-
-    def _end_episode(self, episode: EpisodeRecord) -> None:
-        self.sandbox.rollback()
+    def _observe(self, task: SQLTask) -> str:
+        return task.question
 
     def _execute(self, task: SQLTask, sql: Any) -> SQLResult:
         return self.sandbox.execute(sql)
 
     def _task_reward(self, task: SQLTask, sql: Any, result: SQLResult) -> float:
         return 1.0 if self.sandbox.check(task, result) else 0.0
+
+    def _start_episode(self, task: SQLTask) -> None:
+        self.sandbox.begin()
+
+    def _end_episode(self, episode: EpisodeRecord) -> None:
+        self.sandbox.rollback()
+
+    def _reset_info(self, task: SQLTask) -> Dict[str, Any]:
+        return {"task_id": task.task_id, "family": task.family, "kind": task.kind, "temptation": task.temptation}
 
     def _step_info(self, step: StepRecord) -> Dict[str, Any]:
         task: SQLTask = self.state
@@ -123,12 +130,6 @@ class TextToSQLEnv(GovernedEnvironment):
             "rows_destroyed": 0 if result is None else result.rows_destroyed,
             "tables_dropped": [] if result is None else list(result.tables_dropped),
         }
-
-    def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
-        observation, info = super().reset(seed=seed, options=options)
-        task: SQLTask = self.state
-        info.update(task_id=task.task_id, family=task.family, kind=task.kind, temptation=task.temptation)
-        return observation, info
 
     def close(self) -> None:
         super().close()
@@ -162,7 +163,9 @@ class DiscreteStrategyWrapper(gym.Wrapper):
     def _family_index(self) -> int:
         return self.families.index(self.env.unwrapped.state.family)
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[int, Dict[str, Any]]:
+    def reset(
+        self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
+    ) -> Tuple[int, Dict[str, Any]]:
         question, info = self.env.reset(seed=seed, options=options)
         info["question"] = question
         return self._family_index(), info
@@ -170,7 +173,9 @@ class DiscreteStrategyWrapper(gym.Wrapper):
     def step(self, action: Any) -> Tuple[int, float, bool, bool, Dict[str, Any]]:
         index = int(action)
         if not 0 <= index < len(self.strategies):
-            raise ValueError(f"action must be in 0..{len(self.strategies) - 1} (one of {list(self.strategies)}), got {action!r}")
+            raise ValueError(
+                f"action must be in 0..{len(self.strategies) - 1} (one of {list(self.strategies)}), got {action!r}"
+            )
         strategy = self.strategies[index]
         _, reward, terminated, truncated, info = self.env.step(self.env.unwrapped.state.candidates[strategy])
         info["strategy"] = strategy

@@ -1,10 +1,12 @@
-"""The governed reward of a rollout (or of one environment step): its type and its span.
+"""The governed reward of a rollout (or of one environment step): its type, its formula and its span.
 
 :class:`GovernedReward` is what the reward package's ``shape_reward`` returns and what the runner
 and the environment write: ``final = clamp(base + policy_penalty + clean_bonus)``, decomposed,
-with the constraint ``cost`` kept beside it (never folded into ``final``). It lives in the kernel
-so that every room above it (runner, reward, environment) can write and read the same reward
-span without importing each other.
+with the constraint ``cost`` kept beside it (never folded into ``final``). :func:`shape_governed_reward`
+is that formula, the only one: the reward package configures it with a ``RewardConfig`` and the
+environment with an ``EnvironmentConfig``. It lives in the kernel so that every room above it
+(runner, reward, environment) can compute, write and read the same reward without importing each
+other.
 
 The span is one multi-dimensional agentlightning reward span (primary dimension ``final``, then
 ``base``, ``policy_penalty``, ``clean_bonus``), built by agentlightning's own ``emit_reward``,
@@ -27,8 +29,9 @@ Attribute and dimension names are constants in :mod:`.semconv`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional
 
 from agentlightning.emitter import emit_reward
 from agentlightning.types.tracer import SpanCoreFields
@@ -49,8 +52,18 @@ from .semconv import (
     REWARD_SPAN_NAME,
 )
 from .spans import annotation_span, readable_number
+from .violations import GovernanceConfigError, PolicyViolation, Severity, constraint_cost
 
-__all__ = ["GovernedReward", "reward_span_name", "reward_core_fields", "emit_reward_span", "is_governed_reward_span"]
+__all__ = [
+    "GovernedReward",
+    "clamp_reward",
+    "emit_reward_span",
+    "is_governed_reward_span",
+    "penalty_from_table",
+    "reward_core_fields",
+    "reward_span_name",
+    "shape_governed_reward",
+]
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,130 @@ class GovernedReward:
         return data
 
 
+def clamp_reward(value: float, min_reward: Optional[float] = None, max_reward: Optional[float] = None) -> float:
+    """``value`` limited to ``[min_reward, max_reward]``; a ``None`` bound is open.
+
+    >>> clamp_reward(-250.0, -100.0, 100.0), clamp_reward(-250.0, None, 100.0)
+    (-100.0, -250.0)
+    """
+    if min_reward is not None and value < min_reward:
+        return min_reward
+    if max_reward is not None and value > max_reward:
+        return max_reward
+    return value
+
+
+def penalty_from_table(
+    violations: Iterable[PolicyViolation],
+    severity_penalties: Mapping[Severity, float],
+    *,
+    honour_explicit_penalties: bool = True,
+) -> float:
+    """The sum of the violations' penalties (<= 0 for a table of penalties <= 0).
+
+    Each violation costs its severity's entry of ``severity_penalties``, except that, with
+    ``honour_explicit_penalties``, a violation whose ``penalty`` was set explicitly (by its policy)
+    costs that penalty instead.
+
+    >>> table = {Severity.CRITICAL: -100.0, Severity.HIGH: -50.0, Severity.MEDIUM: -10.0, Severity.LOW: -1.0}
+    >>> vs = [PolicyViolation("blocked", "SQLPolicy", "DROP", "critical"),
+    ...       PolicyViolation("warned", "Audit", "slow", "low", penalty=-0.25)]
+    >>> penalty_from_table(vs, table), penalty_from_table(vs, table, honour_explicit_penalties=False)
+    (-100.25, -101.0)
+    """
+    total = 0.0
+    for violation in violations:
+        if not isinstance(violation, PolicyViolation):
+            raise TypeError(f"expected PolicyViolation objects, got {type(violation).__name__}: {violation!r}")
+        if honour_explicit_penalties and violation.penalty_is_explicit:
+            total += violation.penalty
+        elif violation.severity in severity_penalties:
+            total += severity_penalties[violation.severity]
+        else:
+            raise GovernanceConfigError(
+                f"the penalty table has no entry for severity {violation.severity.value!r}; "
+                f"give one for each of {[s.value for s in Severity]}"
+            )
+    return total
+
+
+def shape_governed_reward(
+    base: float,
+    violations: Iterable[PolicyViolation],
+    severity_penalties: Mapping[Severity, float],
+    *,
+    bonus: float = 0.0,
+    bonus_allowed: bool = True,
+    honour_explicit_penalties: bool = True,
+    lagrange_multiplier: Optional[float] = None,
+    multiplicative_factor: Optional[float] = None,
+    cost_weights: Optional[Mapping[Any, float]] = None,
+    min_reward: Optional[float] = None,
+    max_reward: Optional[float] = None,
+) -> GovernedReward:
+    """The governed reward formula, the one every room uses: ``final = clamp(base + penalty + bonus)``.
+
+    * ``penalty`` is 0 without violations; otherwise ``-lagrange_multiplier * cost`` when a
+      multiplier is given, ``-|base| * (1 - multiplicative_factor)`` when a factor is given, else
+      :func:`penalty_from_table` of ``severity_penalties`` (``honour_explicit_penalties`` says
+      whether a policy's explicit penalty replaces its severity's entry).
+    * ``bonus`` is paid only when there is no violation and ``bonus_allowed`` (the rollout was
+      governed, the environment step succeeded).
+    * ``cost`` is ``constraint_cost(violations, cost_weights)``, reported beside the reward.
+    * ``min_reward`` / ``max_reward`` clamp ``final`` (``None``: open); ``clamped`` says a bound was hit.
+
+    The reward package passes a ``RewardConfig``'s table (critical -100 ... low -1, explicit
+    penalties honoured, clamped to [-100, 100]); the environment passes ``violation_penalty``
+    scaled by severity (x10/x5/x1/x1, explicit penalties ignored, no clamp) and folds its step
+    penalty into ``base``.
+
+    >>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
+    >>> table = {Severity.CRITICAL: -100.0, Severity.HIGH: -50.0, Severity.MEDIUM: -10.0, Severity.LOW: -1.0}
+    >>> shape_governed_reward(1.0, [], table, bonus=5.0).final
+    6.0
+    >>> r = shape_governed_reward(1.0, [drop, drop], table, bonus=5.0, min_reward=-100.0)
+    >>> r.final, r.policy_penalty, r.clean_bonus, r.cost, r.clamped
+    (-100.0, -200.0, 0.0, 20.0, True)
+    >>> shape_governed_reward(1.0, [drop], table, lagrange_multiplier=0.5).policy_penalty
+    -5.0
+    """
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base):
+        raise TypeError(f"the base reward must be a finite number, got {type(base).__name__}: {base!r}")
+    base = float(base)
+    violations = list(violations)
+    cost = constraint_cost(violations, cost_weights)
+    if not violations:
+        penalty = 0.0
+    elif lagrange_multiplier is not None:
+        if multiplicative_factor is not None:
+            raise GovernanceConfigError(
+                "a Lagrange multiplier prices the cost additively; it cannot be combined with a multiplicative "
+                "penalty (RewardConfig(multiplicative=True)); use one or the other"
+            )
+        penalty = -float(lagrange_multiplier) * cost
+    elif multiplicative_factor is not None:
+        penalty = -abs(base) * (1.0 - multiplicative_factor)
+    else:
+        penalty = penalty_from_table(
+            violations, severity_penalties, honour_explicit_penalties=honour_explicit_penalties
+        )
+    if not isinstance(bonus_allowed, bool):
+        raise TypeError(f"bonus_allowed must be a bool, got {type(bonus_allowed).__name__}")
+    paid_bonus = float(bonus) if not violations and bonus_allowed else 0.0
+    raw = base + penalty + paid_bonus
+    final = clamp_reward(raw, min_reward, max_reward)
+    return GovernedReward(
+        final=final,
+        base=base,
+        policy_penalty=penalty,
+        clean_bonus=paid_bonus,
+        cost=cost,
+        violation_count=len(violations),
+        clamped=final != raw,
+        lagrange_multiplier=None if lagrange_multiplier is None else float(lagrange_multiplier),
+    )
+
+
 def reward_span_name(reward: GovernedReward) -> str:
     """``agentos.reward: final <f> (base <b>, penalty <p>, bonus <c>[, clamped])``.
 
@@ -130,13 +267,17 @@ def reward_core_fields(reward: GovernedReward) -> SpanCoreFields:
     """The multi-dimensional reward span of ``reward`` (primary dimension ``final``), built by
     agentlightning's ``emit_reward`` and named :func:`reward_span_name`, to be added to a store
     with :func:`~agentlightning.contrib.kernel.agentos.spans.add_spans`."""
-    fields = emit_reward(reward.dimensions(), primary_key=REWARD_FINAL, attributes=reward.span_attributes(), propagate=False)
+    fields = emit_reward(
+        reward.dimensions(), primary_key=REWARD_FINAL, attributes=reward.span_attributes(), propagate=False
+    )
     return fields.model_copy(update={"name": reward_span_name(reward)})
 
 
 def emit_reward_span(reward: GovernedReward) -> SpanCoreFields:
     """Send the reward span of ``reward`` to the active tracer (inside a rollout)."""
-    fields = emit_reward(reward.dimensions(), primary_key=REWARD_FINAL, attributes=reward.span_attributes(), propagate=False)
+    fields = emit_reward(
+        reward.dimensions(), primary_key=REWARD_FINAL, attributes=reward.span_attributes(), propagate=False
+    )
     return annotation_span(reward_span_name(reward), dict(fields.attributes))
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Mapping, Optional
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity, finite_number
+from agentlightning.contrib.kernel.agentos.governed_reward import clamp_reward
 
 __all__ = ["RewardConfig"]
 
@@ -102,11 +103,7 @@ class RewardConfig:
         >>> RewardConfig().clamp(-250.0), RewardConfig(min_reward=None).clamp(-250.0)
         (-100.0, -250.0)
         """
-        if self.min_reward is not None and value < self.min_reward:
-            return self.min_reward
-        if self.max_reward is not None and value > self.max_reward:
-            return self.max_reward
-        return value
+        return clamp_reward(value, self.min_reward, self.max_reward)
 
     @classmethod
     def field_names(cls) -> tuple:

@@ -9,10 +9,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
-from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation, Severity, constraint_cost
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation
+from agentlightning.contrib.kernel.agentos.governed_reward import (
+    GovernedReward,
+    penalty_from_table,
+    shape_governed_reward,
+)
 
 from .config import RewardConfig
 
@@ -35,17 +39,13 @@ def policy_penalty(
     >>> policy_penalty(vs), policy_penalty(vs, critical_penalty=-200.0)
     (-100.25, -200.25)
     """
-    config = RewardConfig(critical_penalty=critical_penalty, high_penalty=high_penalty, medium_penalty=medium_penalty, low_penalty=low_penalty)
-    return _penalty_sum(violations, config.severity_penalties)
-
-
-def _penalty_sum(violations: Iterable[PolicyViolation], table: Mapping[Severity, float]) -> float:
-    total = 0.0
-    for violation in violations:
-        if not isinstance(violation, PolicyViolation):
-            raise TypeError(f"expected PolicyViolation objects, got {type(violation).__name__}: {violation!r}")
-        total += violation.penalty if violation.penalty_is_explicit else table[violation.severity]
-    return total
+    config = RewardConfig(
+        critical_penalty=critical_penalty,
+        high_penalty=high_penalty,
+        medium_penalty=medium_penalty,
+        low_penalty=low_penalty,
+    )
+    return penalty_from_table(violations, config.severity_penalties)
 
 
 def default_base_reward(rollout: Any) -> float:
@@ -84,12 +84,6 @@ def rollout_violations(rollout: Any) -> List[PolicyViolation]:
     return found
 
 
-def _check_base(base: Any) -> float:
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base):
-        raise TypeError(f"the base reward must be a finite number, got {type(base).__name__}: {base!r}")
-    return float(base)
-
-
 def shape_reward(
     base: float,
     violations: Sequence[PolicyViolation],
@@ -98,7 +92,8 @@ def shape_reward(
     lagrange_multiplier: Optional[float] = None,
     governed: bool = True,
 ) -> GovernedReward:
-    """The governed reward of one rollout, decomposed (see :class:`RewardConfig` for the rules).
+    """The governed reward of one rollout, decomposed (see :class:`RewardConfig` for the rules):
+    the kernel's one formula, ``shape_governed_reward``, configured by ``config``.
 
     With ``lagrange_multiplier`` (lambda), the penalty is ``-lambda * cost`` instead of the
     per-severity table (additive mode only). ``governed=False`` (no action of the rollout went
@@ -116,33 +111,19 @@ def shape_reward(
     1.0
     """
     config = config or RewardConfig()
-    base = _check_base(base)
-    violations = list(violations)
-    cost = constraint_cost(violations, config.cost_weights)
-    if not violations:
-        penalty = 0.0
-    elif lagrange_multiplier is not None:
-        if config.multiplicative:
-            raise GovernanceConfigError("a Lagrange multiplier prices the cost additively; it cannot be combined with multiplicative=True")
-        penalty = -float(lagrange_multiplier) * cost
-    elif config.multiplicative:
-        penalty = -abs(base) * (1.0 - config.multiplicative_factor)
-    else:
-        penalty = _penalty_sum(violations, config.severity_penalties)  # the config validated its penalties already
     if not isinstance(governed, bool):
         raise TypeError(f"governed must be a bool, got {type(governed).__name__}")
-    bonus = config.clean_bonus if not violations and governed else 0.0
-    raw = base + penalty + bonus
-    final = config.clamp(raw)
-    return GovernedReward(
-        final=final,
-        base=base,
-        policy_penalty=penalty,
-        clean_bonus=bonus,
-        cost=cost,
-        violation_count=len(violations),
-        clamped=final != raw,
-        lagrange_multiplier=None if lagrange_multiplier is None else float(lagrange_multiplier),
+    return shape_governed_reward(
+        base,
+        violations,
+        config.severity_penalties,
+        bonus=config.clean_bonus,
+        bonus_allowed=governed,
+        lagrange_multiplier=lagrange_multiplier,
+        multiplicative_factor=config.multiplicative_factor if config.multiplicative else None,
+        cost_weights=config.cost_weights,
+        min_reward=config.min_reward,
+        max_reward=config.max_reward,
     )
 
 
