@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from agentlightning.contrib.kernel.agentos import Decision, PolicyViolation
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
-from agentlightning.contrib.kernel.agentos.stats import decisions_summary
+from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
 
 __all__ = ["StepRecord", "EpisodeRecord", "EpisodeMetrics", "violation_info"]
 
@@ -147,9 +147,9 @@ class EpisodeRecord:
 
     def summary(self) -> Dict[str, Any]:
         """Plain-data summary; the same keys as the runner's ``"agentos"`` attempt metadata, plus the episode's."""
+        outcome = GovernanceOutcome(tuple(s.decision for s in self.steps), reward=self.governed_reward())
         return {
-            **decisions_summary([s.decision for s in self.steps]),
-            "input_blocked": False,
+            **outcome.summary(),
             "source": "GovernedEnvironment",
             "episode_id": self.episode_id,
             "episode": self.index,
@@ -160,7 +160,6 @@ class EpisodeRecord:
             "terminated": self.terminated,
             "truncated": self.truncated,
             "termination": self.termination,
-            "reward": self.governed_reward().to_dict(),
         }
 
 

@@ -15,15 +15,15 @@ function) is derived from that one value, so no two of them can disagree.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from .actions import Decision
 from .governed_reward import GovernedReward
-from .stats import decisions_summary
 from .violations import PolicyViolation, constraint_cost
 
-__all__ = ["GovernanceOutcome"]
+__all__ = ["GovernanceOutcome", "decisions_summary"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,24 @@ class GovernanceOutcome:
             "cost": self.cost,
             "reward": self.reward.to_dict() if self.reward is not None else None,
         }
+
+
+def decisions_summary(decisions: Sequence[Decision]) -> Dict[str, Any]:
+    """The governance summary of one rollout's (or episode's) decisions, as stored in the
+    attempt's metadata under ``"agentos"`` by the runner and the environment alike (the
+    first keys of :meth:`GovernanceOutcome.summary`).
+
+    >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
+    >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    >>> decisions_summary([kernel.check(Action.sql("SELECT 1")), kernel.check(Action.sql("DROP TABLE t"))])
+    {'checks': 2, 'violations': 1, 'blocked_actions': 1, 'total_penalty': -100.0, 'signals': [], 'violations_by_policy': {'SQLPolicy': 1}}
+    """
+    violations = [v for d in decisions for v in d.violations]
+    return {
+        "checks": len(decisions),
+        "violations": len(violations),
+        "blocked_actions": sum(d.blocked for d in decisions),
+        "total_penalty": float(sum(d.total_penalty for d in decisions)),
+        "signals": [s for d in decisions for s in d.signals],
+        "violations_by_policy": dict(Counter(v.policy_name for v in violations)),
+    }

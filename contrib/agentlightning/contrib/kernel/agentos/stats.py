@@ -1,5 +1,4 @@
-"""Governance statistics: from the store (the single source of truth across workers) and from one
-rollout's decisions."""
+"""Governance statistics computed from the store: the single source of truth across workers."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from typing import Any, Dict, Optional, Sequence
 
 from agentlightning.store.base import LightningStore
 
-from .actions import Decision
 from .semconv import (
     AGENTOS_DECISION_ID,
     AGENTOS_POLICY_NAME,
@@ -18,7 +16,7 @@ from .semconv import (
 )
 from .spans import is_check_span, is_violation_span
 
-__all__ = ["governance_stats", "decisions_summary"]
+__all__ = ["governance_stats"]
 
 
 async def governance_stats(
@@ -78,22 +76,3 @@ async def governance_stats(
         "duplicate_spans": duplicates,
     }
 
-
-def decisions_summary(decisions: Sequence[Decision]) -> Dict[str, Any]:
-    """The governance summary of one rollout's (or episode's) decisions, as stored in the
-    attempt's metadata under ``"agentos"`` by the runner and the environment alike.
-
-    >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
-    >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
-    >>> decisions_summary([kernel.check(Action.sql("SELECT 1")), kernel.check(Action.sql("DROP TABLE t"))])
-    {'checks': 2, 'violations': 1, 'blocked_actions': 1, 'total_penalty': -100.0, 'signals': [], 'violations_by_policy': {'SQLPolicy': 1}}
-    """
-    violations = [v for d in decisions for v in d.violations]
-    return {
-        "checks": len(decisions),
-        "violations": len(violations),
-        "blocked_actions": sum(d.blocked for d in decisions),
-        "total_penalty": float(sum(d.total_penalty for d in decisions)),
-        "signals": [s for d in decisions for s in d.signals],
-        "violations_by_policy": dict(Counter(v.policy_name for v in violations)),
-    }
