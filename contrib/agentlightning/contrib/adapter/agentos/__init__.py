@@ -16,6 +16,8 @@ JSON Lines files that :func:`verify_export` can prove unedited, and streams new 
 ([('agent_os.policy_check: blocked by SQLPolicy (critical)', 'blocked')], [])
 """
 
+from agentlightning.contrib.kernel.agentos.semconv import KIND_AUDIT as AUDIT_KIND
+
 from .adapter import (
     AUDIT_ROLLOUT_METADATA_KEY,
     FlightRecorderAdapter,
@@ -26,7 +28,6 @@ from .adapter import (
 from .export import ExportError, read_export, verify_export, verify_records
 from .records import AuditError, AuditRecord, RecordError, RecorderFileError, RecorderReader, parse_record
 from .spans import (
-    AUDIT_KIND,
     ENTRY_POLICY_CHECK,
     ENTRY_SIGNAL,
     ENTRY_TOOL_CALL,

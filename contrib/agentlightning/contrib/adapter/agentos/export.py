@@ -35,6 +35,7 @@ from agent_os import FlightRecorder
 from agentlightning.types import Span
 
 from agentlightning.contrib.kernel.agentos.audit import file_path
+from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_RECORDER, AGENT_OS_SIGNAL_TYPE
 
 from .records import AuditError, AuditRecord, RecorderLike, RecorderReader, parse_record
 from .spans import record_to_span
@@ -216,7 +217,7 @@ def _records_of_export(path: PathLike, problems: List[Dict[str, Any]], *, trace_
         if not isinstance(entry, dict) or not isinstance(entry.get(RECORD_KEY), dict):
             raise ExportError(f"{str(path)!r} entry {index}: no {RECORD_KEY!r} object; not written by this adapter's export_to_file")
         attributes = entry.get("attributes") or {}
-        record = parse_record(entry[RECORD_KEY], source=str(attributes.get("agent_os.recorder", path)), strict=False)
+        record = parse_record(entry[RECORD_KEY], source=str(attributes.get(AGENT_OS_RECORDER, path)), strict=False)
         prefix = trace_id_prefix
         if prefix is None:
             trace_id = str(entry.get("trace_id", ""))
@@ -228,7 +229,7 @@ def _records_of_export(path: PathLike, problems: List[Dict[str, Any]], *, trace_
             attempt_id=entry.get("attempt_id"),
             sequence_id=entry.get("sequence_id"),
             trace_id_prefix=prefix,
-            include_signals="agent_os.signal_type" in attributes,
+            include_signals=AGENT_OS_SIGNAL_TYPE in attributes,
             readable_names=":" in str(entry.get("name", "")),
         ).model_dump(mode="json")
         for key in ("name", "span_id", "trace_id", "attributes", "status", "start_time", "end_time"):

@@ -8,8 +8,10 @@ Anything unexpected is an :class:`AuditError` that names the file, the row and t
 * :class:`RecorderFileError`: the file is missing, a directory, not SQLite, or has no
   ``audit_log`` table with the FlightRecorder columns;
 * :class:`RecordError`: a row has a field of the wrong type or value, an unknown column, or a
-  governance envelope (see :mod:`agentlightning.contrib.kernel.agentos.audit`) with unknown keys
-  (``strict=False`` keeps unknown fields in :attr:`AuditRecord.extra` instead of failing).
+  governance envelope that is not as the kernel writes it (unknown keys, a violation without
+  severity, ...; the format and its checks are
+  :mod:`agentlightning.contrib.kernel.agentos.audit_record`). ``strict=False`` keeps unknown
+  fields in :attr:`AuditRecord.extra` instead of failing.
 
 >>> import os, tempfile
 >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
@@ -23,8 +25,6 @@ Anything unexpected is an :class:`AuditError` that names the file, the row and t
 
 from __future__ import annotations
 
-import json
-import math
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -34,8 +34,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 from agent_os import FlightRecorder
 
 from agentlightning.contrib.kernel.agentos.audit import flush_recorder
-from agentlightning.contrib.kernel.agentos.actions import Verdict
-from agentlightning.contrib.kernel.agentos.violations import Severity, ViolationType
+from agentlightning.contrib.kernel.agentos.audit_record import RecordFormatError, read_tool_args
 
 __all__ = [
     "AuditError",
@@ -72,11 +71,6 @@ RECORD_COLUMNS: Tuple[str, ...] = (
 _REQUIRED_COLUMNS = frozenset(RECORD_COLUMNS)
 #: Values of ``policy_verdict`` the FlightRecorder writes (``pending`` until the outcome is logged).
 RECORD_VERDICTS = frozenset({"pending", "allowed", "blocked", "error", "shadow"})
-_ENVELOPE_KEYS = frozenset({"decision_id", "verdict", "rollout_id", "attempt_id", "violations", "signals", "original_args"})
-_VIOLATION_KEYS = frozenset(
-    {"violation_type", "policy_name", "description", "severity", "timestamp", "action_blocked", "penalty", "penalty_is_explicit"}
-)
-_VIOLATION_REQUIRED = ("violation_type", "policy_name", "description", "severity", "action_blocked", "penalty")
 
 
 class AuditError(ValueError):
@@ -198,60 +192,6 @@ def _check_str(row: Mapping[str, Any], name: str, source: str, *, optional: bool
     return value
 
 
-def _check_envelope(agentos: Any, source: str, record_id: Any, strict: bool, extra: Dict[str, Any]) -> Dict[str, Any]:
-    where = "tool_args.agentos"
-    if not isinstance(agentos, dict):
-        raise _fail(source, record_id, f"{where} must be an object, got {type(agentos).__name__}")
-    unknown = sorted(set(agentos) - _ENVELOPE_KEYS)
-    if unknown:
-        if strict:
-            raise _fail(source, record_id, f"unexpected field(s) {unknown} in {where} (pass strict=False to keep them as extra fields)")
-        extra["envelope"] = {k: agentos[k] for k in unknown}
-    verdict = agentos.get("verdict")
-    if verdict not in {v.value for v in Verdict}:
-        raise _fail(source, record_id, f"{where}.verdict must be one of {sorted(v.value for v in Verdict)}, got {verdict!r}")
-    for name in ("decision_id",):
-        if not isinstance(agentos.get(name), str):
-            raise _fail(source, record_id, f"{where}.{name} must be a string, got {agentos.get(name)!r}")
-    for name in ("rollout_id", "attempt_id"):
-        if agentos.get(name) is not None and not isinstance(agentos.get(name), str):
-            raise _fail(source, record_id, f"{where}.{name} must be a string or null, got {agentos.get(name)!r}")
-    signals = agentos.get("signals", [])
-    if not isinstance(signals, list) or not all(isinstance(s, str) for s in signals):
-        raise _fail(source, record_id, f"{where}.signals must be a list of strings, got {signals!r}")
-    violations = agentos.get("violations", [])
-    if not isinstance(violations, list):
-        raise _fail(source, record_id, f"{where}.violations must be a list, got {type(violations).__name__}")
-    kept = []
-    for index, violation in enumerate(violations):
-        at = f"{where}.violations[{index}]"
-        if not isinstance(violation, dict):
-            raise _fail(source, record_id, f"{at} must be an object, got {type(violation).__name__}")
-        missing = [k for k in _VIOLATION_REQUIRED if k not in violation]
-        if missing:
-            raise _fail(source, record_id, f"{at} is missing field(s) {missing}")
-        unknown = sorted(set(violation) - _VIOLATION_KEYS)
-        if unknown:
-            if strict:
-                raise _fail(source, record_id, f"unexpected field(s) {unknown} in {at} (pass strict=False to keep them as extra fields)")
-            extra.setdefault("violations", {})[index] = {k: violation[k] for k in unknown}
-        if not isinstance(violation["policy_name"], str) or not violation["policy_name"]:
-            raise _fail(source, record_id, f"{at}.policy_name must be a non-empty string, got {violation['policy_name']!r}")
-        if not isinstance(violation["description"], str):
-            raise _fail(source, record_id, f"{at}.description must be a string")
-        if violation["severity"] not in {s.value for s in Severity}:
-            raise _fail(source, record_id, f"{at}.severity must be one of {[s.value for s in Severity]}, got {violation['severity']!r}")
-        if violation["violation_type"] not in {t.value for t in ViolationType}:
-            raise _fail(source, record_id, f"{at}.violation_type must be one of {[t.value for t in ViolationType]}, got {violation['violation_type']!r}")
-        if not isinstance(violation["action_blocked"], bool):
-            raise _fail(source, record_id, f"{at}.action_blocked must be true or false, got {violation['action_blocked']!r}")
-        penalty = violation["penalty"]
-        if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not math.isfinite(penalty):
-            raise _fail(source, record_id, f"{at}.penalty must be a finite number, got {penalty!r}")
-        kept.append({k: violation[k] for k in _VIOLATION_KEYS if k in violation})
-    return {**{k: agentos.get(k) for k in ("decision_id", "verdict", "rollout_id", "attempt_id")}, "violations": kept, "signals": list(signals), **({"original_args": agentos["original_args"]} if "original_args" in agentos else {})}
-
-
 def parse_record(row: Mapping[str, Any], *, source: str = "<row>", strict: bool = True) -> AuditRecord:
     """Validate one ``audit_log`` row (a mapping of column to value) into an :class:`AuditRecord`.
 
@@ -297,19 +237,10 @@ def parse_record(row: Mapping[str, Any], *, source: str = "<row>", strict: bool 
     envelope: Optional[Dict[str, Any]] = None
     if tool_args is not None:
         try:
-            decoded = json.loads(tool_args)
-        except ValueError as err:
-            raise _fail(source, record_id, f"field 'tool_args' is not JSON ({err})") from None
-        if isinstance(decoded, dict) and "agentos" in decoded:
-            envelope = _check_envelope(decoded["agentos"], source, record_id, strict, extra)
-            other = sorted(set(decoded) - {"args", "agentos"})
-            if other:
-                if strict:
-                    raise _fail(source, record_id, f"unexpected field(s) {other} in tool_args next to 'agentos' (pass strict=False to keep them as extra fields)")
-                extra["tool_args"] = {k: decoded[k] for k in other}
-            args = decoded.get("args")
-        else:
-            args = decoded
+            args, envelope, unknown_fields = read_tool_args(tool_args, strict=strict)
+        except RecordFormatError as err:
+            raise _fail(source, record_id, str(err)) from None
+        extra.update(unknown_fields)
     return AuditRecord(
         record_id=record_id,
         trace_id=trace_id,  # type: ignore[arg-type]

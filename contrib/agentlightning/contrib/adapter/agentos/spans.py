@@ -33,8 +33,8 @@ that already holds it rejects a second copy.
 >>> span = record_to_span(record)
 >>> span.name
 'agent_os.policy_check: blocked by SQLPolicy (critical)'
->>> span.attributes["agent_os.entry_type"], span.attributes["agent_os.policy_name"], span.attributes["agent_os.severity"], span.attributes["agent_os.blocked"]
-('policy_check', 'SQLPolicy', 'critical', True)
+>>> [span.attributes[f"agent_os.{name}"] for name in ("entry_type", "policy_name", "severity", "blocked")]
+['policy_check', 'SQLPolicy', 'critical', True]
 """
 
 from __future__ import annotations
@@ -49,14 +49,45 @@ from agentlightning.types import Span
 from agentlightning.types.tracer import OtelResource, TraceStatus
 from agentlightning.utils.otel import make_tag_attributes
 
-from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_KIND
-from agentlightning.contrib.kernel.agentos.violations import Severity
+from agentlightning.contrib.kernel.agentos.audit_record import violation_summary
+from agentlightning.contrib.kernel.agentos.semconv import (
+    AGENT_OS_AGENT_ID,
+    AGENT_OS_ATTEMPT_ID,
+    AGENT_OS_BLOCKED,
+    AGENT_OS_CONTENT_HASH,
+    AGENT_OS_DECISION_ID,
+    AGENT_OS_ENTRY_HASH,
+    AGENT_OS_ENTRY_TYPE,
+    AGENT_OS_EXECUTION_TIME_MS,
+    AGENT_OS_EXTRA_PREFIX,
+    AGENT_OS_POLICY_RESULT,
+    AGENT_OS_POLICY_VIOLATED,
+    AGENT_OS_RECORD_ID,
+    AGENT_OS_RECORD_TRACE_ID,
+    AGENT_OS_RECORDER,
+    AGENT_OS_ROLLOUT_ID,
+    AGENT_OS_SIGNAL_TARGET,
+    AGENT_OS_SIGNAL_TYPE,
+    AGENT_OS_TIMESTAMP,
+    AGENT_OS_TOOL_ARGS,
+    AGENT_OS_TOOL_ARGS_TRUNCATED,
+    AGENT_OS_TOOL_NAME,
+    AGENT_OS_TOOL_RESULT,
+    AGENT_OS_TOOL_RESULT_TRUNCATED,
+    AGENT_OS_VERDICT,
+    AGENT_OS_VIOLATION_COUNT,
+    AGENT_OS_VIOLATION_REASON,
+    AGENTOS_AUDIT_TAG,
+    AGENTOS_KIND,
+    AUDIT_SERVICE_NAME,
+    AUDIT_SPAN_NAME_PREFIX,
+    KIND_AUDIT,
+)
+from agentlightning.contrib.kernel.agentos.violations import worst_severity
 
 from .records import AuditRecord
 
 __all__ = [
-    "AUDIT_KIND",
-    "AUDIT_TAG",
     "ENTRY_POLICY_CHECK",
     "ENTRY_SIGNAL",
     "ENTRY_TOOL_CALL",
@@ -69,9 +100,7 @@ __all__ = [
     "is_audit_span",
 ]
 
-#: ``agentos.kind`` of every span this adapter writes ("check", "violation" and "reward" are the runner's).
-AUDIT_KIND = "audit"
-AUDIT_TAG = "agentos.audit"
+#: Values of ``agent_os.entry_type`` (see the module docstring).
 ENTRY_POLICY_CHECK = "policy_check"
 ENTRY_SIGNAL = "signal"
 ENTRY_TOOL_CALL = "tool_call"
@@ -79,8 +108,7 @@ ENTRY_TOOL_CALL = "tool_call"
 MAX_ATTRIBUTE_CHARS = 1000
 
 _SIGNAL_NAMES = frozenset(s.name for s in AgentSignal)
-_SEVERITY_RANK = {s.value: s.rank for s in Severity}
-_RESOURCE = OtelResource(attributes={"service.name": "agent_os.flight_recorder"}, schema_url="")
+_RESOURCE = OtelResource(attributes={"service.name": AUDIT_SERVICE_NAME}, schema_url="")
 
 
 def entry_type(record: AuditRecord) -> str:
@@ -109,63 +137,57 @@ def record_span_id(record: AuditRecord) -> str:
 def record_attributes(
     record: AuditRecord, *, include_signals: bool = True, kind: Optional[str] = None
 ) -> Dict[str, Any]:
-    """The span attributes of ``record`` (``agent_os.*`` plus ``agentos.kind = "audit"``)."""
+    """The span attributes of ``record`` (``agent_os.*`` plus ``agentos.kind = "audit"``); the
+    names are constants in :mod:`agentlightning.contrib.kernel.agentos.semconv`."""
     kind = kind or entry_type(record)
     args, args_cut = _truncate(record.args if record.tool_args is not None else None)
     result, result_cut = _truncate(record.result)
     attributes: Dict[str, Any] = {
-        AGENTOS_KIND: AUDIT_KIND,
-        "agent_os.entry_type": kind,
-        "agent_os.agent_id": record.agent_id,
-        "agent_os.tool_name": record.tool_name,
-        "agent_os.tool_args": args,
-        "agent_os.tool_result": result,
-        "agent_os.verdict": record.verdict,
-        "agent_os.blocked": record.blocked,
-        "agent_os.record_id": record.record_id,
-        "agent_os.record_trace_id": record.trace_id,
-        "agent_os.timestamp": record.timestamp,
-        "agent_os.entry_hash": record.entry_hash or "",
-        "agent_os.content_hash": record.content_hash or "",
-        "agent_os.recorder": record.source,
-        **make_tag_attributes([AUDIT_TAG, f"agent_os.entry_type:{kind}"]),
+        AGENTOS_KIND: KIND_AUDIT,
+        AGENT_OS_ENTRY_TYPE: kind,
+        AGENT_OS_AGENT_ID: record.agent_id,
+        AGENT_OS_TOOL_NAME: record.tool_name,
+        AGENT_OS_TOOL_ARGS: args,
+        AGENT_OS_TOOL_RESULT: result,
+        AGENT_OS_VERDICT: record.verdict,
+        AGENT_OS_BLOCKED: record.blocked,
+        AGENT_OS_RECORD_ID: record.record_id,
+        AGENT_OS_RECORD_TRACE_ID: record.trace_id,
+        AGENT_OS_TIMESTAMP: record.timestamp,
+        AGENT_OS_ENTRY_HASH: record.entry_hash or "",
+        AGENT_OS_CONTENT_HASH: record.content_hash or "",
+        AGENT_OS_RECORDER: record.source,
+        **make_tag_attributes([AGENTOS_AUDIT_TAG, f"{AGENT_OS_ENTRY_TYPE}:{kind}"]),
     }
     if args_cut:
-        attributes["agent_os.tool_args_truncated"] = True
+        attributes[AGENT_OS_TOOL_ARGS_TRUNCATED] = True
     if result_cut:
-        attributes["agent_os.tool_result_truncated"] = True
+        attributes[AGENT_OS_TOOL_RESULT_TRUNCATED] = True
     if record.execution_time_ms is not None:
-        attributes["agent_os.execution_time_ms"] = record.execution_time_ms
+        attributes[AGENT_OS_EXECUTION_TIME_MS] = record.execution_time_ms
     envelope = record.envelope
     if envelope is not None:
-        attributes["agent_os.decision_id"] = envelope["decision_id"]
+        attributes[AGENT_OS_DECISION_ID] = envelope["decision_id"]
         if envelope.get("rollout_id"):
-            attributes["agent_os.rollout_id"] = envelope["rollout_id"]
+            attributes[AGENT_OS_ROLLOUT_ID] = envelope["rollout_id"]
         if envelope.get("attempt_id"):
-            attributes["agent_os.attempt_id"] = envelope["attempt_id"]
+            attributes[AGENT_OS_ATTEMPT_ID] = envelope["attempt_id"]
     if envelope is not None or kind == ENTRY_POLICY_CHECK:
         violations = record.violations
-        worst = max((v["severity"] for v in violations), key=_SEVERITY_RANK.__getitem__, default="")
-        attributes.update(
-            {
-                "agent_os.policy_name": ",".join(record.policy_names),
-                "agent_os.policy_result": record.policy_verdict,
-                "agent_os.policy_violated": record.policy_violated,
-                "agent_os.severity": worst,
-                "agent_os.violation_count": len(violations),
-                "agent_os.total_penalty": float(sum(v["penalty"] for v in violations)),
-            }
-        )
+        attributes[AGENT_OS_POLICY_RESULT] = record.policy_verdict
+        attributes[AGENT_OS_POLICY_VIOLATED] = record.policy_violated
+        attributes[AGENT_OS_VIOLATION_COUNT] = len(violations)
+        attributes.update(violation_summary(violations))  # policy names, worst severity, total penalty
     if record.violation_reason:
-        attributes["agent_os.violation_reason"] = _truncate(record.violation_reason)[0]
+        attributes[AGENT_OS_VIOLATION_REASON] = _truncate(record.violation_reason)[0]
     signals = record.signals
     if kind == ENTRY_SIGNAL:
         signals = signals or ([record.tool_name] if record.tool_name in _SIGNAL_NAMES else [AgentSignal.SIGKILL.name])
     if signals and (include_signals or kind == ENTRY_SIGNAL):
-        attributes["agent_os.signal_type"] = ",".join(signals)
-        attributes["agent_os.signal_target"] = record.agent_id
+        attributes[AGENT_OS_SIGNAL_TYPE] = ",".join(signals)
+        attributes[AGENT_OS_SIGNAL_TARGET] = record.agent_id
     for key, value in record.extra.items():  # strict=False keeps unknown fields, never drops them
-        attributes[f"agent_os.extra.{key}"] = json.dumps(value, sort_keys=True, default=repr)[:MAX_ATTRIBUTE_CHARS]
+        attributes[AGENT_OS_EXTRA_PREFIX + key] = json.dumps(value, sort_keys=True, default=repr)[:MAX_ATTRIBUTE_CHARS]
     return attributes
 
 
@@ -180,12 +202,11 @@ def span_name(record: AuditRecord, *, readable: bool = True, kind: Optional[str]
     Programs should select spans by ``agent_os.entry_type`` (or ``name.split(":")[0]``).
     """
     kind = kind or entry_type(record)
-    base = f"agent_os.{kind}"
+    base = f"{AUDIT_SPAN_NAME_PREFIX}{kind}"
     if not readable:
         return base
     if kind == ENTRY_POLICY_CHECK:
-        violations = record.violations
-        worst = max((v["severity"] for v in violations), key=_SEVERITY_RANK.__getitem__, default="")
+        worst = worst_severity(v["severity"] for v in record.violations)
         verdict = "blocked" if record.blocked else record.policy_verdict
         policies = ", ".join(record.policy_names) or "Agent OS"
         return f"{base}: {verdict} by {policies}" + (f" ({worst})" if worst else "")
@@ -238,4 +259,4 @@ def record_to_span(
 def is_audit_span(span: Any) -> bool:
     """True for a span written by this adapter (any object with ``.attributes``)."""
     attributes = getattr(span, "attributes", None) or {}
-    return attributes.get(AGENTOS_KIND) == AUDIT_KIND
+    return attributes.get(AGENTOS_KIND) == KIND_AUDIT

@@ -26,14 +26,12 @@ def violation_info(violation: PolicyViolation) -> Dict[str, Any]:
     >>> violation_info(v)["severity"], violation_info(v)["penalty"]
     ('critical', -100.0)
     """
-    return {
-        "policy_name": violation.policy_name,
-        "severity": violation.severity.value,
-        "violation_type": violation.violation_type.value,
-        "description": violation.description,
-        "action_blocked": bool(violation.action_blocked),
-        "penalty": violation.penalty,
-    }
+    return {key: value for key, value in violation.to_dict().items() if key not in _NOT_IN_INFO}
+
+
+#: Record fields left out of ``info``: the time differs between equal steps, and whether the
+#: penalty was set by the policy is the reward's business.
+_NOT_IN_INFO = ("timestamp", "penalty_is_explicit")
 
 
 @dataclass

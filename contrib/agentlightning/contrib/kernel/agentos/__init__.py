@@ -15,7 +15,8 @@ Penalties use one sign convention everywhere: reward space, zero or negative
 """
 
 from .actions import Action, ActionContext, Decision, Verdict, current_context, governance_context
-from .audit import AuditTrail, decision_from_record, open_flight_recorder
+from .audit import AuditTrail, open_flight_recorder
+from .audit_record import decision_from_record
 from .engine import AgentOSPolicy
 from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy

@@ -1,22 +1,14 @@
 """Every kernel decision, written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 chain).
 
-One record per decision. The FlightRecorder hashes ``tool_args`` into its chain, so the record's
-``tool_args`` is an envelope holding the action's arguments *and* the governance verdict::
-
-    {"args": {...}, "agentos": {"decision_id", "verdict", "rollout_id", "attempt_id",
-                                "violations": [...], "signals": [...]}}
-
-which makes severity, policy and verdict as tamper-evident as the rest of the row. A writer
-thread does the recording, so the check only pays for serialising the arguments; blocked
-decisions are on disk before the kernel returns, allowed ones within moments (the writer
-commits whenever its queue runs dry).
+One record per decision, in the format of :mod:`.audit_record` (the action's arguments and the
+governance envelope in the hash-covered ``tool_args``). A writer thread does the recording, so
+the check only pays for serialising the arguments; blocked decisions are on disk before the
+kernel returns, allowed ones within moments (the writer commits whenever its queue runs dry).
 """
 
 from __future__ import annotations
 
 import atexit
-import hashlib
-import json
 import logging
 import os
 import queue
@@ -25,20 +17,19 @@ import threading
 import weakref
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from agent_os import FlightRecorder
 
 from .actions import Decision
+from .audit_record import DEFAULT_MAX_ARGS_CHARS, build_tool_args, governance_envelope, serialize_args
 
-__all__ = ["AuditTrail", "open_flight_recorder", "flush_recorder", "decision_from_record", "warn_if_default_recorder_path"]
+__all__ = ["AuditTrail", "open_flight_recorder", "flush_recorder", "warn_if_default_recorder_path"]
 
 logger = logging.getLogger(__name__)
 RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
 RECORDER_LOGGER.setLevel(logging.ERROR)
 
-#: Arguments longer than this (as JSON) are stored truncated, with the full payload's SHA-256.
-DEFAULT_MAX_ARGS_CHARS = 65_536
 #: Records queued for the writer thread at most; beyond that, checks wait for the disk.
 DEFAULT_MAX_QUEUED = 10_000
 #: Allowed records kept open for their outcome (result or error) at most; older ones are closed.
@@ -119,31 +110,6 @@ def file_path(path: Any, what: str, example_name: str, error: type = ValueError)
     return target
 
 
-def _args_json(args: Mapping[str, Any], max_chars: int) -> str:
-    """The arguments as JSON text, taken now: the action may mutate them once it runs."""
-    try:
-        text = json.dumps(args, default=_safe_repr, sort_keys=True)
-    except Exception as err:  # noqa: BLE001 - whatever the agent passed, the decision is recorded
-        return json.dumps({"__unserializable__": type(err).__name__, "repr": _safe_repr(args)[:max_chars]})
-    if len(text) <= max_chars:
-        return text
-    return json.dumps(
-        {
-            "__truncated__": True,
-            "chars": len(text),
-            "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
-            "head": text[:max_chars],
-        }
-    )
-
-
-def _safe_repr(value: Any) -> str:
-    try:
-        return repr(value)
-    except Exception as err:  # noqa: BLE001 - a hostile __repr__ must not break the audit
-        return f"<unrepresentable {type(value).__name__}: {type(err).__name__}>"
-
-
 class _Sync:
     """A marker the writer answers once everything queued before it is on disk."""
 
@@ -220,24 +186,16 @@ class AuditTrail:
     def record(self, decision: Decision) -> str:
         """Queue one decision (a blocked one is on disk when this returns); returns its audit id."""
         self._raise_if_unusable()
-        agentos = {
-            "decision_id": decision.decision_id,
-            "verdict": decision.verdict.value,
-            "rollout_id": decision.context.rollout_id,
-            "attempt_id": decision.context.attempt_id,
-            "violations": [v.to_dict() for v in decision.violations],
-            "signals": list(decision.signals),
-        }
         original = None
         if decision.original_action is not None:
-            original = _args_json(decision.original_action.args, self.max_args_chars)
+            original = serialize_args(decision.original_action.args, self.max_args_chars)
         item = (
             decision.decision_id,
             decision.context.agent_id,
             decision.action.tool_name,
-            _args_json(decision.action.args, self.max_args_chars),
+            serialize_args(decision.action.args, self.max_args_chars),
             original,
-            agentos,
+            governance_envelope(decision),
             decision.reason if decision.blocked else None,
         )
         self._put(item)
@@ -363,11 +321,11 @@ class AuditTrail:
                 recorder.log_success(trace_id, result=_encodable(result), execution_time_ms=execution_time_ms)
             self._forget(trace_id)
             return
-        decision_id, agent_id, tool_name, args_json, original_json, agentos, blocked_reason = item
-        if original_json is not None:
-            agentos["original_args"] = json.loads(original_json)
-        envelope = {"args": json.loads(args_json), "agentos": agentos}
-        trace_id = recorder.start_trace(agent_id=_encodable(agent_id), tool_name=_encodable(tool_name), tool_args=envelope)
+        decision_id, agent_id, tool_name, args_json, original_json, envelope, blocked_reason = item
+        tool_args = build_tool_args(args_json, envelope, original_json)
+        trace_id = recorder.start_trace(
+            agent_id=_encodable(agent_id), tool_name=_encodable(tool_name), tool_args=tool_args
+        )
         if blocked_reason is not None:
             recorder.log_violation(trace_id, _encodable(blocked_reason))
             self._forget(trace_id)
@@ -431,18 +389,3 @@ def _drain_live_trails() -> None:
             trail.close()
         except Exception:  # noqa: BLE001
             logger.exception("could not close the audit trail %s at exit", trail.path)
-
-
-def decision_from_record(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    """The governance envelope of a FlightRecorder row written by :class:`AuditTrail`, or None
-    for rows written by something else."""
-    raw = record.get("tool_args")
-    if not raw:
-        return None
-    try:
-        envelope = json.loads(raw)
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(envelope, dict) or not isinstance(envelope.get("agentos"), dict):
-        return None
-    return envelope

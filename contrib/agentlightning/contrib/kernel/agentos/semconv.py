@@ -26,6 +26,11 @@ Programs never match on these names: they select by the ``agentos.kind`` attribu
 ``governed_reward.is_governed_reward_span``), and agentlightning finds rewards by their
 ``agentlightning.reward.*`` attributes (``find_final_reward``), whatever the name.
 
+The audit adapter (``agentlightning.contrib.adapter.agentos``) turns each FlightRecorder record
+into one more span, ``agentos.kind = "audit"``, whose attributes are ``agent_os.*``: the names of
+the reference (agentmesh-lightning) FlightRecorder emitter, kept so that its users' queries still
+work. They are the ``AGENT_OS_*`` constants here; ``AGENTOS_*`` are this plugin's ``agentos.*``.
+
 >>> AGENTOS_KIND, KIND_VIOLATION, VIOLATION_SPAN_NAME
 ('agentos.kind', 'violation', 'agentos.violation')
 """
@@ -65,12 +70,45 @@ __all__ = [
     "CHECK_SPAN_NAME",
     "VIOLATION_SPAN_NAME",
     "REWARD_SPAN_NAME",
+    "KIND_AUDIT",
+    "AGENTOS_AUDIT_TAG",
+    "AUDIT_SPAN_NAME_PREFIX",
+    "AUDIT_SERVICE_NAME",
+    "AGENT_OS_ENTRY_TYPE",
+    "AGENT_OS_AGENT_ID",
+    "AGENT_OS_TOOL_NAME",
+    "AGENT_OS_TOOL_ARGS",
+    "AGENT_OS_TOOL_ARGS_TRUNCATED",
+    "AGENT_OS_TOOL_RESULT",
+    "AGENT_OS_TOOL_RESULT_TRUNCATED",
+    "AGENT_OS_EXECUTION_TIME_MS",
+    "AGENT_OS_VERDICT",
+    "AGENT_OS_BLOCKED",
+    "AGENT_OS_RECORD_ID",
+    "AGENT_OS_RECORD_TRACE_ID",
+    "AGENT_OS_TIMESTAMP",
+    "AGENT_OS_ENTRY_HASH",
+    "AGENT_OS_CONTENT_HASH",
+    "AGENT_OS_RECORDER",
+    "AGENT_OS_DECISION_ID",
+    "AGENT_OS_ROLLOUT_ID",
+    "AGENT_OS_ATTEMPT_ID",
+    "AGENT_OS_POLICY_NAME",
+    "AGENT_OS_POLICY_RESULT",
+    "AGENT_OS_POLICY_VIOLATED",
+    "AGENT_OS_SEVERITY",
+    "AGENT_OS_VIOLATION_COUNT",
+    "AGENT_OS_TOTAL_PENALTY",
+    "AGENT_OS_VIOLATION_REASON",
+    "AGENT_OS_SIGNAL_TYPE",
+    "AGENT_OS_SIGNAL_TARGET",
+    "AGENT_OS_EXTRA_PREFIX",
 ]
 
 AGENTOS_CHECK_TAG = "agentos.check"
 AGENTOS_VIOLATION_TAG = "agentos.violation"
 
-#: What a span records: one of the ``KIND_*`` values below (the audit adapter writes "audit").
+#: What a span records: one of the ``KIND_*`` values (``KIND_AUDIT``, at the end, for the audit adapter's).
 AGENTOS_KIND = "agentos.kind"
 KIND_CHECK = "check"
 KIND_VIOLATION = "violation"
@@ -109,3 +147,43 @@ MAX_DESCRIPTION_CHARS = 1000
 CHECK_SPAN_NAME = "agentos.check"
 VIOLATION_SPAN_NAME = "agentos.violation"
 REWARD_SPAN_NAME = "agentos.reward"
+
+#: ``agentos.kind`` of the audit adapter's spans, one per FlightRecorder record.
+KIND_AUDIT = "audit"
+AGENTOS_AUDIT_TAG = "agentos.audit"
+#: Audit span names are ``agent_os.<entry type>``, then (readable names) ``": "`` and a summary.
+AUDIT_SPAN_NAME_PREFIX = "agent_os."
+#: ``service.name`` of the audit spans' OpenTelemetry resource.
+AUDIT_SERVICE_NAME = "agent_os.flight_recorder"
+
+# Attributes of the audit adapter's spans (the record, its action and the decision on it).
+AGENT_OS_ENTRY_TYPE = "agent_os.entry_type"  #: policy_check, signal or tool_call
+AGENT_OS_AGENT_ID = "agent_os.agent_id"
+AGENT_OS_TOOL_NAME = "agent_os.tool_name"
+AGENT_OS_TOOL_ARGS = "agent_os.tool_args"
+AGENT_OS_TOOL_ARGS_TRUNCATED = "agent_os.tool_args_truncated"
+AGENT_OS_TOOL_RESULT = "agent_os.tool_result"
+AGENT_OS_TOOL_RESULT_TRUNCATED = "agent_os.tool_result_truncated"
+AGENT_OS_EXECUTION_TIME_MS = "agent_os.execution_time_ms"
+AGENT_OS_VERDICT = "agent_os.verdict"  #: the FlightRecorder's verdict (pending, allowed, blocked, ...)
+AGENT_OS_BLOCKED = "agent_os.blocked"
+AGENT_OS_RECORD_ID = "agent_os.record_id"
+AGENT_OS_RECORD_TRACE_ID = "agent_os.record_trace_id"
+AGENT_OS_TIMESTAMP = "agent_os.timestamp"
+AGENT_OS_ENTRY_HASH = "agent_os.entry_hash"
+AGENT_OS_CONTENT_HASH = "agent_os.content_hash"
+AGENT_OS_RECORDER = "agent_os.recorder"  #: the FlightRecorder file the record was read from
+AGENT_OS_DECISION_ID = "agent_os.decision_id"
+AGENT_OS_ROLLOUT_ID = "agent_os.rollout_id"
+AGENT_OS_ATTEMPT_ID = "agent_os.attempt_id"
+AGENT_OS_POLICY_NAME = "agent_os.policy_name"  #: the policies with a finding, comma-separated
+AGENT_OS_POLICY_RESULT = "agent_os.policy_result"  #: the kernel's verdict
+AGENT_OS_POLICY_VIOLATED = "agent_os.policy_violated"
+AGENT_OS_SEVERITY = "agent_os.severity"  #: the worst severity of the record's violations
+AGENT_OS_VIOLATION_COUNT = "agent_os.violation_count"
+AGENT_OS_TOTAL_PENALTY = "agent_os.total_penalty"
+AGENT_OS_VIOLATION_REASON = "agent_os.violation_reason"
+AGENT_OS_SIGNAL_TYPE = "agent_os.signal_type"
+AGENT_OS_SIGNAL_TARGET = "agent_os.signal_target"
+#: A field kept by a non-strict reader (``strict=False``) is the attribute ``agent_os.extra.<field>``.
+AGENT_OS_EXTRA_PREFIX = "agent_os.extra."

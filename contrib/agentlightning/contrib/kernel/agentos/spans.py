@@ -35,14 +35,10 @@ from agentlightning.utils.otel import (
 
 from .actions import Decision
 from .semconv import (
-    AGENTOS_ACTION_BLOCKED,
     AGENTOS_AGENT_ID,
     AGENTOS_CHECK_TAG,
     AGENTOS_DECISION_ID,
-    AGENTOS_DESCRIPTION,
     AGENTOS_KIND,
-    AGENTOS_PENALTY,
-    AGENTOS_POLICY_NAME,
     AGENTOS_SEVERITY,
     AGENTOS_SIGNALS,
     AGENTOS_TOOL_NAME,
@@ -51,11 +47,9 @@ from .semconv import (
     AGENTOS_VIOLATION_COUNT,
     AGENTOS_VIOLATION_INDEX,
     AGENTOS_VIOLATION_TAG,
-    AGENTOS_VIOLATION_TYPE,
     CHECK_SPAN_NAME,
     KIND_CHECK,
     KIND_VIOLATION,
-    MAX_DESCRIPTION_CHARS,
     VIOLATION_SPAN_NAME,
 )
 
@@ -122,7 +116,8 @@ def check_span_attributes(decision: Decision) -> Dict[str, Any]:
 
 
 def violation_span_attributes(decision: Decision, index: int) -> Dict[str, Any]:
-    """Attributes of the span recording violation ``index`` of ``decision``."""
+    """Attributes of the span recording violation ``index`` of ``decision``: where it was found,
+    then the violation's own (:meth:`PolicyViolation.span_attributes`)."""
     violation = decision.violations[index]
     return {
         AGENTOS_KIND: KIND_VIOLATION,
@@ -130,13 +125,8 @@ def violation_span_attributes(decision: Decision, index: int) -> Dict[str, Any]:
         AGENTOS_VIOLATION_INDEX: index,
         AGENTOS_TOOL_NAME: decision.action.tool_name,
         AGENTOS_AGENT_ID: decision.context.agent_id,
-        AGENTOS_POLICY_NAME: violation.policy_name,
-        AGENTOS_SEVERITY: violation.severity.value,
-        AGENTOS_VIOLATION_TYPE: violation.violation_type.value,
-        AGENTOS_DESCRIPTION: violation.description[:MAX_DESCRIPTION_CHARS],
-        AGENTOS_PENALTY: violation.penalty,
-        AGENTOS_ACTION_BLOCKED: bool(violation.action_blocked),
-        **make_tag_attributes([AGENTOS_VIOLATION_TAG, f"agentos.severity:{violation.severity.value}"]),
+        **violation.span_attributes(),  # as its fields declare (PolicyViolation.span_attributes)
+        **make_tag_attributes([AGENTOS_VIOLATION_TAG, f"{AGENTOS_SEVERITY}:{violation.severity.value}"]),
         **make_link_attributes({AGENTOS_DECISION_ID: decision.decision_id}),
     }
 

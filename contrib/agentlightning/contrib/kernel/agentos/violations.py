@@ -1,4 +1,4 @@
-"""Severity, violation types and :class:`PolicyViolation`.
+"""Severity, violation types and :class:`PolicyViolation`, whose fields declare how they are recorded.
 
 Sign convention (used everywhere in this plugin): a penalty lives in *reward space*, so it is
 zero or negative. ``PolicyViolation(severity="critical").penalty == -100.0``; summing the
@@ -8,16 +8,37 @@ penalties of a rollout and adding them to the task reward gives the governed rew
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Dict, Iterable, Mapping, Optional, Union
+from types import MappingProxyType
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Type, Union
+
+from .semconv import (
+    AGENT_OS_POLICY_NAME,
+    AGENT_OS_SEVERITY,
+    AGENT_OS_TOTAL_PENALTY,
+    AGENTOS_ACTION_BLOCKED,
+    AGENTOS_DESCRIPTION,
+    AGENTOS_PENALTY,
+    AGENTOS_POLICY_NAME,
+    AGENTOS_SEVERITY,
+    AGENTOS_VIOLATION_TYPE,
+    MAX_DESCRIPTION_CHARS,
+)
 
 __all__ = [
     "Severity",
     "ViolationType",
     "PolicyViolationType",
     "PolicyViolation",
+    "RecordedField",
+    "VIOLATION_FIELDS",
+    "recorded",
+    "one_of",
+    "distinct_names",
+    "worst_severity",
+    "total",
     "DEFAULT_SEVERITY_PENALTIES",
     "DEFAULT_SEVERITY_COSTS",
     "GovernanceConfigError",
@@ -146,6 +167,129 @@ def _check_penalty(penalty: Any) -> float:
     return penalty
 
 
+_RECORDED = "agentos.recorded"  # the key of a PolicyViolation field's declaration in its metadata
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _no_problem(value: Any) -> Optional[str]:
+    return None
+
+
+@dataclass(frozen=True)
+class RecordedField:
+    """How one field of :class:`PolicyViolation` is written, checked and shown outside Python.
+
+    Declared once, as the field's metadata (``field(metadata=recorded(...))``). The audit record
+    (:mod:`.audit_record` builds, validates and reads it), the violation span (:mod:`.spans`) and
+    the audit adapter's span all follow the declarations, in field order. In the record, a field
+    is the key of its name with the value :meth:`PolicyViolation.to_dict` gives it (an enum's
+    value, a time in ISO 8601, anything else as it is).
+
+    * ``required``: a recorded violation must have the key (declare a new field ``required=False``:
+      records written before it existed must still read);
+    * ``check``: what is wrong with a recorded value (``"must be a string"``), or None if nothing;
+    * ``attribute``: the violation span's ``agentos.*`` attribute (None: not in the span), with
+      the value ``attribute_value`` makes of the recorded one;
+    * ``summary``: the audit span's ``agent_os.*`` attribute summing up a record's violations
+      (None: none), with the value ``summarize`` makes of their recorded values;
+    * ``read``: the constructor argument from a recorded violation (None: the field's default);
+      without it, the recorded value itself.
+    """
+
+    required: bool = True
+    check: Callable[[Any], Optional[str]] = _no_problem
+    attribute: Optional[str] = None
+    attribute_value: Callable[[Any], Any] = _same
+    summary: Optional[str] = None
+    summarize: Optional[Callable[[List[Any]], Any]] = None
+    read: Optional[Callable[[Mapping[str, Any]], Any]] = None
+
+    def __post_init__(self) -> None:
+        if (self.summary is None) != (self.summarize is None):
+            raise TypeError("declare a summary attribute and its summarize function together, or neither")
+
+
+def recorded(**declaration: Any) -> Dict[str, RecordedField]:
+    """The metadata declaring a :class:`PolicyViolation` field (see :class:`RecordedField`)."""
+    return {_RECORDED: RecordedField(**declaration)}
+
+
+def _non_empty_string(value: Any) -> Optional[str]:
+    return None if isinstance(value, str) and value else f"must be a non-empty string, got {value!r}"
+
+
+def _string(value: Any) -> Optional[str]:
+    return None if isinstance(value, str) else "must be a string"
+
+
+def _boolean(value: Any) -> Optional[str]:
+    return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
+
+
+def _finite(value: Any) -> Optional[str]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    return None
+
+
+def one_of(kind: Type[Enum]) -> Callable[[Any], Optional[str]]:
+    """A ``check`` accepting the values of the enum ``kind`` as recorded, and nothing else.
+
+    >>> one_of(Severity)("HIGH")
+    "must be one of ['critical', 'high', 'medium', 'low'], got 'HIGH'"
+    """
+    values = [member.value for member in kind]
+
+    def problem(value: Any) -> Optional[str]:
+        return None if value in values else f"must be one of {values}, got {value!r}"
+
+    return problem
+
+
+def distinct_names(names: Iterable[str]) -> str:
+    """Names in order, without repeats, comma-separated.
+
+    >>> distinct_names(["SQLPolicy", "CostControlPolicy", "SQLPolicy"])
+    'SQLPolicy,CostControlPolicy'
+    """
+    return ",".join(dict.fromkeys(names))
+
+
+def worst_severity(severities: Iterable[str]) -> str:
+    """The worst of recorded severities, ``""`` for none.
+
+    >>> worst_severity(["low", "critical", "medium"]), worst_severity([])
+    ('critical', '')
+    """
+    return max(severities, key=lambda name: Severity(name).rank, default="")
+
+
+def total(values: Iterable[float]) -> float:
+    """The sum of recorded penalties, as a float (``0.0`` for none)."""
+    return float(sum(values))
+
+
+def _description_attribute(description: str) -> str:
+    return description[:MAX_DESCRIPTION_CHARS]  # the full text is in the audit record
+
+
+def _read_time(record: Mapping[str, Any]) -> Optional[datetime]:
+    value = record.get("timestamp")
+    return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+
+def _read_penalty(record: Mapping[str, Any]) -> Optional[float]:
+    # A penalty that followed from the severity is left to follow from it again.
+    return record.get("penalty") if record.get("penalty_is_explicit") else None
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
 @dataclass
 class PolicyViolation:
     """One policy finding about one action.
@@ -154,6 +298,9 @@ class PolicyViolation:
     penalty is kept and flagged in ``penalty_is_explicit`` so reward shaping honours it.
     ``action_blocked`` defaults to ``violation_type == BLOCKED``.
 
+    Each field's metadata declares how it is recorded and shown in spans (:class:`RecordedField`):
+    adding a field is its line here and, if a span shows it, its attribute name in :mod:`.semconv`.
+
     >>> v = PolicyViolation("blocked", "SQLPolicy", "DROP statement denied", "critical")
     >>> (v.penalty, v.action_blocked, v.penalty_is_explicit)
     (-100.0, True, False)
@@ -161,14 +308,41 @@ class PolicyViolation:
     -0.5
     """
 
-    violation_type: ViolationType
-    policy_name: str
-    description: str
-    severity: Severity = Severity.MEDIUM
-    timestamp: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
-    action_blocked: Optional[bool] = None
-    penalty: Optional[float] = None
-    penalty_is_explicit: bool = field(init=False, default=False)
+    violation_type: ViolationType = field(
+        metadata=recorded(check=one_of(ViolationType), attribute=AGENTOS_VIOLATION_TYPE)
+    )
+    policy_name: str = field(
+        metadata=recorded(
+            check=_non_empty_string,
+            attribute=AGENTOS_POLICY_NAME,
+            summary=AGENT_OS_POLICY_NAME,
+            summarize=distinct_names,
+        )
+    )
+    description: str = field(
+        metadata=recorded(check=_string, attribute=AGENTOS_DESCRIPTION, attribute_value=_description_attribute)
+    )
+    severity: Severity = field(
+        default=Severity.MEDIUM,
+        metadata=recorded(
+            check=one_of(Severity), attribute=AGENTOS_SEVERITY, summary=AGENT_OS_SEVERITY, summarize=worst_severity
+        ),
+    )
+    timestamp: datetime = field(default_factory=_now, metadata=recorded(required=False, read=_read_time))
+    action_blocked: Optional[bool] = field(
+        default=None, metadata=recorded(check=_boolean, attribute=AGENTOS_ACTION_BLOCKED)
+    )
+    penalty: Optional[float] = field(
+        default=None,
+        metadata=recorded(
+            check=_finite,
+            attribute=AGENTOS_PENALTY,
+            summary=AGENT_OS_TOTAL_PENALTY,
+            summarize=total,
+            read=_read_penalty,
+        ),
+    )
+    penalty_is_explicit: bool = field(init=False, default=False, metadata=recorded(required=False))
 
     def __post_init__(self) -> None:
         self.violation_type = ViolationType.parse(self.violation_type)
@@ -192,17 +366,12 @@ class PolicyViolation:
             self.penalty_is_explicit = True
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-ready form (used in span attributes and the audit record)."""
-        return {
-            "violation_type": self.violation_type.value,
-            "policy_name": self.policy_name,
-            "description": self.description,
-            "severity": self.severity.value,
-            "timestamp": self.timestamp.isoformat(),
-            "action_blocked": self.action_blocked,
-            "penalty": self.penalty,
-            "penalty_is_explicit": self.penalty_is_explicit,
-        }
+        """The violation as the audit record holds it: JSON-ready, one key per field, in field order.
+
+        >>> PolicyViolation("blocked", "P", "d", "high").to_dict()["severity"]
+        'high'
+        """
+        return {name: _recorded_value(getattr(self, name)) for name in VIOLATION_FIELDS}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PolicyViolation":
@@ -212,17 +381,54 @@ class PolicyViolation:
         >>> PolicyViolation.from_dict(v.to_dict()) == v
         True
         """
-        ts = data.get("timestamp")
-        violation = cls(
-            violation_type=data["violation_type"],
-            policy_name=data["policy_name"],
-            description=data["description"],
-            severity=data["severity"],
-            timestamp=datetime.fromisoformat(ts) if isinstance(ts, str) else datetime.now(timezone.utc),
-            action_blocked=data.get("action_blocked"),
-            penalty=data.get("penalty") if data.get("penalty_is_explicit") else None,
-        )
-        return violation
+        missing = [name for name, declared in VIOLATION_FIELDS.items() if declared.required and name not in data]
+        if missing:
+            raise ValueError(f"a recorded violation needs the field(s) {missing}; got {sorted(data)}")
+        arguments = {}
+        for item in fields(cls):
+            if item.init:
+                declared = VIOLATION_FIELDS[item.name]
+                value = declared.read(data) if declared.read is not None else data.get(item.name)
+                if value is not None:  # not recorded: the field's default
+                    arguments[item.name] = value
+        return cls(**arguments)
+
+    def span_attributes(self) -> Dict[str, Any]:
+        """The ``agentos.*`` attributes the violation's span shows of it, in field order.
+
+        >>> PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical").span_attributes()["agentos.severity"]
+        'critical'
+        """
+        record = self.to_dict()
+        return {
+            declared.attribute: declared.attribute_value(record[name])
+            for name, declared in VIOLATION_FIELDS.items()
+            if declared.attribute is not None
+        }
+
+
+def _recorded_value(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _declarations(cls: type) -> Mapping[str, RecordedField]:
+    declared = {}
+    for item in fields(cls):
+        if _RECORDED not in item.metadata:
+            raise TypeError(
+                f"{cls.__name__}.{item.name} does not say how it is recorded; "
+                f"declare it with field(metadata=recorded(...)) (see RecordedField)"
+            )
+        declared[item.name] = item.metadata[_RECORDED]
+    return MappingProxyType(declared)
+
+
+#: The declaration of every :class:`PolicyViolation` field, in field order (the order of the record's keys).
+VIOLATION_FIELDS: Mapping[str, RecordedField] = _declarations(PolicyViolation)
 
 
 def constraint_cost(violations: Iterable["PolicyViolation"], weights: Optional[Mapping[Any, float]] = None) -> float:
