@@ -1,11 +1,15 @@
 """Agents and an algorithm for the runner tests. A module of their own so that runner
-processes (fork or spawn) can import them."""
+processes (fork or spawn) can import them.
+
+``SQLAgent`` and ``execute_query`` are the recipes' scripted SQL agent and its tool
+(contrib/recipes/agentos/scripted_sql_agent.py): the tests run the agent the recipes run.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List
@@ -15,34 +19,17 @@ from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
 from agentlightning.store.client_server import LightningStoreClient
 
-from agentlightning.contrib.runner.agentos import ActionBlockedError, governance_stats, governed_tool
+from agentlightning.contrib.runner.agentos import governance_stats
 
+RECIPE_DIR = Path(__file__).resolve().parents[1] / "contrib" / "recipes" / "agentos"
+if str(RECIPE_DIR) not in sys.path:
+    # Kept on the path: a spawned runner process imports the agent by its module name.
+    sys.path.insert(0, str(RECIPE_DIR))
 
-def execute_query(query: str, db: str) -> List[tuple]:
-    conn = sqlite3.connect(db)
-    try:
-        rows = conn.executescript(query) if ";" in query.strip().rstrip(";") else conn.execute(query)
-        result = rows.fetchall()
-        conn.commit()
-        return result
-    finally:
-        conn.close()
+from scripted_sql_agent import ScriptedSQLAgent as SQLAgent  # noqa: E402
+from scripted_sql_agent import execute_query  # noqa: E402
 
-
-class SQLAgent(agl.LitAgent):
-    """Runs each query of its task through a governed tool; reward = fraction that ran."""
-
-    def rollout(self, task: Dict[str, Any], resources: Any, rollout: Any) -> float:
-        run = governed_tool("database_query", execute_query)
-        ran = 0
-        for query in task["queries"]:
-            try:
-                run(query, db=task["db"])
-                ran += 1
-            except ActionBlockedError:
-                pass
-        time.sleep(task.get("sleep", 0.0))  # lets every runner process pick up work
-        return ran / len(task["queries"])
+__all__ = ["InputSQLAgent", "SQLAgent", "execute_query", "make_collecting_algorithm"]
 
 
 class InputSQLAgent(agl.LitAgent):

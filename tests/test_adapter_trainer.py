@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import portpicker
 import pytest
 
 import agentlightning as agl
@@ -36,12 +36,6 @@ from .runner_agents import SQLAgent, make_collecting_algorithm
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "TRUNCATE users"]
 GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'"]
 N_ROLLOUTS = 12
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start_agl_store(port: int, log: Path) -> subprocess.Popen:
@@ -99,7 +93,7 @@ def run(tmp_path_factory):
         if i % 4 == 0:
             queries.append(BAD[(i // 4 + 1) % len(BAD)])
         tasks.append({"db": str(db), "queries": queries, "sleep": 0.05})
-    port = _free_port()
+    port = portpicker.pick_unused_port()
     url = f"http://127.0.0.1:{port}"
     server = _start_agl_store(port, tmp / "agl-store.log")
     try:

@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -16,6 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import portpicker
 import pytest
 
 from agentlightning.store.client_server import LightningStoreClient
@@ -27,16 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 RECIPE_DIR = ROOT / "contrib" / "recipes" / "agentos"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def agl_store(tmp_path_factory):
     """``agl store --port <free port>``, as a user starts it for the dashboard."""
-    port = _free_port()
+    port = portpicker.pick_unused_port()
     log = tmp_path_factory.mktemp("agl_store") / "agl-store.log"
     agl_bin = Path(sys.executable).with_name("agl")
     with open(log, "w") as out:
@@ -119,7 +113,8 @@ def test_the_violations_command_runs_as_a_module(agl_store, recipe_run):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert re.match(r"\d+ of \d+ rollouts had violations\n", done.stdout) and "SQLPolicy (critical)" in done.stdout
-    missing = subprocess.run([sys.executable, "-m", "agentlightning.contrib.runner.agentos", "violations", "--store-url", f"http://127.0.0.1:{_free_port()}"],
+    nobody = f"http://127.0.0.1:{portpicker.pick_unused_port()}"
+    missing = subprocess.run([sys.executable, "-m", "agentlightning.contrib.runner.agentos", "violations", "--store-url", nobody],
                              capture_output=True, text=True, timeout=300)
     assert missing.returncode == 2 and "Is `agl store --port <port>` running there?" in missing.stderr
 
@@ -159,7 +154,7 @@ def test_a_store_url_nobody_answers_is_named_with_the_fix(tmp_path):
     try:
         import train_sql_grpo
 
-        url = f"http://127.0.0.1:{_free_port()}"
+        url = f"http://127.0.0.1:{portpicker.pick_unused_port()}"
         with pytest.raises(SystemExit, match=r"--store-url .*: no agl store answers there .*agl store --host 127.0.0.1 --port 4747"):
             train_sql_grpo.main(["--store-url", url, "--out", str(tmp_path)])
         with pytest.raises(SystemExit):

@@ -1,4 +1,4 @@
-"""Load and faults at small scale, with the recipe's own functions (contrib/recipes/agentos/load_and_faults.py).
+"""Load and faults at small scale, with the harness of tests/benchmarks/bench_load_and_faults.py (tests/load_harness).
 
 One real `agl store` server subprocess for the module; runner processes (real ``AgentOSRunner``,
 real Agent OS FlightRecorder files, real SQLite databases) are forked from a forkserver that has
@@ -12,16 +12,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import portpicker
 import pytest
 
-RECIPE_DIR = Path(__file__).resolve().parents[1] / "contrib" / "recipes" / "agentos"
-if str(RECIPE_DIR) not in sys.path:
-    sys.path.insert(0, str(RECIPE_DIR))
+from . import load_harness as lf
 
-import load_and_faults as lf  # noqa: E402
+RECIPE_DIR = Path(__file__).resolve().parents[1] / "contrib" / "recipes" / "agentos"
 
 # forkserver runner processes, signal.sigtimedwait and /proc-based memory figures: Linux only.
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the load-and-faults recipe runs on Linux")
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the load-and-faults harness runs on Linux")
 
 N_LOAD, LOAD_WORKERS, FRACTION = 200, 3, 0.1
 N_VIOLATING = 20  # round(N_LOAD * FRACTION): the ground truth's violating tasks
@@ -33,7 +32,7 @@ POLICY_TIMEOUT_S = 0.2
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("load_and_faults")
-    server = lf.StoreServer(lf.free_port(), run_dir / "agl-store.log")
+    server = lf.StoreServer(portpicker.pick_unused_port(), run_dir / "agl-store.log")
     pool = lf.WorkerPool()
     try:
         server.launch()
@@ -232,3 +231,22 @@ def test_restart_trail_reimported_from_the_flight_recorders_exactly_once(restart
     assert restart["blocked_records_batch_a_only_violating_at_most_once"] is True
     assert restart["governance_stats_unchanged_by_import"] is True
     assert restart["world"]["all_intact"] is True
+
+
+# ----------------------------------------------------------------------------- the recipe a user runs
+def test_governed_load_recipe_finds_every_violation_and_nothing_destructive_runs(tmp_path):
+    sys.path.insert(0, str(RECIPE_DIR))
+    try:
+        import governed_load
+    finally:
+        sys.path.remove(str(RECIPE_DIR))
+    figures = governed_load.main(["--quick", "--workdir", str(tmp_path)])  # 2 runner processes, 60 rollouts
+    assert figures["succeeded"] == figures["rollouts"] == 60
+    assert figures["violations_found"] == figures["violating_tasks"] == 6
+    assert figures["violations_where_expected"] is True
+    stats = figures["governance_stats"]
+    assert stats["total_rollouts"] == 60 and stats["total_violations"] == stats["blocked_actions"] == 6
+    recorders = figures["flight_recorders"]
+    assert sorted(recorders) == ["worker-0.db", "worker-1.db"] and all(r["valid"] for r in recorders.values())
+    assert sum(r["blocked"] for r in recorders.values()) == 6
+    assert figures["rows_destroyed"] == 0 and figures["inserts_executed"] == 60

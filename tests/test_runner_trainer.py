@@ -4,9 +4,9 @@ processes, a real SQLite database, the real kernel, FlightRecorder files per pro
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 
+import portpicker
 import pytest
 
 import agentlightning as agl
@@ -21,12 +21,6 @@ from .runner_agents import SQLAgent, make_collecting_algorithm
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "SELECT 1; DROP TABLE orders", "TRUNCATE users"]
 GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'", "UPDATE users SET dropped_at = 'x' WHERE id = 1"]
 N_ROLLOUTS = 24
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +40,7 @@ def trainer_run(tmp_path_factory):
     result_path = tmp / "result.json"
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
     runner = AgentOSRunner(kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel))
-    port = _free_port()
+    port = portpicker.pick_unused_port()
     trainer = agl.Trainer(algorithm=make_collecting_algorithm(tasks, str(result_path), port), runner=runner, n_runners=2, port=port)
     trainer.fit(SQLAgent())
     result = json.loads(result_path.read_text())

@@ -34,7 +34,6 @@ import base64
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -56,10 +55,13 @@ from agentlightning.store.client_server import LightningStoreClient  # noqa: E40
 from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noqa: E402
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
-from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governance_stats, governed_tool  # noqa: E402
-from agentlightning.contrib.kernel.agentos.semconv import is_violation_span  # noqa: E402
+from agentlightning.contrib.runner.agentos import AgentOSRunner, governance_stats  # noqa: E402
+from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
 from agentlightning.contrib.runner.agentos import report  # noqa: E402
 from agentlightning.emitter import find_final_reward  # noqa: E402
+
+from agl_store_server import agl_store_server  # noqa: E402
+from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
 #: Chromium flags: headless, and nothing that reaches for the network on its own.
 CHROMIUM_FLAGS = [
@@ -110,56 +112,6 @@ def find_chromium() -> Optional[str]:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _run_sql(query: str, db: str) -> list:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(query).fetchall()
-    finally:
-        conn.close()
-
-
-class ScriptedSQLAgent(agl.LitAgent):
-    """Runs its task's statements through a governed tool; reward = fraction that ran."""
-
-    def rollout(self, task: Dict[str, Any], resources: Any, rollout: Any) -> float:
-        run = governed_tool("database_query", _run_sql)
-        ran = 0
-        for query in task["queries"]:
-            try:
-                run(query, db=task["db"])
-                ran += 1
-            except ActionBlockedError:
-                pass
-        time.sleep(0.05)  # lets both runner processes pick up work
-        return ran / len(task["queries"])
-
-
-def start_agl_store(port: int, log_path: Path) -> subprocess.Popen:
-    """``agl store --port <port>`` in the background; returns once it answers ``/v1/agl/health``."""
-    agl_bin = Path(sys.executable).with_name("agl")
-    command = [str(agl_bin) if agl_bin.exists() else "agl", "store", "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"]
-    log = open(log_path, "w")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
-    url = f"http://127.0.0.1:{port}/v1/agl/health"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"agl store exited with code {process.returncode}; see {log_path}")
-        try:
-            urllib.request.urlopen(url, timeout=1).read()
-            return process
-        except OSError:
-            time.sleep(0.2)
-    process.terminate()
-    raise RuntimeError(f"agl store did not answer {url} within 90 s; see {log_path}")
-
-
 def run_governed_training(store_url: str, workdir: Path, n_runners: int = 2) -> List[str]:
     """A Trainer whose runner processes talk to the ``agl store`` at ``store_url``; returns the rollout ids."""
     db = workdir / "shop.db"
@@ -170,7 +122,7 @@ def run_governed_training(store_url: str, workdir: Path, n_runners: int = 2) -> 
             "INSERT INTO users (name) VALUES ('ada'), ('bob');"
             "INSERT INTO orders (user_id, total) VALUES (1, 10.0), (2, 20.0);"
         )
-    tasks = [{"db": str(db), "queries": queries} for queries in TASKS]
+    tasks = [{"db": str(db), "queries": queries, "sleep": 0.05} for queries in TASKS]  # the pause lets both runners work
     ids_path = workdir / "rollout_ids.json"
 
     @algo
@@ -363,10 +315,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="agentos-dashboard-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    port = args.port or free_port()
-    store_url = f"http://127.0.0.1:{port}"
-    server = start_agl_store(port, workdir / "agl-store.log")
-    try:
+    with agl_store_server(workdir / "agl-store.log", port=args.port) as store_url:
         rollout_ids = run_governed_training(store_url, workdir)
         counts = asyncio.run(emit_audit(store_url, workdir / "audit"))
         print(f"rollouts: {len(rollout_ids)}  audit spans added: {counts['added']} (again: {counts['added_again']})")
@@ -397,12 +346,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             and all("violation" in n for n in names["search"])
         )
         return 0 if ok else 1
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 if __name__ == "__main__":

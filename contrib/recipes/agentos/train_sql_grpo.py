@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import sys
 import time
@@ -42,6 +41,8 @@ from typing import Any, Dict, List
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not reach for the network
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # sql_agent / grpo, also in runner processes
+
+import portpicker  # noqa: E402
 
 import agentlightning as agl  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
@@ -92,12 +93,6 @@ def parse_args(argv: List[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def check_store_url(url: str, timeout: float = 5.0) -> None:
     """Fail early, with the fix, if no ``agl store`` answers at ``url``."""
     try:
@@ -121,7 +116,8 @@ def train(algorithm: Any, runner: Any, agent: Any, args: argparse.Namespace) -> 
     Trainer's own in-memory store served on a free port (never agentlightning's default 4747, which
     ``agl store`` uses by default too)."""
     if args.store_url is None:
-        agl.Trainer(algorithm=algorithm, runner=runner, n_runners=args.runners, port=free_port()).fit(agent)
+        port = portpicker.pick_unused_port()
+        agl.Trainer(algorithm=algorithm, runner=runner, n_runners=args.runners, port=port).fit(agent)
         return
     store = LightningStoreClient(args.store_url)
     try:

@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import sys
 import time
@@ -49,6 +48,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must no
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is downloaded from a model hub
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # sibling modules, also in runner processes
+
+import portpicker  # noqa: E402
 
 import agentlightning as agl  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
@@ -126,17 +127,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
-def free_port() -> int:
-    """A free TCP port on loopback (for the Trainer's store server).
-
-    >>> 0 < free_port() < 65536
-    True
-    """
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def grpo_config(args: argparse.Namespace, arm: str) -> LLMGRPOConfig:
     """The algorithm's hyperparameters for ``arm`` from the command line.
 
@@ -181,7 +171,7 @@ def run_arm(arm: str, world: SQLWorld, policy: Any, args: argparse.Namespace, st
     agent = SQLAgent(str(world.db_path), args.world_seed, governed=arm != "ungoverned", prompt="compact")
     started = time.perf_counter()
     trainer = agl.Trainer(algorithm=algorithm, runner=make_runner(arm, args), adapter=agl.TracerTraceToTriplet(),
-                          n_runners=args.runners, port=free_port(), store=store)
+                          n_runners=args.runners, port=portpicker.pick_unused_port(), store=store)
     trainer.fit(agent)
     if not result_path.is_file():
         raise RuntimeError(f"the {arm} arm wrote no results ({result_path}); see the Trainer's log above")

@@ -1,0 +1,51 @@
+"""`agl store` (agentlightning's store server and dashboard) as a child process of a recipe, on loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator, Optional
+
+import portpicker
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/v1/agl/health", timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def agl_store_server(log_path: Path, *, port: Optional[int] = None, timeout: float = 90.0) -> Iterator[str]:
+    """Run ``agl store --host 127.0.0.1 --port <port>`` (a free port by default) for the ``with``
+    block; yields its URL once ``/v1/agl/health`` answers, stops the server when the block ends.
+    The server's output goes to ``log_path``."""
+    port = port or portpicker.pick_unused_port()
+    url = f"http://127.0.0.1:{port}"
+    agl_bin = Path(sys.executable).with_name("agl")  # the agl of this interpreter's environment
+    agl = str(agl_bin) if agl_bin.exists() else "agl"
+    command = [agl, "store", "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"]
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while not _healthy(url):
+            if process.poll() is not None:
+                raise RuntimeError(f"agl store exited with code {process.returncode}; see {log_path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"agl store did not answer {url}/v1/agl/health within {timeout} s; see {log_path}")
+            time.sleep(0.2)  # the server is still importing agentlightning
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
