@@ -33,29 +33,11 @@ from agentlightning.contrib.runner.agentos import AgentOSRunner
 from .conftest import make_shop_db
 from .runner_agents import SQLAgent, make_collecting_algorithm
 
+from agl_store_server import agl_store_server  # noqa: E402  (a recipe module; runner_agents puts the recipes on sys.path)
+
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "TRUNCATE users"]
 GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'"]
 N_ROLLOUTS = 12
-
-
-def _start_agl_store(port: int, log: Path) -> subprocess.Popen:
-    agl_bin = Path(sys.executable).with_name("agl")
-    process = subprocess.Popen(
-        [str(agl_bin), "store", "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"],
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-        env=os.environ.copy(),
-    )
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        assert process.poll() is None, f"agl store exited: {log.read_text()[-2000:]}"
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/agl/health", timeout=1).read()
-            return process
-        except OSError:
-            time.sleep(0.2)  # the server process is still importing
-    process.terminate()
-    raise AssertionError("agl store did not come up")
 
 
 async def _snapshot(url: str):
@@ -94,9 +76,7 @@ def run(tmp_path_factory):
             queries.append(BAD[(i // 4 + 1) % len(BAD)])
         tasks.append({"db": str(db), "queries": queries, "sleep": 0.05})
     port = portpicker.pick_unused_port()
-    url = f"http://127.0.0.1:{port}"
-    server = _start_agl_store(port, tmp / "agl-store.log")
-    try:
+    with agl_store_server(tmp / "agl-store.log", port=port) as url:
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
         runner = AgentOSRunner(kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel))
         store = LightningStoreClient(url)
@@ -111,9 +91,6 @@ def run(tmp_path_factory):
         before = asyncio.run(_snapshot(url))
         emitted = asyncio.run(_emit(url, tmp / "audit"))
         after = asyncio.run(_snapshot(url))
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     return {"tasks": tasks, "audit_dir": tmp / "audit", "result": json.loads((tmp / "result.json").read_text()),
             "before": before, "emitted": emitted, "after": after, "tmp": tmp}
 

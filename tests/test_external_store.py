@@ -31,29 +31,13 @@ RECIPE_DIR = ROOT / "contrib" / "recipes" / "agentos"
 def agl_store(tmp_path_factory):
     """``agl store --port <free port>``, as a user starts it for the dashboard."""
     port = portpicker.pick_unused_port()
-    log = tmp_path_factory.mktemp("agl_store") / "agl-store.log"
-    agl_bin = Path(sys.executable).with_name("agl")
-    with open(log, "w") as out:
-        process = subprocess.Popen([str(agl_bin), "store", "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"],
-                                   stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy())
-    url = f"http://127.0.0.1:{port}"
+    sys.path.insert(0, str(RECIPE_DIR))
     try:
-        deadline = time.time() + 120
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                urllib.request.urlopen(f"{url}/v1/agl/health", timeout=1).read()
-                break
-            except OSError:
-                assert time.time() < deadline, "agl store did not start"
-                time.sleep(0.2)
-        yield {"url": url, "port": port}
+        from agl_store_server import agl_store_server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        sys.path.remove(str(RECIPE_DIR))
+    with agl_store_server(tmp_path_factory.mktemp("agl_store") / "agl-store.log", port=port, timeout=120) as url:
+        yield {"url": url, "port": port}
 
 
 @pytest.fixture(scope="module")
