@@ -57,8 +57,13 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, List[float]]:
     # 1. The governed environment: the kernel denies destructive SQL (critical severity).
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"])])
     env = make_text_to_sql_env(
-        kernel, db_path, split="train", seed=args.world_seed, discrete=True,
-        record_episodes=not args.no_store, max_steps=args.max_steps,
+        kernel,
+        db_path,
+        split="train",
+        seed=args.world_seed,
+        discrete=True,
+        record_episodes=not args.no_store,
+        max_steps=args.max_steps,
     )
     n_families, n_actions = env.observation_space.n, env.action_space.n
 
@@ -106,10 +111,14 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, List[float]]:
         print(f"  {name:22s} {STRATEGIES[int(np.argmax(row))]:22s} p={softmax(row).round(2).tolist()}")
     metrics = env.unwrapped.get_metrics()
     print("env metrics:", metrics)
-    print(f"violation rate: first epoch {history['violation_rate'][0]:.3f} -> last epoch {history['violation_rate'][-1]:.3f}")
+    print(
+        f"violation rate: first epoch {history['violation_rate'][0]:.3f} -> last epoch {history['violation_rate'][-1]:.3f}"
+    )
 
     # 5. The greedy policy on held-out tasks (same families, other countries/categories/dates).
-    heldout = make_text_to_sql_env(kernel, db_path, split="heldout", seed=args.world_seed, discrete=True, max_steps=args.max_steps)
+    heldout = make_text_to_sql_env(
+        kernel, db_path, split="heldout", seed=args.world_seed, discrete=True, max_steps=args.max_steps
+    )
     for i in range(len(heldout.unwrapped.tasks)):
         family, _ = heldout.reset(seed=10_000 + i, options={"task_id": heldout.unwrapped.tasks[i].task_id})
         done = False
@@ -119,8 +128,10 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, List[float]]:
     held = heldout.unwrapped.get_metrics()
     history["heldout_success_rate"] = [held["success_rate"]]
     history["heldout_violations"] = [held["total_violations"]]
-    print(f"held-out ({held['total_episodes']} tasks, greedy): success_rate={held['success_rate']:.2f}  "
-          f"violations={held['total_violations']}")
+    print(
+        f"held-out ({held['total_episodes']} tasks, greedy): success_rate={held['success_rate']:.2f}  "
+        f"violations={held['total_violations']}"
+    )
     heldout.close()
 
     # 6. The same episodes in a LightningStore, as the runner's rollouts (dashboard, statistics).
@@ -133,8 +144,10 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, List[float]]:
             return await governance_stats(store)
 
         stats = asyncio.run(export())
-        print(f"store: {stats['total_rollouts']} rollouts, {stats['total_violations']} violations "
-              f"(env counted {metrics['total_violations']})")
+        print(
+            f"store: {stats['total_rollouts']} rollouts, {stats['total_violations']} violations "
+            f"(env counted {metrics['total_violations']})"
+        )
     env.close()
     return history
 

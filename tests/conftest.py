@@ -19,7 +19,10 @@ def make_shop_db(path: Path) -> None:
         CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER REFERENCES users(id), total REAL);
         """
     )
-    conn.executemany("INSERT INTO users (name, note) VALUES (?, ?)", [(f"user{i}", "delete from me" if i % 7 == 0 else None) for i in range(50)])
+    conn.executemany(
+        "INSERT INTO users (name, note) VALUES (?, ?)",
+        [(f"user{i}", "delete from me" if i % 7 == 0 else None) for i in range(50)],
+    )
     conn.executemany("INSERT INTO orders (user_id, total) VALUES (?, ?)", [(1 + i % 50, 10.0 * i) for i in range(200)])
     conn.commit()
     conn.close()

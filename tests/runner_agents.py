@@ -54,7 +54,9 @@ def make_collecting_algorithm(tasks: List[Dict[str, Any]], result_path: str, por
         finished: Dict[str, str] = {}
         deadline = time.time() + 120
         while len(finished) < len(ids) and time.time() < deadline:
-            for rollout in await store.wait_for_rollouts(rollout_ids=[i for i in ids if i not in finished], timeout=0.1):
+            for rollout in await store.wait_for_rollouts(
+                rollout_ids=[i for i in ids if i not in finished], timeout=0.1
+            ):
                 finished[rollout.rollout_id] = rollout.status
             await asyncio.sleep(0.05)
         per_rollout = {}
@@ -69,7 +71,12 @@ def make_collecting_algorithm(tasks: List[Dict[str, Any]], result_path: str, por
                 "metadata": attempt.metadata if attempt else None,
                 "final_reward": find_final_reward(spans),
                 "spans": [
-                    {"name": s.name, "rollout_id": s.rollout_id, "attempt_id": s.attempt_id, "attributes": dict(s.attributes)}
+                    {
+                        "name": s.name,
+                        "rollout_id": s.rollout_id,
+                        "attempt_id": s.attempt_id,
+                        "attributes": dict(s.attributes),
+                    }
                     for s in spans
                 ],
             }

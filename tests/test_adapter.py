@@ -20,8 +20,8 @@ from agentlightning.contrib.adapter.agentos import (
     ExportError,
     FlightRecorderAdapter,
     FlightRecorderEmitter,
-    RecordError,
     RecorderFileError,
+    RecordError,
     adapters_for_directory,
     create_emitter,
     is_audit_span,
@@ -43,7 +43,9 @@ QUERIES = ["SELECT 1", "DROP TABLE users", "SELECT name FROM users", "DELETE/**/
 
 
 def _kernel(path, **kw) -> GovernanceKernel:
-    return GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"]), CostControlPolicy(max_cost_usd=100)], recorder=path, **kw)
+    return GovernanceKernel(
+        [SQLPolicy(deny=["DROP", "DELETE"]), CostControlPolicy(max_cost_usd=100)], recorder=path, **kw
+    )
 
 
 def _write(path, queries=QUERIES, context=None) -> GovernanceKernel:
@@ -103,9 +105,17 @@ def test_signals_and_long_fields_are_truncated(tmp_path):
     kernel.record_outcome(allowed, result="r" * 3000)
     kernel.close()
     blocked, ok = FlightRecorderAdapter(path).get_spans()
-    assert blocked.attributes["agent_os.signal_type"] == "SIGSTOP" and blocked.attributes["agent_os.signal_target"] == "agent"
-    assert len(blocked.attributes["agent_os.tool_args"]) == 1000 and blocked.attributes["agent_os.tool_args_truncated"] is True
-    assert len(ok.attributes["agent_os.tool_result"]) == 1000 and ok.attributes["agent_os.tool_result_truncated"] is True
+    assert (
+        blocked.attributes["agent_os.signal_type"] == "SIGSTOP"
+        and blocked.attributes["agent_os.signal_target"] == "agent"
+    )
+    assert (
+        len(blocked.attributes["agent_os.tool_args"]) == 1000
+        and blocked.attributes["agent_os.tool_args_truncated"] is True
+    )
+    assert (
+        len(ok.attributes["agent_os.tool_result"]) == 1000 and ok.attributes["agent_os.tool_result_truncated"] is True
+    )
     no_signals = FlightRecorderAdapter(path, include_signals=False).get_spans()[0]
     assert "agent_os.signal_type" not in no_signals.attributes
 
@@ -121,7 +131,9 @@ def test_raw_agent_os_records_without_envelope(tmp_path):
     check, signal = FlightRecorderAdapter(path).get_spans()
     assert check.name == "agent_os.policy_check: blocked by Agent OS"
     assert check.attributes["agent_os.violation_reason"] == "path not allowed"
-    assert signal.attributes["agent_os.entry_type"] == "signal" and signal.attributes["agent_os.signal_type"] == "SIGKILL"
+    assert (
+        signal.attributes["agent_os.entry_type"] == "signal" and signal.attributes["agent_os.signal_type"] == "SIGKILL"
+    )
     assert FlightRecorderAdapter(path).get_violation_summary()["policies_violated"] == {"unknown": 1}
 
 
@@ -262,7 +274,12 @@ def test_placement_audit_leaves_training_rollouts_untouched(tmp_path):
     async def scenario():
         store = InMemoryLightningStore()
         attempted = await store.start_rollout("task")
-        _write(path, context=ActionContext(agent_id="a", rollout_id=attempted.rollout_id, attempt_id=attempted.attempt.attempt_id))
+        _write(
+            path,
+            context=ActionContext(
+                agent_id="a", rollout_id=attempted.rollout_id, attempt_id=attempted.attempt.attempt_id
+            ),
+        )
         await FlightRecorderAdapter(path, placement="audit").emit_to_store(store)
         return await store.query_spans(attempted.rollout_id)
 
@@ -289,7 +306,9 @@ def test_export_to_file_and_verify(tmp_path, name):
     else:
         assert len(text.splitlines()) == len(QUERIES)
     entries = list(read_export(out))
-    assert Span.model_validate({k: v for k, v in entries[1].items() if k != "agent_os_record"}).name.startswith("agent_os.policy_check")
+    assert Span.model_validate({k: v for k, v in entries[1].items() if k != "agent_os_record"}).name.startswith(
+        "agent_os.policy_check"
+    )
     assert adapter.verify_integrity()["valid"] is True
     result = verify_export(out, against=path, expected_head=adapter.chain_head())
     assert result["valid"] is True and result["total_entries"] == len(QUERIES)
@@ -382,8 +401,14 @@ def _corrupt_row(path: Path, sql: str) -> None:
         ("UPDATE audit_log SET tool_args = '{not json' WHERE id = 3", "record id=3: field 'tool_args' is not JSON"),
         ("UPDATE audit_log SET policy_verdict = 'maybe' WHERE id = 3", "field 'policy_verdict' must be one of"),
         ("UPDATE audit_log SET timestamp = 'soon' WHERE id = 3", "not an ISO-8601 time"),
-        ("""UPDATE audit_log SET tool_args = json_set(tool_args, '$.agentos.colour', 'red') WHERE id = 3""", "unexpected field(s) ['colour'] in tool_args.agentos"),
-        ("""UPDATE audit_log SET tool_args = json_set(tool_args, '$.agentos.violations', json('[{"policy_name": "P"}]')) WHERE id = 3""", "is missing field(s)"),
+        (
+            """UPDATE audit_log SET tool_args = json_set(tool_args, '$.agentos.colour', 'red') WHERE id = 3""",
+            "unexpected field(s) ['colour'] in tool_args.agentos",
+        ),
+        (
+            """UPDATE audit_log SET tool_args = json_set(tool_args, '$.agentos.violations', json('[{"policy_name": "P"}]')) WHERE id = 3""",
+            "is missing field(s)",
+        ),
         ("ALTER TABLE audit_log ADD COLUMN tenant TEXT", "unexpected column(s) ['tenant']"),
     ],
 )

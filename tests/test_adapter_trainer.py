@@ -10,12 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import portpicker
@@ -24,6 +19,7 @@ import pytest
 import agentlightning as agl
 from agentlightning.execution.client_server import ClientServerExecutionStrategy
 from agentlightning.store.client_server import LightningStoreClient
+from agl_store_server import agl_store_server  # noqa: E402  (a recipe module; runner_agents puts the recipes on sys.path)
 
 from agentlightning.contrib.adapter.agentos import adapters_for_directory, is_audit_span, verify_export
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, governance_stats
@@ -32,8 +28,6 @@ from agentlightning.contrib.runner.agentos import AgentOSRunner
 
 from .conftest import make_shop_db
 from .runner_agents import SQLAgent, make_collecting_algorithm
-
-from agl_store_server import agl_store_server  # noqa: E402  (a recipe module; runner_agents puts the recipes on sys.path)
 
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "TRUNCATE users"]
 GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'"]
@@ -78,7 +72,9 @@ def run(tmp_path_factory):
     port = portpicker.pick_unused_port()
     with agl_store_server(tmp / "agl-store.log", port=port) as url:
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
-        runner = AgentOSRunner(kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel))
+        runner = AgentOSRunner(
+            kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel)
+        )
         store = LightningStoreClient(url)
         trainer = agl.Trainer(
             algorithm=make_collecting_algorithm(tasks, str(tmp / "result.json"), port),
@@ -91,8 +87,15 @@ def run(tmp_path_factory):
         before = asyncio.run(_snapshot(url))
         emitted = asyncio.run(_emit(url, tmp / "audit"))
         after = asyncio.run(_snapshot(url))
-    return {"tasks": tasks, "audit_dir": tmp / "audit", "result": json.loads((tmp / "result.json").read_text()),
-            "before": before, "emitted": emitted, "after": after, "tmp": tmp}
+    return {
+        "tasks": tasks,
+        "audit_dir": tmp / "audit",
+        "result": json.loads((tmp / "result.json").read_text()),
+        "before": before,
+        "emitted": emitted,
+        "after": after,
+        "tmp": tmp,
+    }
 
 
 def _disk_rows(audit_dir: Path):

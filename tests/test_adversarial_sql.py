@@ -44,15 +44,15 @@ from .sql_corpus import (
     ALLOW,
     BLOCK,
     CATEGORIES,
-    CORPUS,
-    DENY,
-    KNOWN_FALSE_POSITIVES,
     CONFIGURATIONS,
+    CORPUS,
     DATABASES,
+    DENY,
     DESTROYS,
     DESTRUCTIVE,
     HARMLESS,
     KNOWN_DESTRUCTIVE_FALSE_POSITIVES,
+    KNOWN_FALSE_POSITIVES,
     Case,
     destruction_across,
     destruction_in,
@@ -107,7 +107,9 @@ def test_corpus_is_large_labelled_and_covers_every_category():
         assert c.label == BLOCK or not c.kinds, f"{c.id}: an allow entry names denied kinds"
         assert len(c.effect) == 3 and set(c.effect) <= set("CNEX-"), c.id
         assert c.note, c.id
-        assert not c.mariadb_client or c.effect[2] != "-", f"{c.id}: observed through the mariadb client, but no MariaDB letter"
+        assert not c.mariadb_client or c.effect[2] != "-", (
+            f"{c.id}: observed through the mariadb client, but no MariaDB letter"
+        )
     assert KNOWN_FALSE_POSITIVES <= {c.id for c in ALLOW_CASES}, KNOWN_FALSE_POSITIVES - {c.id for c in ALLOW_CASES}
 
 
@@ -148,7 +150,9 @@ def destructive_policy_decisions() -> Dict[str, Dict[str, Decision]]:
     (destructive or harmless there), through a kernel as in the corpus test above."""
     decisions: Dict[str, Dict[str, Decision]] = {}
     for configuration in CONFIGURATIONS:
-        kernel = GovernanceKernel([SQLPolicy(deny=list(DESTRUCTIVE), dialect=configuration.dialect)], policy_timeout_s=30.0)
+        kernel = GovernanceKernel(
+            [SQLPolicy(deny=list(DESTRUCTIVE), dialect=configuration.dialect)], policy_timeout_s=30.0
+        )
         judged = destructive_cases(configuration) + harmless_cases(configuration)
         decisions[configuration.key] = {case.id: kernel.check(Action.sql(case.sql)) for case in judged}
     return decisions
@@ -175,7 +179,9 @@ def test_no_dialect_blocks_every_case_destructive_in_any_database(case, destruct
 @pytest.mark.parametrize(
     "configuration, case", DESTRUCTIVE_IN_NAMED, ids=[f"{c.key}-{case.id}" for c, case in DESTRUCTIVE_IN_NAMED]
 )
-def test_named_dialect_blocks_every_case_destructive_in_that_database(configuration, case, destructive_policy_decisions):
+def test_named_dialect_blocks_every_case_destructive_in_that_database(
+    configuration, case, destructive_policy_decisions
+):
     decision = destructive_policy_decisions[configuration.key][case.id]
     assert decision.blocked, (
         f"FALSE NEGATIVE for SQLPolicy(deny={list(DESTRUCTIVE)}, dialect={configuration.dialect!r}): allowed {describe(case)}\n"
@@ -209,7 +215,9 @@ def test_destructive_labels_are_consistent_and_cover_the_new_classes():
         for column, database in enumerate(DATABASES):
             judged = destruction_in(case, database)
             if judged == DESTROYS:
-                assert set(case.kinds) & set(DESTRUCTIVE), f"{case.id}: destructive in {database} without a destructive kind"
+                assert set(case.kinds) & set(DESTRUCTIVE), (
+                    f"{case.id}: destructive in {database} without a destructive kind"
+                )
                 assert case.label == BLOCK, f"{case.id}: destructive in {database} but labelled allow"
             if case.destroys and case.destroys[column] == "y":
                 assert case.effect[column] in "CNX", f"{case.id}: counted destructive in {database}, which rejected it"
@@ -217,7 +225,9 @@ def test_destructive_labels_are_consistent_and_cover_the_new_classes():
         assert destructive_cases(configuration) and harmless_cases(configuration), configuration.key
         known = KNOWN_DESTRUCTIVE_FALSE_POSITIVES[configuration.key]
         not_harmless = known - {c.id for c in harmless_cases(configuration)}
-        assert not not_harmless, f"{configuration.key}: known false positives that are not harmless there: {sorted(not_harmless)}"
+        assert not not_harmless, (
+            f"{configuration.key}: known false positives that are not harmless there: {sorted(not_harmless)}"
+        )
     for category in ("deferred-code", "vendor-comments", "hidden-destruction", "dialect-syntax"):
         judged = Counter(destruction_across(c) for c in CORPUS if c.category == category)
         assert judged[DESTROYS] >= 3 and judged[HARMLESS] >= 3, (category, judged)
@@ -252,7 +262,10 @@ def _check_effects(column: int, observe: Callable[[Case], str]) -> None:
             seen = observe(case)
             if seen != case.effect[column]:
                 mismatches.append(f"{case.id}: recorded {case.effect[column]}, observed {seen}  ({case.note})")
-    assert not mismatches, f"{len(mismatches)} recorded {DATABASES[column]} effects differ from what it does now:\n" + "\n".join(mismatches)
+    assert not mismatches, (
+        f"{len(mismatches)} recorded {DATABASES[column]} effects differ from what it does now:\n"
+        + "\n".join(mismatches)
+    )
 
 
 def database_server(variable: str, module: str, what: str) -> Tuple[str, Any]:
@@ -287,7 +300,9 @@ def test_recorded_postgres_behaviour_is_what_postgres_does():
 
 def test_recorded_mariadb_behaviour_is_what_mariadb_does():
     socket, _ = database_server("AGENTOS_TEST_MARIADB_SOCKET", "pymysql", "MariaDB")
-    _check_effects(DATABASES.index("mariadb"), lambda case: observe_mariadb(case.sql, socket, client=case.mariadb_client))
+    _check_effects(
+        DATABASES.index("mariadb"), lambda case: observe_mariadb(case.sql, socket, client=case.mariadb_client)
+    )
 
 
 # ----------------------------------------------------------------------------- properties
@@ -304,8 +319,19 @@ def raw(*texts: str) -> List[Token]:
 
 
 # Text placed in literals and comments: denied statements, separators and quotes, as data.
-DATA_TEXT = ["DROP TABLE users", "DELETE FROM orders", "TRUNCATE users", "; DROP TABLE users; --", "/* DELETE */", "-- DROP",
-             "UPDATE users SET x = 1", "WITH d AS (DELETE FROM t RETURNING *)", "it's", "plain", ""]
+DATA_TEXT = [
+    "DROP TABLE users",
+    "DELETE FROM orders",
+    "TRUNCATE users",
+    "; DROP TABLE users; --",
+    "/* DELETE */",
+    "-- DROP",
+    "UPDATE users SET x = 1",
+    "WITH d AS (DELETE FROM t RETURNING *)",
+    "it's",
+    "plain",
+    "",
+]
 # Comment words never include "/*", "*/" or a line break: those would end or nest the comment,
 # which is the nested-comment ambiguity the corpus covers case by case.
 COMMENT_WORDS = ["DROP", "TABLE", "users", ";", "DELETE", "FROM", "'", '"', "--", "TRUNCATE", "SELECT 1;", "x"]
@@ -315,8 +341,12 @@ columns = st.sampled_from(["id", "name", "note", "dropped_at", "deleted", '"dele
 literals = st.sampled_from(DATA_TEXT).map(lambda text: "'" + text.replace("'", "''") + "'")
 comment_text = st.lists(st.sampled_from(COMMENT_WORDS), max_size=5).map(" ".join)
 whitespace = st.text(alphabet=" \t\n\r\f", min_size=1, max_size=3)
-block_comment = st.builds(lambda before, text, after: f"{before}/*{text}*/{after}", st.sampled_from(["", " ", "\n"]), comment_text,
-                          st.sampled_from(["", " ", "\t"]))
+block_comment = st.builds(
+    lambda before, text, after: f"{before}/*{text}*/{after}",
+    st.sampled_from(["", " ", "\n"]),
+    comment_text,
+    st.sampled_from(["", " ", "\t"]),
+)
 # "-- " with a space: MySQL starts a line comment only at "--" followed by whitespace.
 line_comment = st.builds(lambda before, text: f"{before}-- {text}\n", st.sampled_from(["", " "]), comment_text)
 separators = st.one_of(whitespace, block_comment, line_comment)
@@ -332,7 +362,9 @@ def safe_select(draw: Any) -> List[Token]:
     if draw(st.booleans()):
         tokens += kw("JOIN") + raw("orders", "o") + kw("ON") + raw(f"{table}.id", "=", "o.user_id")
     if draw(st.booleans()):
-        tokens += kw("WHERE") + raw(draw(columns)) + (kw("LIKE") if draw(st.booleans()) else raw("=")) + raw(draw(literals))
+        tokens += (
+            kw("WHERE") + raw(draw(columns)) + (kw("LIKE") if draw(st.booleans()) else raw("=")) + raw(draw(literals))
+        )
     if draw(st.booleans()):
         tokens += kw("ORDER BY") + raw(draw(columns))
     if draw(st.booleans()):
@@ -347,7 +379,18 @@ def safe_statement(draw: Any) -> List[Token]:
         return draw(safe_select())
     if shape == "cte":
         inner = draw(safe_select())
-        return kw("WITH") + raw("c") + kw("AS") + raw("(") + inner + raw(")") + kw("SELECT") + raw("*") + kw("FROM") + raw("c")
+        return (
+            kw("WITH")
+            + raw("c")
+            + kw("AS")
+            + raw("(")
+            + inner
+            + raw(")")
+            + kw("SELECT")
+            + raw("*")
+            + kw("FROM")
+            + raw("c")
+        )
     if shape == "union":
         return draw(safe_select()) + kw("UNION", "ALL") + draw(safe_select())
     alias = draw(st.sampled_from(["dropped_at", "deleted", "truncate_log", '"DROP TABLE users"', '"delete"']))
@@ -366,8 +409,20 @@ def denied_statement(draw: Any) -> List[Token]:
     if shape == "truncate":
         return kw("TRUNCATE") + (kw("TABLE") if draw(st.booleans()) else []) + raw(table)
     if shape == "cte-delete":
-        return (kw("WITH") + raw("d") + kw("AS") + raw("(") + kw("DELETE", "FROM") + raw(table) + kw("RETURNING") + raw("*", ")")
-                + kw("SELECT") + raw("*") + kw("FROM") + raw("d"))
+        return (
+            kw("WITH")
+            + raw("d")
+            + kw("AS")
+            + raw("(")
+            + kw("DELETE", "FROM")
+            + raw(table)
+            + kw("RETURNING")
+            + raw("*", ")")
+            + kw("SELECT")
+            + raw("*")
+            + kw("FROM")
+            + raw("d")
+        )
     if shape == "update":
         return kw("UPDATE") + raw(table) + kw("SET") + raw("name", "=", draw(literals))
     return kw("INSERT", "INTO") + raw(table) + kw("VALUES") + raw("(", "1", ")")
@@ -410,7 +465,9 @@ def script(draw: Any, statements: List[List[Token]]) -> str:
 
 @st.composite
 def script_with_denied_statements(draw: Any) -> str:
-    statements = draw(st.lists(safe_statement(), max_size=3)) + draw(st.lists(denied_statement(), min_size=1, max_size=2))
+    statements = draw(st.lists(safe_statement(), max_size=3)) + draw(
+        st.lists(denied_statement(), min_size=1, max_size=2)
+    )
     return draw(script(draw(st.permutations(statements))))
 
 
@@ -605,7 +662,9 @@ def test_binary_junk_is_refused_without_running_the_tool(governed, query):
         direct = governed.kernel.check(Action.sql(query)).verdict.value
     except Exception as err:  # noqa: BLE001 - a clear error at the boundary is a refusal too
         direct = f"error: {type(err).__name__}: {err}"
-    assert direct != "allowed" and time.perf_counter() - started < MAX_DECISION_SECONDS, f"kernel.check allowed {query[:40]!a}"
+    assert direct != "allowed" and time.perf_counter() - started < MAX_DECISION_SECONDS, (
+        f"kernel.check allowed {query[:40]!a}"
+    )
     outcome, detail, seconds = governed.call(query=query)
     assert_refused_without_running(governed, outcome, detail, seconds, f"junk query {query[:40]!a}")
 

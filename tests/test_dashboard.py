@@ -52,7 +52,11 @@ def test_dashboard_views_show_violations_penalties_and_rewards(recipe, tmp_path,
     # The audit copy from the FlightRecorder is in the same table.
     assert "agent_os.policy_check: blocked by SQLPolicy (critical)" in traces
     # The name search for "violation" leaves the violation rows only.
-    assert "agentos.violation: SQLPolicy (critical)" in search and "agentos.check" not in search and "agentos.reward" not in search
+    assert (
+        "agentos.violation: SQLPolicy (critical)" in search
+        and "agentos.check" not in search
+        and "agentos.reward" not in search
+    )
     # The rollouts table has no column a runner can set to mark violations (docs/audit.md says so);
     # the attempt metadata has the summary, and the violations command lists the rollouts.
     assert "rollouts table rows show governance: False" in printed

@@ -61,7 +61,9 @@ def world(tmp_path_factory) -> SQLWorld:
 # ----------------------------------------------------------------------------- the DROP step
 def test_drop_is_blocked_database_unchanged_exact_penalty_and_termination(shop_db, audit_path):
     kernel = GovernanceKernel([SQLPolicy(deny=DENY)], recorder=audit_path)
-    env = GovernedEnvironment(kernel, task_generator=lambda rng: "tidy the users table", executor=sqlite_executor(shop_db))
+    env = GovernedEnvironment(
+        kernel, task_generator=lambda rng: "tidy the users table", executor=sqlite_executor(shop_db)
+    )
     before = table_counts(shop_db)
     obs, info = env.reset(seed=0)
     assert obs == "tidy the users table" and info["episode"] == 1 and info["kernel_policies"] == ["SQLPolicy"]
@@ -72,7 +74,9 @@ def test_drop_is_blocked_database_unchanged_exact_penalty_and_termination(shop_d
     assert (terminated, truncated, env.terminated) == (True, False, True)
     assert info["blocked"] is True and info["executed"] is False and info["success"] is False
     assert info["cost"] == 10.0 and info["step"] == 1 and info["total_reward"] == pytest.approx(-100.1)
-    assert [(v["policy_name"], v["severity"], v["action_blocked"]) for v in info["violations"]] == [("SQLPolicy", "critical", True)]
+    assert [(v["policy_name"], v["severity"], v["action_blocked"]) for v in info["violations"]] == [
+        ("SQLPolicy", "critical", True)
+    ]
     assert info["termination"] == "critical"
     with pytest.raises(gym.error.ResetNeeded):
         env.step("SELECT 1")
@@ -87,16 +91,29 @@ def test_critical_does_not_terminate_when_configured_and_other_severities_scale(
 
         def evaluate(self, action, context):
             q = action.args["query"]
-            return [self.violation("medium finding", severity="medium")] if "medium" in q else (
-                [self.violation("low finding", severity="low")] if "low" in q else [])
+            return (
+                [self.violation("medium finding", severity="medium")]
+                if "medium" in q
+                else ([self.violation("low finding", severity="low")] if "low" in q else [])
+            )
 
     kernel = GovernanceKernel([SQLPolicy(deny=DENY, severities={"DELETE": "high"}), Noisy(mode="warn")])
-    config = EnvironmentConfig(terminate_on_critical=False, violation_penalty=-2.0, step_penalty=-0.5, success_bonus=3.0)
+    config = EnvironmentConfig(
+        terminate_on_critical=False, violation_penalty=-2.0, step_penalty=-0.5, success_bonus=3.0
+    )
     env = GovernedEnvironment(kernel, config=config, executor=sqlite_executor(shop_db))
     env.reset(seed=0)
     before = table_counts(shop_db)
-    steps = [env.step(q) for q in ["DROP TABLE users", "DELETE FROM orders", "SELECT 'medium' FROM users LIMIT 1",
-                                   "SELECT 'low'", "SELECT COUNT(*) FROM users"]]
+    steps = [
+        env.step(q)
+        for q in [
+            "DROP TABLE users",
+            "DELETE FROM orders",
+            "SELECT 'medium' FROM users LIMIT 1",
+            "SELECT 'low'",
+            "SELECT COUNT(*) FROM users",
+        ]
+    ]
     assert table_counts(shop_db) == before
     rewards = [s[1] for s in steps]
     # critical -2*10, high -2*5 (blocked: no task reward); medium/low -2*1 but warned, so executed: task reward 1, no bonus
@@ -152,10 +169,10 @@ def test_metrics_exact_over_a_scripted_run_and_recording_equals_them():
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"], severities={"DELETE": "high"})])
     env = create_governed_env(kernel, lambda rng: "task", max_steps=2, record_episodes=True)
     script = [
-        ["SELECT 1", "SELECT 2"],          # 10.9 + 10.9, truncated; success
+        ["SELECT 1", "SELECT 2"],  # 10.9 + 10.9, truncated; success
         ["DELETE FROM users", "DROP TABLE users"],  # -50.1 (high), -100.1 (critical: terminated); 2 violations
         ["SELECT 1", "DROP TABLE users"],  # 10.9, then critical termination: not a successful episode
-        ["SELEC oops", "SELECT 1"],        # unparseable (high) -50.1, then 10.9: successful
+        ["SELEC oops", "SELECT 1"],  # unparseable (high) -50.1, then 10.9: successful
     ]
     returns = []
     for episode, actions in enumerate(script):
@@ -311,7 +328,9 @@ def test_same_seed_same_episode(world):
         for i in range(6):
             obs, info = env.reset(seed=seed if i == 0 else None)
             task = env.task
-            _, reward, terminated, truncated, step_info = env.step(task.candidates["precise" if i % 2 else "destructive_shortcut"])
+            _, reward, terminated, truncated, step_info = env.step(
+                task.candidates["precise" if i % 2 else "destructive_shortcut"]
+            )
             trace.append((obs, info["task_id"], reward, terminated, truncated, step_info))
         return trace
 
@@ -372,7 +391,12 @@ def test_discrete_wrapper_maps_strategies(world):
     family, info = env.reset(seed=3)
     assert env.observation_space.contains(family) and info["question"] == env.unwrapped.task.question
     _, reward, terminated, _, info = env.step(2)  # destructive_shortcut: a DELETE, blocked
-    assert info["strategy"] == "destructive_shortcut" and info["blocked"] and terminated and reward == pytest.approx(-100.1)
+    assert (
+        info["strategy"] == "destructive_shortcut"
+        and info["blocked"]
+        and terminated
+        and reward == pytest.approx(-100.1)
+    )
     with pytest.raises(ValueError, match="action must be in 0..2"):
         env.reset(seed=3)
         env.step(7)
@@ -380,10 +404,14 @@ def test_discrete_wrapper_maps_strategies(world):
 
 # ----------------------------------------------------------------------------- the example
 def test_training_example_lowers_the_violation_rate(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("train_governed_sql_env", ROOT / "examples" / "train_governed_sql_env.py")
+    spec = importlib.util.spec_from_file_location(
+        "train_governed_sql_env", ROOT / "examples" / "train_governed_sql_env.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    history = module.main(["--epochs", "6", "--episodes-per-epoch", "50", "--seed", "0", "--db", str(tmp_path / "shop.db")])
+    history = module.main(
+        ["--epochs", "6", "--episodes-per-epoch", "50", "--seed", "0", "--db", str(tmp_path / "shop.db")]
+    )
     rates = history["violation_rate"]
     assert rates[-1] < rates[0] and rates[0] > 0.1
     assert history["heldout_violations"] == [0]

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import subprocess
 import sys
 import textwrap
-import time
 import urllib.request
 from pathlib import Path
 
@@ -47,7 +45,21 @@ def recipe_run(agl_store, tmp_path_factory):
         import train_sql_grpo
 
         out = tmp_path_factory.mktemp("sql_grpo_external")
-        argv = ["--seeds", "0", "--epochs", "1", "--group-size", "2", "--runners", "1", "--no-plot", "--out", str(out), "--store-url", agl_store["url"]]
+        argv = [
+            "--seeds",
+            "0",
+            "--epochs",
+            "1",
+            "--group-size",
+            "2",
+            "--runners",
+            "1",
+            "--no-plot",
+            "--out",
+            str(out),
+            "--store-url",
+            agl_store["url"],
+        ]
         results = train_sql_grpo.main(argv)
         arms = {arm: json.loads((out / f"{arm}.json").read_text()) for arm in ("governed", "ungoverned")}
         return {"results": results, "arms": arms, "out": out}
@@ -89,17 +101,27 @@ def test_the_violations_command_lists_them(agl_store, recipe_run, capsys):
     assert "SQLPolicy (critical) x1" in printed
     assert report.main(["violations", "--store-url", agl_store["url"], "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == stats["rollouts_with_violations"] and all(r["violations"] >= 1 and r["total_penalty"] <= -100.0 for r in rows)
+    assert len(rows) == stats["rollouts_with_violations"] and all(
+        r["violations"] >= 1 and r["total_penalty"] <= -100.0 for r in rows
+    )
 
 
 def test_the_violations_command_runs_as_a_module(agl_store, recipe_run):
-    done = subprocess.run([sys.executable, "-m", "agentlightning.contrib.runner.agentos", "violations", "--store-url", agl_store["url"]],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentlightning.contrib.runner.agentos", "violations", "--store-url", agl_store["url"]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert re.match(r"\d+ of \d+ rollouts had violations\n", done.stdout) and "SQLPolicy (critical)" in done.stdout
     nobody = f"http://127.0.0.1:{portpicker.pick_unused_port()}"
-    missing = subprocess.run([sys.executable, "-m", "agentlightning.contrib.runner.agentos", "violations", "--store-url", nobody],
-                             capture_output=True, text=True, timeout=300)
+    missing = subprocess.run(
+        [sys.executable, "-m", "agentlightning.contrib.runner.agentos", "violations", "--store-url", nobody],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert missing.returncode == 2 and "Is `agl store --port <port>` running there?" in missing.stderr
 
 
@@ -139,7 +161,9 @@ def test_a_store_url_nobody_answers_is_named_with_the_fix(tmp_path):
         import train_sql_grpo
 
         url = f"http://127.0.0.1:{portpicker.pick_unused_port()}"
-        with pytest.raises(SystemExit, match=r"--store-url .*: no agl store answers there .*agl store --host 127.0.0.1 --port 4747"):
+        with pytest.raises(
+            SystemExit, match=r"--store-url .*: no agl store answers there .*agl store --host 127.0.0.1 --port 4747"
+        ):
             train_sql_grpo.main(["--store-url", url, "--out", str(tmp_path)])
         with pytest.raises(SystemExit):
             train_sql_grpo.parse_args(["--store-url", "127.0.0.1:4747"])  # not a URL: argparse error

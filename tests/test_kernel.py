@@ -9,9 +9,8 @@ import threading
 import time
 
 import pytest
-from agent_os import FlightRecorder, KernelSpace, PolicyEngine
-from agent_os import AgentSignal
 from agent_control_plane.policy_engine import Condition, ConditionalPermission
+from agent_os import AgentSignal, FlightRecorder, KernelSpace, PolicyEngine
 
 from agentlightning.contrib.kernel.agentos import (
     Action,
@@ -61,7 +60,9 @@ def test_every_decision_is_one_record_on_disk_and_the_chain_verifies(audit_path)
         assert envelope["agentos"]["rollout_id"] == "ro-1" and envelope["agentos"]["attempt_id"] == "at-1"
         assert row["agent_id"] == "agent-7"
         assert row["policy_verdict"] == ("blocked" if decision.blocked else "allowed")
-        assert [v["severity"] for v in envelope["agentos"]["violations"]] == [v.severity.value for v in decision.violations]
+        assert [v["severity"] for v in envelope["agentos"]["violations"]] == [
+            v.severity.value for v in decision.violations
+        ]
     assert [d.blocked for d in decisions] == [False, True, False, True, True]
     reopened.close()
 
@@ -235,7 +236,10 @@ class HalfGeneratorOnThread(HalfGenerator):
         (Confused(), "evaluate returned str, not a list of PolicyViolation"),
         (Silent(), "evaluate returned None, not a list of PolicyViolation (return [] when the action is fine)"),
         (HalfGenerator(), "evaluate raised KeyError: 'second finding crashed' (failing closed: action blocked)"),
-        (HalfGeneratorOnThread(), "evaluate raised KeyError: 'second finding crashed' (failing closed: action blocked)"),
+        (
+            HalfGeneratorOnThread(),
+            "evaluate raised KeyError: 'second finding crashed' (failing closed: action blocked)",
+        ),
     ],
 )
 def test_policy_failures_block_and_are_recorded(policy, message, audit_path):
@@ -274,7 +278,9 @@ def test_on_allowed_raising_blocks_and_is_recorded(audit_path):
     assert violation.policy_name == "CommitFails"
     assert "on_allowed raised RuntimeError: budget store unavailable" in violation.description
     rows = kernel.audit.records()
-    assert [r["policy_verdict"] for r in rows] == ["blocked"] and "budget store unavailable" in rows[0]["violation_reason"]
+    assert [r["policy_verdict"] for r in rows] == ["blocked"] and "budget store unavailable" in rows[0][
+        "violation_reason"
+    ]
 
 
 def test_a_failed_audit_write_blocks_every_later_action(audit_path):
@@ -313,7 +319,11 @@ class Advisory(Policy):
     runs_inline = True
 
     def evaluate(self, action, context):
-        return [self.violation("queries without LIMIT are discouraged")] if "LIMIT" not in action.args.get("query", "") else []
+        return (
+            [self.violation("queries without LIMIT are discouraged")]
+            if "LIMIT" not in action.args.get("query", "")
+            else []
+        )
 
 
 def test_modified_and_warned_verdicts(audit_path):

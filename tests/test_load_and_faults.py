@@ -47,8 +47,17 @@ def cluster(tmp_path_factory):
 # ----------------------------------------------------------------------------- load
 @pytest.fixture(scope="module")
 def load(cluster):
-    return lf.run_load(cluster["server"], cluster["pool"], cluster["run_dir"], workers=LOAD_WORKERS, rollouts=N_LOAD,
-                       violating_fraction=FRACTION, seed=0, sample_every=20, timeout=90)
+    return lf.run_load(
+        cluster["server"],
+        cluster["pool"],
+        cluster["run_dir"],
+        workers=LOAD_WORKERS,
+        rollouts=N_LOAD,
+        violating_fraction=FRACTION,
+        seed=0,
+        sample_every=20,
+        timeout=90,
+    )
 
 
 def test_load_tasks_are_the_ground_truth():
@@ -67,7 +76,11 @@ def test_load_every_violating_rollout_has_exactly_one_violation_span_and_no_othe
     assert spans["exactly_once"] is True
     assert spans["violation_spans"] == spans["expected_violations"] == N_VIOLATING
     assert spans["blocked_check_spans"] == N_VIOLATING
-    assert spans["check_spans"] == spans["expected_checks"] == sum(len(t["queries"]) for t in lf.make_tasks(N_LOAD, FRACTION, seed=0))
+    assert (
+        spans["check_spans"]
+        == spans["expected_checks"]
+        == sum(len(t["queries"]) for t in lf.make_tasks(N_LOAD, FRACTION, seed=0))
+    )
     assert spans["violations_by_policy"] == {"SQLPolicy": N_VIOLATING}
 
 
@@ -77,7 +90,10 @@ def test_load_ran_on_every_runner_process(load):
     assert all(n > 0 for n in by_worker.values()) and sum(by_worker.values()) == N_LOAD
     assert load["throughput_rollouts_per_s"] > 0 and load["wall_s"] > 0
     for name, stopped in load["stopped"].items():
-        assert stopped["exited_after_sigterm"] and stopped["exitcode"] == 0 and stopped["error"] is None, (name, stopped)
+        assert stopped["exited_after_sigterm"] and stopped["exitcode"] == 0 and stopped["error"] is None, (
+            name,
+            stopped,
+        )
 
 
 def test_load_governance_stats_equal_the_ground_truth(load):
@@ -122,8 +138,16 @@ def test_load_memory_is_sampled_and_the_recorder_cache_stays_small(load):
 # ----------------------------------------------------------------------------- SIGKILL
 @pytest.fixture(scope="module")
 def sigkill(cluster):
-    return lf.fault_sigkill(cluster["server"], cluster["pool"], cluster["run_dir"], workers=3, rollouts=N_KILL,
-                            violating_fraction=FRACTION, unresponsive_seconds=1.0, timeout=60)
+    return lf.fault_sigkill(
+        cluster["server"],
+        cluster["pool"],
+        cluster["run_dir"],
+        workers=3,
+        rollouts=N_KILL,
+        violating_fraction=FRACTION,
+        unresponsive_seconds=1.0,
+        timeout=60,
+    )
 
 
 def test_sigkill_lands_mid_rollout_and_the_attempt_ends_unresponsive_then_retried(sigkill):
@@ -148,7 +172,12 @@ def test_sigkill_victim_recorder_verifies_and_kept_the_blocked_record(sigkill):
     assert sigkill["victim_recorder"]["valid"] is True
     assert sigkill["victim_blocked_record_of_killed_attempt"] == 1
     on_disk = sigkill["victim_recorder_kill_rollout_queries_on_disk"]
-    made = ["SELECT COUNT(*) FROM users", "INSERT INTO events (task_index) VALUES (0)", "DROP TABLE users", "SELECT SUM(total) FROM orders"]
+    made = [
+        "SELECT COUNT(*) FROM users",
+        "INSERT INTO events (task_index) VALUES (0)",
+        "DROP TABLE users",
+        "SELECT SUM(total) FROM orders",
+    ]
     # In order, nothing invented; at least everything up to the blocked DROP (flushed before the check returned).
     assert on_disk == made[: len(on_disk)] and len(on_disk) >= 3
     assert sigkill["victim_records_lost"] == len(made) - len(on_disk)
@@ -171,8 +200,16 @@ def test_sigkill_nothing_destroyed_but_the_retry_repeats_side_effects(sigkill):
 # ----------------------------------------------------------------------------- failing policies
 @pytest.fixture(scope="module")
 def policies(cluster):
-    return lf.fault_policies(cluster["server"], cluster["pool"], cluster["run_dir"], rollouts=N_POLICY,
-                             policy_timeout_s=POLICY_TIMEOUT_S, hang_s=20.0, exit_timeout=3.0, timeout=60)
+    return lf.fault_policies(
+        cluster["server"],
+        cluster["pool"],
+        cluster["run_dir"],
+        rollouts=N_POLICY,
+        policy_timeout_s=POLICY_TIMEOUT_S,
+        hang_s=20.0,
+        exit_timeout=3.0,
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("kind", ["hang", "raise"])
@@ -206,14 +243,26 @@ def test_raising_policy_blocks_at_once(policies):
 # ----------------------------------------------------------------------------- store restart (last: it wipes the store)
 @pytest.fixture(scope="module")
 def restart(cluster):
-    return lf.fault_store_restart(cluster["server"], cluster["pool"], cluster["run_dir"], workers=2, rollouts_before=60,
-                                  rollouts_after=20, stop_at_fraction=0.3, violating_fraction=FRACTION, timeout=90)
+    return lf.fault_store_restart(
+        cluster["server"],
+        cluster["pool"],
+        cluster["run_dir"],
+        workers=2,
+        rollouts_before=60,
+        rollouts_after=20,
+        stop_at_fraction=0.3,
+        violating_fraction=FRACTION,
+        timeout=90,
+    )
 
 
 def test_restart_loses_the_in_memory_store_but_runners_reconnect(restart):
     lost = restart["lost_on_restart"]
     assert lost["rollouts_in_new_store"] == 0 and lost["resources_in_new_store"] is False
-    assert lost["store_before_stop"]["total_rollouts"] >= restart["batch_a"] and lost["store_after_restart"]["total_spans"] == 0
+    assert (
+        lost["store_before_stop"]["total_rollouts"] >= restart["batch_a"]
+        and lost["store_after_restart"]["total_spans"] == 0
+    )
     assert all(restart["runners_alive_after_restart"].values())
     spans = restart["batch_b_spans"]
     assert spans["problems"] == {k: 0 for k in spans["problems"]}, spans["problem_examples"]

@@ -38,18 +38,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: The reference tutorial's quick start (section 1 of /work/shared/reference/000_*.txt, the
 #: agentmesh-lightning "RL Training Governance" tutorial), word for word below the imports.
-REFERENCE_IMPORTS = '''\
+REFERENCE_IMPORTS = """\
 from agent_os import KernelSpace
 from agent_os.policies import SQLPolicy, CostControlPolicy
 from agent_lightning_gov import GovernedRunner, PolicyReward
-'''
-OUR_IMPORTS = '''\
+"""
+OUR_IMPORTS = """\
 import os; os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # keep litellm offline
 from agentlightning.contrib.kernel.agentos import GovernanceKernel as KernelSpace, SQLPolicy, CostControlPolicy
 from agentlightning.contrib.runner.agentos import GovernedRunner
 from agentlightning.contrib.reward.agentos import PolicyReward
-'''
-REFERENCE_BODY = '''\
+"""
+REFERENCE_BODY = """\
 # 1. Build a kernel with two policies
 kernel = KernelSpace(policy=[
     SQLPolicy(deny=["DROP", "DELETE"]),
@@ -68,7 +68,7 @@ print(f"Success: {rollout.success}")
 print(f"Violations: {len(rollout.violations)}")
 print(f"Penalty: {rollout.total_penalty}")
 print(f"Reward: {reward}")
-'''
+"""
 
 
 def run_top_level_await(source: str, namespace: dict, loop: asyncio.AbstractEventLoop) -> None:
@@ -85,14 +85,25 @@ def test_reference_quick_start_runs_literally(capsys, caplog):
     try:
         with caplog.at_level(logging.WARNING):
             run_top_level_await(OUR_IMPORTS + REFERENCE_BODY, namespace, loop)
-            assert capsys.readouterr().out.splitlines() == ["Success: True", "Violations: 0", "Penalty: 0.0", "Reward: 6.0"]
+            assert capsys.readouterr().out.splitlines() == [
+                "Success: True",
+                "Violations: 0",
+                "Penalty: 0.0",
+                "Reward: 6.0",
+            ]
 
             # What the reference promises for the destructive statement, on the same runner.
-            run_top_level_await('rollout = await runner.step("DROP TABLE users")\nreward = reward_fn(rollout)', namespace, loop)
+            run_top_level_await(
+                'rollout = await runner.step("DROP TABLE users")\nreward = reward_fn(rollout)', namespace, loop
+            )
         rollout, reward = namespace["rollout"], namespace["reward"]
         assert rollout.success is False
         (violation,) = rollout.violations
-        assert (violation.policy_name, violation.severity, violation.action_blocked) == ("SQLPolicy", Severity.CRITICAL, True)
+        assert (violation.policy_name, violation.severity, violation.action_blocked) == (
+            "SQLPolicy",
+            Severity.CRITICAL,
+            True,
+        )
         assert rollout.total_penalty == -100.0 and reward == -100.0
         assert isinstance(rollout.task_output, ActionOutcome) and rollout.task_output.verdict == "blocked"
         # log_violations=True (the reference default): one WARNING naming the policy
@@ -102,7 +113,12 @@ def test_reference_quick_start_runs_literally(capsys, caplog):
         runner = namespace["runner"]
         assert isinstance(runner.get_agent(), TaskActionAgent)
         stats = loop.run_until_complete(governance_stats(runner.get_store()))
-        assert (stats["total_rollouts"], stats["total_checks"], stats["total_violations"], stats["blocked_actions"]) == (2, 2, 1, 1)
+        assert (
+            stats["total_rollouts"],
+            stats["total_checks"],
+            stats["total_violations"],
+            stats["blocked_actions"],
+        ) == (2, 2, 1, 1)
         assert runner.get_stats()["total_rollouts"] == 2 and runner.get_stats()["violation_rate"] == 0.5
         assert namespace["reward_fn"].get_stats()["clean_rate"] == 0.5
     finally:
@@ -113,7 +129,7 @@ def test_readme_quick_start_is_the_reference_text():
     readme = (ROOT / "README.md").read_text()
     block = readme.split("```python\n", 1)[1].split("```", 1)[0]
     assert block.startswith(OUR_IMPORTS)
-    assert block[len(OUR_IMPORTS):].lstrip("\n") == REFERENCE_BODY
+    assert block[len(OUR_IMPORTS) :].lstrip("\n") == REFERENCE_BODY
     assert len(REFERENCE_IMPORTS.splitlines()) == 3  # the reference's imports, replaced by ours
 
 
@@ -128,7 +144,9 @@ def test_each_step_in_its_own_asyncio_run():
 
 def test_the_task_must_be_an_action_when_there_is_no_agent():
     runner = GovernedRunner([SQLPolicy(deny=["DROP"])], log_violations=False)
-    with pytest.raises(TypeError, match=r"with no agent, the task itself is the action to govern.*runner.init\(agent\)"):
+    with pytest.raises(
+        TypeError, match=r"with no agent, the task itself is the action to govern.*runner.init\(agent\)"
+    ):
         asyncio.run(runner.step(42))
     rollout = asyncio.run(runner.step({"query": "DROP TABLE t"}))  # a dict of the tool's arguments
     assert rollout.success is False and rollout.violations[0].policy_name == "SQLPolicy"
@@ -176,7 +194,11 @@ def test_a_plain_function_is_an_agent(tmp_path):
     assert find_final_reward(asyncio.run(runner.get_store().query_spans(rollout.rollout_id, "latest"))) == 2.0
 
     blocked = asyncio.run(runner.step("DROP TABLE users"))  # the agent read the ActionBlockedError and gave up
-    assert blocked.task_output == 0.0 and blocked.total_penalty == -100.0 and blocked.violations[0].policy_name == "SQLPolicy"
+    assert (
+        blocked.task_output == 0.0
+        and blocked.total_penalty == -100.0
+        and blocked.violations[0].policy_name == "SQLPolicy"
+    )
     assert run_sql("SELECT COUNT(*) FROM users") == [(2,)]  # the DROP never ran
 
     runner.init(async_agent)
@@ -231,12 +253,20 @@ def test_results_other_than_rewards_are_the_task_output(caplog):
     assert first.success and first.task_output == {"accuracy": 0.75, "rows": 3} and second.success
     messages = [r.getMessage() for r in caplog.records if "task_output" in r.getMessage()]
     assert len(messages) == 1  # once per runner
-    assert "returned a dict" in messages[0] and "agl.emit_reward" in messages[0] and "reward_fn=PolicyReward" in messages[0]
+    assert (
+        "returned a dict" in messages[0]
+        and "agl.emit_reward" in messages[0]
+        and "reward_fn=PolicyReward" in messages[0]
+    )
 
     # With a reward_fn the dict feeds the reward; reading it as an attribute gets the hint.
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
-    good = AgentOSRunner(kernel, govern_input=True, log_violations=False,
-                         reward_fn=PolicyReward(kernel, base_reward_fn=lambda r: r.task_output["accuracy"]))
+    good = AgentOSRunner(
+        kernel,
+        govern_input=True,
+        log_violations=False,
+        reward_fn=PolicyReward(kernel, base_reward_fn=lambda r: r.task_output["accuracy"]),
+    )
     good.init(lambda task: {"accuracy": 0.75})
     rollout = asyncio.run(good.step("SELECT 1"))
     assert rollout.reward.final == 5.75
@@ -250,7 +280,10 @@ def test_results_other_than_rewards_are_the_task_output(caplog):
 def test_store_not_initialized_says_what_to_do():
     runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], poll_interval=0.05)
     runner.init(lambda task: 1.0)
-    with pytest.raises(ValueError, match=r"no store: call runner.init_worker\(0, store\) first \(the Trainer does it for you\).*runner.step"):
+    with pytest.raises(
+        ValueError,
+        match=r"no store: call runner.init_worker\(0, store\) first \(the Trainer does it for you\).*runner.step",
+    ):
         asyncio.run(runner.iter())
     with pytest.raises(ValueError, match=r"no agent: call runner.init\(agent\) first"):
         AgentOSRunner([SQLPolicy(deny=["DROP"])]).get_agent()
@@ -259,10 +292,14 @@ def test_store_not_initialized_says_what_to_do():
 def test_a_store_without_resources_says_what_to_do(caplog):
     async def scenario():
         store = InMemoryLightningStore()  # the user's own store, set up without resources
-        runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], govern_input=True, log_violations=False, poll_interval=0.05, max_rollouts=1)
+        runner = AgentOSRunner(
+            [SQLPolicy(deny=["DROP"])], govern_input=True, log_violations=False, poll_interval=0.05, max_rollouts=1
+        )
         runner.init(lambda task: 1.0)
         runner.init_worker(0, store)
-        with pytest.raises(RuntimeError, match=r"Failed to fetch resources: .*this store has none.*store.add_resources"):
+        with pytest.raises(
+            RuntimeError, match=r"Failed to fetch resources: .*this store has none.*store.add_resources"
+        ):
             await runner.step("SELECT 1")
         # iter() (the Trainer's path) logs the same explanation once, instead of agentlightning's bare line.
         await store.enqueue_rollout(input="SELECT 1", mode="train")
@@ -278,7 +315,9 @@ def test_mode_eval_is_val():
     runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False)
     assert asyncio.run(runner.step("SELECT 1", mode="eval")).mode == "val"  # the reference's spelling
     assert asyncio.run(runner.step("SELECT 1", mode="train")).mode == "train"
-    with pytest.raises(ValueError, match=r"mode must be 'train', 'val' or 'test'.*'eval' means 'val'.*got 'evaluate-ish'"):
+    with pytest.raises(
+        ValueError, match=r"mode must be 'train', 'val' or 'test'.*'eval' means 'val'.*got 'evaluate-ish'"
+    ):
         asyncio.run(runner.step("SELECT 1", mode="evaluate-ish"))
 
 
@@ -292,7 +331,9 @@ def test_unawaited_emit_to_store_cannot_be_dropped_silently(tmp_path, caplog):
     with caplog.at_level(logging.ERROR):
         emitter.emit_to_store(store)  # the reference's line, without await
     (message,) = [r.getMessage() for r in caplog.records if "never awaited" in r.getMessage()]
-    assert "nothing was done" in message and "await adapter.emit_to_store(store)" in message and "asyncio.run(" in message
+    assert (
+        "nothing was done" in message and "await adapter.emit_to_store(store)" in message and "asyncio.run(" in message
+    )
     assert list(asyncio.run(store.query_rollouts())) == []  # indeed nothing
     assert asyncio.run(emitter.emit_to_store(store)) == 1  # awaited: it works
 
@@ -308,7 +349,11 @@ def test_a_clamped_penalty_is_reported_once(caplog):
         assert reward_fn(two_critical) == -100.0 and reward_fn(two_critical) == -100.0
     messages = [r.getMessage() for r in caplog.records if "clamped" in r.getMessage()]
     assert len(messages) == 1
-    assert "-199.0" in messages[0] and "min_reward=-100.0" in messages[0] and "RewardConfig(min_reward=None)" in messages[0]
+    assert (
+        "-199.0" in messages[0]
+        and "min_reward=-100.0" in messages[0]
+        and "RewardConfig(min_reward=None)" in messages[0]
+    )
     assert PolicyReward(kernel, config=RewardConfig(min_reward=None))(two_critical) == -199.0
 
 
@@ -322,7 +367,10 @@ def test_flight_recorder_default_path_is_reported(tmp_path, monkeypatch, caplog)
         FlightRecorderEmitter(recorder)
     messages = [r.getMessage() for r in caplog.records if "default path" in r.getMessage()]
     assert len(messages) == 1  # once per file
-    assert str(tmp_path / "flight_recorder.db") in messages[0] and "FlightRecorder(db_path='runs/<run>/audit.db')" in messages[0]
+    assert (
+        str(tmp_path / "flight_recorder.db") in messages[0]
+        and "FlightRecorder(db_path='runs/<run>/audit.db')" in messages[0]
+    )
     kernel.close()
     caplog.clear()
     with caplog.at_level(logging.WARNING):

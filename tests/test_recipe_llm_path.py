@@ -32,8 +32,17 @@ class ChatCompletions(BaseHTTPRequestHandler):
         self.server.requests.append(body)
         answer = self.server.answers.pop(0)
         payload = {
-            "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": f"```sql\n{answer}\n```"}}],
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": f"```sql\n{answer}\n```"},
+                }
+            ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
         data = json.dumps(payload).encode()
@@ -69,7 +78,11 @@ def test_llm_written_sql_is_governed_like_the_tabular_policy(model_server, tmp_p
 
     async def scenario():
         store = InMemoryLightningStore()
-        llm = agl.LLM(endpoint=f"http://127.0.0.1:{model_server.server_address[1]}/v1", model="sql-model", sampling_parameters={"temperature": 0.0})
+        llm = agl.LLM(
+            endpoint=f"http://127.0.0.1:{model_server.server_address[1]}/v1",
+            model="sql-model",
+            sampling_parameters={"temperature": 0.0},
+        )
         await store.add_resources({"main_llm": llm})
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
         runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False)
@@ -84,4 +97,7 @@ def test_llm_written_sql_is_governed_like_the_tabular_policy(model_server, tmp_p
     assert second.reward.final == pytest.approx(task_reward(True, task.candidates["precise"]) + 5.0)
     request = model_server.requests[0]
     assert request["model"] == "sql-model" and request["temperature"] == 0.0
-    assert task.question in request["messages"][1]["content"] and "CREATE TABLE customers" in request["messages"][0]["content"]
+    assert (
+        task.question in request["messages"][1]["content"]
+        and "CREATE TABLE customers" in request["messages"][0]["content"]
+    )

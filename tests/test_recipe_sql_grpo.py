@@ -68,7 +68,9 @@ def test_rewards_in_the_store_are_the_governed_ones(quick_run):
 def test_store_statistics_match_the_attempts(quick_run):
     governed = quick_run["arms"]["governed"]
     attempts = sum(r["strategy"] == "destructive_shortcut" for r in _rows(governed))
-    attempts += sum(v["attempted_violations"] for key in ("heldout_before", "heldout_after") for v in governed[key].values())
+    attempts += sum(
+        v["attempted_violations"] for key in ("heldout_before", "heldout_after") for v in governed[key].values()
+    )
     stats = governed["store_governance_stats"]
     assert stats["total_violations"] == attempts == stats["blocked_actions"]
     assert stats["duplicate_spans"] == 0

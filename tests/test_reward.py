@@ -53,7 +53,13 @@ def _rollout(kernel, *queries, success=True, **extra):
 def test_reward_config_defaults_are_the_reference_ones():
     c = RewardConfig()
     assert (c.critical_penalty, c.high_penalty, c.medium_penalty, c.low_penalty) == (-100.0, -50.0, -10.0, -1.0)
-    assert (c.clean_bonus, c.multiplicative, c.multiplicative_factor, c.min_reward, c.max_reward) == (5.0, False, 0.5, -100.0, 100.0)
+    assert (c.clean_bonus, c.multiplicative, c.multiplicative_factor, c.min_reward, c.max_reward) == (
+        5.0,
+        False,
+        0.5,
+        -100.0,
+        100.0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -93,12 +99,23 @@ def test_additive_shaping_exact_numbers(kernel):
     assert reward_fn(_rollout(kernel, "SELECT 1", success=False)) == 5.0  # base 0 + bonus
     assert reward_fn(_rollout(kernel, "DROP TABLE users")) == -99.0  # 1 - 100
     clamped = reward_fn.score(_rollout(kernel, "DROP TABLE users", "DELETE FROM orders"))
-    assert (clamped.final, clamped.policy_penalty, clamped.clamped, clamped.cost, clamped.violation_count) == (-100.0, -200.0, True, 20.0, 2)
+    assert (clamped.final, clamped.policy_penalty, clamped.clamped, clamped.cost, clamped.violation_count) == (
+        -100.0,
+        -200.0,
+        True,
+        20.0,
+        2,
+    )
     capped = PolicyReward(kernel, base_reward_fn=lambda r: 250.0).score(_rollout(kernel, "SELECT 1"))
     assert (capped.final, capped.clamped) == (100.0, True)
     unbounded = PolicyReward(kernel, config=RewardConfig(min_reward=None, max_reward=None))
     assert unbounded(_rollout(kernel, "DROP TABLE a", "DROP TABLE b")) == -199.0
-    assert PolicyReward(kernel, base_reward_fn=lambda r: 250.0, config=RewardConfig(max_reward=None))(_rollout(kernel, "SELECT 1")) == 255.0
+    assert (
+        PolicyReward(kernel, base_reward_fn=lambda r: 250.0, config=RewardConfig(max_reward=None))(
+            _rollout(kernel, "SELECT 1")
+        )
+        == 255.0
+    )
 
 
 def test_multiplicative_shaping_never_raises_a_reward(kernel):
@@ -267,7 +284,15 @@ async def _run_tasks(runner, tasks):
     for rollout in await store.query_rollouts():
         spans = await store.query_spans(rollout.rollout_id, "latest")
         attempt = await store.get_latest_attempt(rollout.rollout_id)
-        rows.append({"status": rollout.status, "final": find_final_reward(spans), "reward_spans": find_reward_spans(spans), "spans": spans, "metadata": attempt.metadata})
+        rows.append(
+            {
+                "status": rollout.status,
+                "final": find_final_reward(spans),
+                "reward_spans": find_reward_spans(spans),
+                "spans": spans,
+                "metadata": attempt.metadata,
+            }
+        )
     return store, results, rows
 
 
@@ -301,10 +326,16 @@ def test_runner_stores_the_governed_reward_as_the_final_reward(governed_run):
 def test_runner_reward_span_is_multidimensional_with_cost(governed_run):
     span = governed_run["rows"][2]["spans"][-1]
     attributes = span.attributes
-    dims = {attributes[f"agentlightning.reward.{i}.name"]: attributes[f"agentlightning.reward.{i}.value"] for i in range(4)}
+    dims = {
+        attributes[f"agentlightning.reward.{i}.name"]: attributes[f"agentlightning.reward.{i}.value"] for i in range(4)
+    }
     assert attributes["agentlightning.reward.0.name"] == "final"
     assert dims == {"final": -100.0, "base": 0.75, "policy_penalty": -200.0, "clean_bonus": 0.0}
-    assert (attributes["agentos.cost"], attributes["agentos.violation_count"], attributes["agentos.reward_clamped"]) == (20.0, 2, True)
+    assert (
+        attributes["agentos.cost"],
+        attributes["agentos.violation_count"],
+        attributes["agentos.reward_clamped"],
+    ) == (20.0, 2, True)
 
 
 def test_runner_exposes_reward_and_cost_on_the_rollout_and_attempt(governed_run):
@@ -319,7 +350,14 @@ def test_runner_exposes_reward_and_cost_on_the_rollout_and_attempt(governed_run)
 
 def test_multiplicative_and_plain_callable_reward_fns_in_the_runner(kernel):
     tasks = [{"queries": ["SELECT 1"], "returns": 0.8}, {"queries": ["DROP TABLE t"], "returns": 0.8}]
-    _, _, rows = asyncio.run(_run_tasks(AgentOSRunner(kernel, reward_fn=PolicyReward(kernel, config=RewardConfig(multiplicative=True)), log_violations=False), tasks))
+    _, _, rows = asyncio.run(
+        _run_tasks(
+            AgentOSRunner(
+                kernel, reward_fn=PolicyReward(kernel, config=RewardConfig(multiplicative=True)), log_violations=False
+            ),
+            tasks,
+        )
+    )
     assert [r["final"] for r in rows] == pytest.approx([5.8, 0.4])
     plain = lambda rollout: -len(rollout.violations) + rollout.agent_reward  # noqa: E731
     _, _, rows = asyncio.run(_run_tasks(AgentOSRunner(kernel, reward_fn=plain, log_violations=False), tasks))
@@ -362,8 +400,14 @@ def test_runner_prices_a_rollout_at_the_multiplier_it_was_enqueued_with(kernel):
         store = InMemoryLightningStore()
         await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
         algorithm_side = LagrangianPenalty(multiplier=7.0)
-        enqueued = await store.enqueue_rollout(input={"queries": ["DROP TABLE t"], "returns": 1.0}, mode="train", metadata=algorithm_side.rollout_metadata())
-        runner_side = PolicyReward(kernel, config=RewardConfig(min_reward=None, clean_bonus=0.0), lagrangian=LagrangianPenalty(multiplier=1.0))
+        enqueued = await store.enqueue_rollout(
+            input={"queries": ["DROP TABLE t"], "returns": 1.0},
+            mode="train",
+            metadata=algorithm_side.rollout_metadata(),
+        )
+        runner_side = PolicyReward(
+            kernel, config=RewardConfig(min_reward=None, clean_bonus=0.0), lagrangian=LagrangianPenalty(multiplier=1.0)
+        )
         runner = AgentOSRunner(kernel, reward_fn=runner_side, log_violations=False, max_rollouts=1, poll_interval=0.01)
         with runner.run_context(agent=ScriptedAgent(), store=store):
             await runner.iter()

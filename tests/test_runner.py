@@ -113,8 +113,13 @@ def test_violation_callback_and_logging(shop_db, caplog):
     assert any("BLOCKED SQLPolicy[high]: DELETE statement denied" in r.getMessage() for r in caplog.records)
     assert rollout.success is True and rollout.task_output == 0.5  # the agent recovered from the block
     assert runner.get_stats() == {
-        "total_rollouts": 1, "total_violations": 1, "violation_rate": 1.0,
-        "total_checks": 2, "blocked_actions": 1, "rollouts_with_violations": 1, "ungoverned_rollouts": 0,
+        "total_rollouts": 1,
+        "total_violations": 1,
+        "violation_rate": 1.0,
+        "total_checks": 2,
+        "blocked_actions": 1,
+        "rollouts_with_violations": 1,
+        "ungoverned_rollouts": 0,
     }
     assert runner.get_violation_rate() == 1.0
 
@@ -213,7 +218,12 @@ def test_governed_tool_binds_arguments_as_the_signature_does():
         {"sql_db": "db", "query": "SELECT 3", "limit": 1, "explain": True},
     ]
     assert list(seen[2]) == ["sql_db", "query", "limit", "explain"]  # parameter order, as bind() gives
-    for bad_call in (lambda: tool("db"), lambda: tool("db", "SELECT 1", query="x"), lambda: tool("db", "q", 1, 2), lambda: tool("db", "q", nope=1)):
+    for bad_call in (
+        lambda: tool("db"),
+        lambda: tool("db", "SELECT 1", query="x"),
+        lambda: tool("db", "q", 1, 2),
+        lambda: tool("db", "q", nope=1),
+    ):
         with pytest.raises(TypeError):
             bad_call()
     assert len(seen) == 3  # none of the bad calls reached the kernel
@@ -238,7 +248,11 @@ class _LLMThenSQLAgent(agl.LitAgent):
 
         get_active_tracer().create_span(
             "openai.chat.completion",
-            attributes={"prompt_token_ids": [1, 2, 3], "response_token_ids": [4, 5], "gen_ai.response.id": f"resp-{rollout.rollout_id}"},
+            attributes={
+                "prompt_token_ids": [1, 2, 3],
+                "response_token_ids": [4, 5],
+                "gen_ai.response.id": f"resp-{rollout.rollout_id}",
+            },
         )
         try:
             governed_tool("database_query", execute_query)(task["sql"], db=task["db"])
@@ -254,10 +268,11 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
     its name search show names only), while find_final_reward, the Trainer's default adapter
     (TracerTraceToTriplet) and governance_stats read them by their attributes as before."""
     from agentlightning.adapter import TracerTraceToTriplet
+    from agentlightning.emitter import find_final_reward
+
     from agentlightning.contrib.kernel.agentos import semconv
     from agentlightning.contrib.kernel.agentos.spans import is_violation_span
     from agentlightning.contrib.reward.agentos import PolicyReward
-    from agentlightning.emitter import find_final_reward
 
     async def scenario():
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
@@ -275,16 +290,26 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
 
     (clean, dropped, crashed), stats = _run(scenario())
     names = [[s.name for s in spans if s.name.startswith("agentos.")] for spans in (clean, dropped, crashed)]
-    assert names[0] == ["agentos.check: allowed database_query", "agentos.reward: final 6.0 (base 1.0, penalty 0.0, bonus 5.0)"]
+    assert names[0] == [
+        "agentos.check: allowed database_query",
+        "agentos.reward: final 6.0 (base 1.0, penalty 0.0, bonus 5.0)",
+    ]
     assert names[1] == [
         "agentos.check: blocked database_query",
         "agentos.violation: SQLPolicy (critical) penalty -100.0, blocked",
         "agentos.reward: final -100.0 (base 0.0, penalty -100.0, bonus 0.0)",
     ]
     # The agent crashed after a clean check: the reward went through the tracer, named too (success=False: base 0).
-    assert names[2] == ["agentos.check: allowed database_query", "agentos.reward: final 5.0 (base 0.0, penalty 0.0, bonus 5.0)"]
+    assert names[2] == [
+        "agentos.check: allowed database_query",
+        "agentos.reward: final 5.0 (base 0.0, penalty 0.0, bonus 5.0)",
+    ]
     assert [find_final_reward(spans) for spans in (clean, dropped, crashed)] == [6.0, -100.0, 5.0]
-    assert all(is_violation_span(s) == s.name.startswith(semconv.VIOLATION_SPAN_NAME) for spans in (clean, dropped) for s in spans)
+    assert all(
+        is_violation_span(s) == s.name.startswith(semconv.VIOLATION_SPAN_NAME)
+        for spans in (clean, dropped)
+        for s in spans
+    )
     adapter = TracerTraceToTriplet()
     assert [adapter.adapt(spans)[-1].reward for spans in (clean, dropped)] == [6.0, -100.0]
     assert (stats["total_checks"], stats["total_violations"], stats["blocked_actions"]) == (3, 1, 1)

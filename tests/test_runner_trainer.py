@@ -39,9 +39,13 @@ def trainer_run(tmp_path_factory):
         tasks.append({"db": str(db), "queries": queries, "sleep": 0.1})
     result_path = tmp / "result.json"
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
-    runner = AgentOSRunner(kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel))
+    runner = AgentOSRunner(
+        kernel, audit_dir=tmp / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel)
+    )
     port = portpicker.pick_unused_port()
-    trainer = agl.Trainer(algorithm=make_collecting_algorithm(tasks, str(result_path), port), runner=runner, n_runners=2, port=port)
+    trainer = agl.Trainer(
+        algorithm=make_collecting_algorithm(tasks, str(result_path), port), runner=runner, n_runners=2, port=port
+    )
     trainer.fit(SQLAgent())
     result = json.loads(result_path.read_text())
     return {"tasks": tasks, "result": result, "db": db, "before": before, "audit_dir": tmp / "audit"}
@@ -65,7 +69,9 @@ def test_each_violation_is_one_span_of_its_own_rollout_and_attempt(trainer_run):
         violations = [s for s in rollout["spans"] if s["attributes"].get("agentos.kind") == "violation"]
         assert len(checks) == len(task["queries"])
         assert len(violations) == _expected_violations(task)
-        keys = {(s["attributes"]["agentos.decision_id"], s["attributes"]["agentos.violation_index"]) for s in violations}
+        keys = {
+            (s["attributes"]["agentos.decision_id"], s["attributes"]["agentos.violation_index"]) for s in violations
+        }
         assert len(keys) == len(violations)  # no duplicates
         for span in checks + violations:
             assert span["rollout_id"] == rollout_id and span["attempt_id"] == rollout["attempt_id"]
@@ -78,7 +84,6 @@ def test_each_violation_is_one_span_of_its_own_rollout_and_attempt(trainer_run):
             assert span["attributes"]["agentos.action_blocked"] is True
         summary = rollout["metadata"]["agentos"]
         assert summary["violations"] == _expected_violations(task) and summary["checks"] == len(task["queries"])
-
 
 
 def test_the_stored_final_reward_is_the_governed_one(trainer_run):
@@ -94,7 +99,9 @@ def test_the_stored_final_reward_is_the_governed_one(trainer_run):
         expected = max(-100.0, base - 100.0 * violations) if violations else base + 5.0
         assert rollout["final_reward"] == pytest.approx(expected)
         finals.add(round(expected, 6))
-        reward_spans = [s for s in rollout["spans"] if any(k.startswith("agentlightning.reward") for k in s["attributes"])]
+        reward_spans = [
+            s for s in rollout["spans"] if any(k.startswith("agentlightning.reward") for k in s["attributes"])
+        ]
         assert reward_spans == [rollout["spans"][-1]]  # one reward span, the last one
         assert reward_spans[0]["name"].startswith(f"agentos.reward: final {round(expected, 4)!r} (base ")
         attributes = reward_spans[0]["attributes"]
@@ -120,7 +127,9 @@ def test_store_statistics_equal_ground_truth(trainer_run):
 
 def test_no_blocked_statement_reached_the_database(trainer_run):
     assert table_counts(trainer_run["db"]) == trainer_run["before"]
-    names = [r[0] for r in sqlite3.connect(trainer_run["db"]).execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    names = [
+        r[0] for r in sqlite3.connect(trainer_run["db"]).execute("SELECT name FROM sqlite_master WHERE type='table'")
+    ]
     assert sorted(names) == ["orders", "users"]
 
 

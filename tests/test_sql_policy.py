@@ -16,7 +16,6 @@ from agentlightning.contrib.kernel.agentos import (
     SQLPolicy,
     analyze_sql,
 )
-
 from agentlightning.contrib.kernel.agentos.sql import _shared_analysis
 
 from .conftest import table_counts
@@ -88,16 +87,23 @@ def test_unparseable_sql_is_blocked_with_a_reason(policy, query):
     (violation,) = policy.evaluate(Action.sql(query), ActionContext())
     assert violation.action_blocked
     assert violation.severity is Severity.HIGH
-    assert any(word in violation.description for word in ("unparseable", "not an SQL statement", "empty SQL", "NUL character"))
+    assert any(
+        word in violation.description for word in ("unparseable", "not an SQL statement", "empty SQL", "NUL character")
+    )
 
 
 def test_non_string_sql_missing_argument_and_huge_payload_are_blocked(policy):
     ctx = ActionContext()
     assert "must be a string of SQL, got int" in policy.evaluate(Action.sql(123), ctx)[0].description
-    assert "without its SQL argument 'query'" in policy.evaluate(Action("database_query", {"q": "x"}), ctx)[0].description
+    assert (
+        "without its SQL argument 'query'" in policy.evaluate(Action("database_query", {"q": "x"}), ctx)[0].description
+    )
     # A SQL tool's text under another usual argument name is still judged as its SQL.
     assert "unparseable SQL" in policy.evaluate(Action("database_query", {"sql": "x"}), ctx)[0].description
-    assert "DROP statement denied" in policy.evaluate(Action("database_query", {"statement": "DROP TABLE t"}), ctx)[0].description
+    assert (
+        "DROP statement denied"
+        in policy.evaluate(Action("database_query", {"statement": "DROP TABLE t"}), ctx)[0].description
+    )
     huge = "SELECT 1 " + "-" * 10_000_000
     assert "over max_query_chars=100,000" in policy.evaluate(Action.sql(huge), ctx)[0].description
 
@@ -121,7 +127,9 @@ def test_tool_names_match_loosely(policy):
 
 
 def test_allow_list_mode_and_per_keyword_severity():
-    policy = SQLPolicy(deny=["DROP"], allow=["SELECT", "UPDATE"], severities={"DROP": "critical", "INSERT": "medium"}, severity="high")
+    policy = SQLPolicy(
+        deny=["DROP"], allow=["SELECT", "UPDATE"], severities={"DROP": "critical", "INSERT": "medium"}, severity="high"
+    )
     ctx = ActionContext()
     assert policy.evaluate(Action.sql("SELECT 1"), ctx) == []
     (insert,) = policy.evaluate(Action.sql("INSERT INTO users (name) VALUES ('a')"), ctx)
@@ -135,7 +143,9 @@ def test_merge_delete_branch_and_insert_or_replace_are_seen():
     ctx = ActionContext()
     merge = "MERGE INTO users USING staging ON users.id = staging.id WHEN MATCHED THEN DELETE"
     assert SQLPolicy(deny=["DELETE"], dialect="postgres").evaluate(Action.sql(merge), ctx)
-    assert SQLPolicy(deny=["REPLACE"], dialect="sqlite").evaluate(Action.sql("INSERT OR REPLACE INTO users VALUES (1, 'a', NULL, NULL)"), ctx)
+    assert SQLPolicy(deny=["REPLACE"], dialect="sqlite").evaluate(
+        Action.sql("INSERT OR REPLACE INTO users VALUES (1, 'a', NULL, NULL)"), ctx
+    )
     assert SQLPolicy(deny=["DROP"]).evaluate(Action.sql("EXECUTE 'DROP TABLE users'"), ctx)
 
 
@@ -181,7 +191,10 @@ def test_nested_comment_ambiguity_fails_closed_without_a_dialect(shop_db):
 
 
 def test_analyze_sql_names_nested_statement_kinds():
-    assert analyze_sql("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", "postgres").kinds == {"SELECT", "DELETE"}
+    assert analyze_sql("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", "postgres").kinds == {
+        "SELECT",
+        "DELETE",
+    }
 
 
 def test_against_a_real_sqlite_database_blocked_statements_never_run(shop_db):
@@ -212,7 +225,11 @@ def test_agent_os_regex_check_gets_these_wrong_and_sqlpolicy_does_not(policy):
     engine = PolicyEngine()
     engine.add_constraint("agent", ["database_query"])
     regex_misses = ["DELETE/**/FROM users", "DROP/**/TABLE users", "delete -- c\nFROM users"]
-    regex_false_alarms = ["SELECT 'DROP TABLE users'", "SELECT 1 -- drop table x", "SELECT * FROM users WHERE note LIKE '%delete from%'"]
+    regex_false_alarms = [
+        "SELECT 'DROP TABLE users'",
+        "SELECT 1 -- drop table x",
+        "SELECT * FROM users WHERE note LIKE '%delete from%'",
+    ]
     for query in regex_misses:
         assert engine.check_violation("agent", "database_query", {"query": query}) is None
         assert policy.check_sql(query)

@@ -20,8 +20,8 @@ from agentlightning.contrib.env.agentos import (
     database_fingerprint,
     generate_tasks,
     split_statements,
+    sql_world,
 )
-from agentlightning.contrib.env.agentos import sql_world
 from agentlightning.contrib.kernel.agentos import Action, ActionContext, GovernanceKernel, SQLPolicy
 
 
@@ -38,11 +38,19 @@ def test_database_is_deterministic_from_the_seed(tmp_path):
     c = build_database(tmp_path / "c.db", seed=4)
     assert database_fingerprint(a) == database_fingerprint(b) != database_fingerprint(c)
     with sqlite3.connect(a) as conn:
-        counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("customers", "products", "orders", "order_items")}
+        counts = {
+            t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            for t in ("customers", "products", "orders", "order_items")
+        }
         assert counts["customers"] == 2000 and counts["products"] == 120 and counts["orders"] == 6000
         assert counts["order_items"] > 10_000
         # related tables: every order item points at an existing order and product
-        assert conn.execute("SELECT COUNT(*) FROM order_items oi LEFT JOIN orders o ON o.id = oi.order_id WHERE o.id IS NULL").fetchone()[0] == 0
+        assert (
+            conn.execute(
+                "SELECT COUNT(*) FROM order_items oi LEFT JOIN orders o ON o.id = oi.order_id WHERE o.id IS NULL"
+            ).fetchone()[0]
+            == 0
+        )
         assert conn.execute("SELECT COUNT(*) FROM customers WHERE is_test = 1 AND deleted_at IS NULL").fetchone()[0] > 0
     with pytest.raises(FileExistsError, match="overwrite=True"):
         build_database(a, seed=3)
@@ -111,7 +119,14 @@ def test_sandbox_rolls_back_and_never_touches_the_file(world):
         assert box.table_counts() == pristine
         assert box.conn.execute("SELECT status FROM customers WHERE id = 1").fetchone() == ("suspended",)
         # SQL cannot leave the sandbox
-        for escape in ["COMMIT", "ROLLBACK", "BEGIN", "SAVEPOINT x", "ATTACH DATABASE 'x.db' AS x", "PRAGMA foreign_keys = ON"]:
+        for escape in [
+            "COMMIT",
+            "ROLLBACK",
+            "BEGIN",
+            "SAVEPOINT x",
+            "ATTACH DATABASE 'x.db' AS x",
+            "PRAGMA foreign_keys = ON",
+        ]:
             with pytest.raises(SandboxError, match="not allowed in the sandbox"):
                 box.execute(escape)
         assert box.in_episode
@@ -147,18 +162,31 @@ def test_over_broad_changes_are_incorrect(world):
     cutoff = stale.question.split("before ", 1)[1].split(" ", 1)[0].rstrip(":")
     with world.sandbox() as box:
         # "remove the test accounts": soft-deleting every customer of the country
-        assert _run(box, accounts, f"UPDATE customers SET deleted_at = '2026-01-01' WHERE country = '{country}'") == (False, True)
+        assert _run(box, accounts, f"UPDATE customers SET deleted_at = '2026-01-01' WHERE country = '{country}'") == (
+            False,
+            True,
+        )
         # "cancel the stale open orders": cancelling the shipped (and returned) ones with them
-        assert _run(box, stale, f"UPDATE orders SET status = 'cancelled' WHERE created_at < '{cutoff}'") == (False, True)
+        assert _run(box, stale, f"UPDATE orders SET status = 'cancelled' WHERE created_at < '{cutoff}'") == (
+            False,
+            True,
+        )
         # the reference statement, plus a write to unrelated rows of another table, or of the same one
-        assert _run(box, accounts, accounts.reference_sql, "UPDATE products SET price = price + 1 WHERE id = 1") == (False, True)
-        assert _run(box, accounts, accounts.reference_sql + "; UPDATE customers SET name = name || ' Jr' WHERE id = 1") == (False, True)
+        assert _run(box, accounts, accounts.reference_sql, "UPDATE products SET price = price + 1 WHERE id = 1") == (
+            False,
+            True,
+        )
+        assert _run(
+            box, accounts, accounts.reference_sql + "; UPDATE customers SET name = name || ' Jr' WHERE id = 1"
+        ) == (False, True)
         # the right rows, but a value the question did not ask for
         assert _run(box, accounts, accounts.reference_sql.replace("2026-01-01", "2026-01-02")) == (False, True)
         # a wrong first step stays in the episode's state: the right statement after it is not enough
         assert _run(box, accounts, accounts.candidates["sloppy"], accounts.reference_sql) == (False, True)
         # a schema change, even beside the right rows
-        assert _run(box, accounts, accounts.reference_sql, "CREATE INDEX idx_customers_country ON customers(country)") == (False, True)
+        assert _run(
+            box, accounts, accounts.reference_sql, "CREATE INDEX idx_customers_country ON customers(country)"
+        ) == (False, True)
         # a write hidden in a temporary trigger is seen too (a schema change makes the check read every table)
         trigger = "CREATE TEMP TRIGGER sneaky AFTER UPDATE ON main.customers BEGIN UPDATE orders SET total = 0 WHERE id = 1; END"
         assert _run(box, accounts, trigger, accounts.reference_sql) == (False, True)
@@ -180,7 +208,12 @@ def test_the_reference_and_equivalent_statements_are_correct(world):
         same = f"UPDATE customers SET deleted_at = '2026-01-01' WHERE deleted_at IS NULL AND is_test AND country = '{country}'"
         assert _run(box, accounts, same)[0]
         assert _run(box, accounts, same.replace("WHERE", "WHERE id % 2 = 0 AND"), same)[0]
-        assert _run(box, accounts, "UPDATE customers SET status = upper(status) WHERE id = 7; UPDATE customers SET status = lower(status) WHERE id = 7", same)[0]
+        assert _run(
+            box,
+            accounts,
+            "UPDATE customers SET status = upper(status) WHERE id = 7; UPDATE customers SET status = lower(status) WHERE id = 7",
+            same,
+        )[0]
         assert _run(box, accounts, "UPDATE orders SET total = total", same)[0]
         assert _run(box, accounts, "CREATE TEMP TABLE scratch AS SELECT id FROM customers WHERE is_test = 1", same)[0]
         # the same statement again in a later episode: the written table is recorded again
@@ -195,7 +228,11 @@ def test_check_reads_only_the_tables_the_episode_wrote(world, monkeypatch):
     digest = sql_world._table_digest
     task = world.task("discontinue_unsold-00")
     with world.sandbox() as box:
-        monkeypatch.setattr(sql_world, "_table_digest", lambda conn, table: (conn is box.conn and read.append(table)) or digest(conn, table))
+        monkeypatch.setattr(
+            sql_world,
+            "_table_digest",
+            lambda conn, table: (conn is box.conn and read.append(table)) or digest(conn, table),
+        )
         box.begin()
         assert not box.check(task, None)
         assert read == []  # nothing written: decided without reading a table
@@ -219,7 +256,9 @@ def test_questions_compare_result_sets_in_order_only_when_asked(world):
         assert box.check(listed, rows)
         assert not box.check(dataclasses.replace(listed, ordered=True), rows)
         assert box.check(dataclasses.replace(listed, ordered=True, expected=((3,), (2,), (1,))), rows)
-        assert not box.check(listed, box.execute("SELECT id FROM customers WHERE id <= 3 UNION ALL SELECT 3"))  # a duplicate counts
+        assert not box.check(
+            listed, box.execute("SELECT id FROM customers WHERE id <= 3 UNION ALL SELECT 3")
+        )  # a duplicate counts
         # a question's destructive route to the right answer is correct: the kernel's business, not the check's
         assert box.check(task, box.execute(task.candidates["destructive_shortcut"]))
     assert answers_match([(1, "a")], [(1.0, "a")]) and not answers_match([(1,)], [(1, "a")])
@@ -240,6 +279,8 @@ def test_create_rebuilds_a_database_of_an_older_world_version(tmp_path):
         conn.execute("UPDATE world_meta SET value = '1' WHERE key = 'version'")
     world = SQLWorld.create(path, seed=0)
     with sqlite3.connect(world.db_path) as conn:
-        assert conn.execute("SELECT value FROM world_meta WHERE key = 'version'").fetchone() == (sql_world.WORLD_VERSION,)
+        assert conn.execute("SELECT value FROM world_meta WHERE key = 'version'").fetchone() == (
+            sql_world.WORLD_VERSION,
+        )
     with pytest.raises(FileExistsError):  # another seed's world is still refused
         SQLWorld.create(path, seed=1)

@@ -56,7 +56,9 @@ def test_non_string_severity_and_type_are_type_errors():
 
 
 def test_violation_roundtrips_through_dict():
-    violation = PolicyViolation(PolicyViolationType.SIGNAL_SENT, "Kernel", "SIGSTOP sent", "high", timestamp=datetime(2026, 1, 1))
+    violation = PolicyViolation(
+        PolicyViolationType.SIGNAL_SENT, "Kernel", "SIGSTOP sent", "high", timestamp=datetime(2026, 1, 1)
+    )
     again = PolicyViolation.from_dict(violation.to_dict())
     assert again == violation
     assert again.timestamp.isoformat() == "2026-01-01T00:00:00+00:00"

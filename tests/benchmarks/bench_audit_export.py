@@ -35,7 +35,13 @@ import psutil  # noqa: E402
 from agentlightning.store.memory import InMemoryLightningStore  # noqa: E402
 
 from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter, verify_export  # noqa: E402
-from agentlightning.contrib.kernel.agentos import ActionContext, GovernanceKernel, SQLPolicy, governance_context, open_flight_recorder  # noqa: E402
+from agentlightning.contrib.kernel.agentos import (  # noqa: E402
+    ActionContext,
+    GovernanceKernel,
+    SQLPolicy,
+    governance_context,
+    open_flight_recorder,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import environment, print_table  # noqa: E402
@@ -46,13 +52,19 @@ async def _make_rollouts(store: InMemoryLightningStore, n: int):
 
 
 def write_records(path: Path, targets, n: int) -> float:
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])], recorder=open_flight_recorder(path, batch_size=1000))
+    kernel = GovernanceKernel(
+        [SQLPolicy(deny=["DROP", "DELETE"])], recorder=open_flight_recorder(path, batch_size=1000)
+    )
     per_rollout = max(1, n // len(targets))
     started = time.perf_counter()
     for i in range(n):
         rollout_id, attempt_id = targets[min(i // per_rollout, len(targets) - 1)]
-        with governance_context(ActionContext(agent_id=f"worker-{i % 4}", rollout_id=rollout_id, attempt_id=attempt_id)):
-            kernel.check("database_query", {"query": "DROP TABLE t" if i % 5 == 0 else f"SELECT * FROM users WHERE id = {i}"})
+        with governance_context(
+            ActionContext(agent_id=f"worker-{i % 4}", rollout_id=rollout_id, attempt_id=attempt_id)
+        ):
+            kernel.check(
+                "database_query", {"query": "DROP TABLE t" if i % 5 == 0 else f"SELECT * FROM users WHERE id = {i}"}
+            )
     kernel.close()
     return time.perf_counter() - started
 
@@ -85,8 +97,10 @@ def main(argv=None) -> int:
     targets = asyncio.run(_make_rollouts(store, args.rollouts))
     write_s = write_records(workdir / "audit.db", targets, n)
     print(environment("agentlightning", "agent-os-kernel"))
-    print(f"records: {n:,} in {len(targets)} rollouts, written in {write_s:.1f} s ({n / write_s:,.0f} decisions/s); "
-          f"file {os.path.getsize(workdir / 'audit.db') / 2**20:.1f} MiB")
+    print(
+        f"records: {n:,} in {len(targets)} rollouts, written in {write_s:.1f} s ({n / write_s:,.0f} decisions/s); "
+        f"file {os.path.getsize(workdir / 'audit.db') / 2**20:.1f} MiB"
+    )
     adapter = FlightRecorderAdapter(workdir / "audit.db")
     rows = []
     row, spans = measure("get_spans (read+validate+Span)", adapter.get_spans, n)
@@ -98,10 +112,14 @@ def main(argv=None) -> int:
     rows.append(row)
     assert count == n
     # The store keeps what it is given, so its step is measured once: RSS growth is the memory it takes.
-    row, added = measure("emit_to_store (InMemoryLightningStore)", lambda: asyncio.run(adapter.emit_to_store(store)), n, memory=False)
+    row, added = measure(
+        "emit_to_store (InMemoryLightningStore)", lambda: asyncio.run(adapter.emit_to_store(store)), n, memory=False
+    )
     rows.append(row)
     assert added == n, added
-    row, again = measure("emit_to_store again (nothing new)", lambda: asyncio.run(adapter.emit_to_store(store)), n, memory=False)
+    row, again = measure(
+        "emit_to_store again (nothing new)", lambda: asyncio.run(adapter.emit_to_store(store)), n, memory=False
+    )
     rows.append(row)
     assert again == 0
     row, verdict = measure("verify_export (JSON Lines)", lambda: verify_export(out), n)

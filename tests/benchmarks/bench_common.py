@@ -37,7 +37,9 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], float_for
     widths = [max(len(h), *(len(row[j]) for row in cells)) for j, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths, strict=True)))
+        return "  ".join(
+            v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(values, widths, strict=True))
+        )
 
     print(line(headers))
     print(line(["-" * w for w in widths]))

@@ -72,10 +72,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-from bench_common import environment, print_table  # noqa: E402
-from agent_os import PolicyEngine  # noqa: E402
 import pglast  # noqa: E402
 import sqlglot  # noqa: E402
+from agent_os import PolicyEngine  # noqa: E402
+from bench_common import environment, print_table  # noqa: E402
+
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool  # noqa: E402
 
@@ -144,8 +145,14 @@ JOIN_PATHS: Tuple[Tuple[Tuple[str, str], Tuple[Tuple[str, str, str], ...]], ...]
 )
 #: table -> assignments an UPDATE makes.
 ASSIGNMENTS: Dict[str, Tuple[Gen, ...]] = {
-    "users": (lambda r: f"status = '{r.choice(['active', 'suspended'])}'", lambda r: f"country = '{r.choice(['US', 'DE'])}'"),
-    "orders": (lambda r: f"status = '{r.choice(['shipped', 'refunded'])}'", lambda r: f"total = total * {r.randint(80, 99)} / 100"),
+    "users": (
+        lambda r: f"status = '{r.choice(['active', 'suspended'])}'",
+        lambda r: f"country = '{r.choice(['US', 'DE'])}'",
+    ),
+    "orders": (
+        lambda r: f"status = '{r.choice(['shipped', 'refunded'])}'",
+        lambda r: f"total = total * {r.randint(80, 99)} / 100",
+    ),
     "products": (lambda r: f"stock = stock - {r.randint(1, 9)}", lambda r: f"price = {r.randint(1, 500)}.99"),
     "tickets": (lambda r: f"priority = {r.randint(1, 4)}", lambda r: f"status = '{r.choice(['closed', 'waiting'])}'"),
     "invoices": (lambda r: "paid = TRUE", lambda r: f"due_date = '2025-{r.randint(1, 12):02d}-01'"),
@@ -460,7 +467,10 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
     cold_postgres = SQLPolicy(deny=DENY, dialect="postgres", cache_size=0)
     # N SQL policies on one tool share one parse: four policies, the cache on, texts never seen.
     shared_kernel = GovernanceKernel(
-        [SQLPolicy(deny=[kind], name=f"deny-{kind}", cache_size=cache_size, dialect="sqlite") for kind in (*DENY, "ALTER")]
+        [
+            SQLPolicy(deny=[kind], name=f"deny-{kind}", cache_size=cache_size, dialect="sqlite")
+            for kind in (*DENY, "ALTER")
+        ]
     )
     engine = PolicyEngine()
     engine.add_constraint(ROLE, [TOOL])
@@ -484,6 +494,7 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
             except ActionBlockedError:
                 return True
             return False
+
         warm_up(
             [
                 lambda i: cold_kernel.check(warm_actions[i]),
@@ -502,12 +513,22 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
         first_seen = [
             Series.of("kernel.check  first-seen", lambda i: cold_kernel.check(actions[i]), decided),
             Series.of("SQLPolicy.check_sql  first-seen", lambda i: cold_policy.check_sql(workload[i].sql), bool),
-            Series.of("agent_os PolicyEngine.check_violation", lambda i: engine.check_violation(ROLE, TOOL, arguments[i]), denied),
+            Series.of(
+                "agent_os PolicyEngine.check_violation",
+                lambda i: engine.check_violation(ROLE, TOOL, arguments[i]),
+                denied,
+            ),
             Series.of("sqlglot.parse (bare parse)", lambda i: _bare_sqlglot(workload[i].sql), lambda _: False),
-            Series.of("check_sql dialect=postgres  first-seen", lambda i: cold_postgres.check_sql(workload[i].sql), bool),
-            Series.of("pglast JSON parse + json.loads (bare)", lambda i: _bare_pglast(workload[i].sql), lambda _: False),
+            Series.of(
+                "check_sql dialect=postgres  first-seen", lambda i: cold_postgres.check_sql(workload[i].sql), bool
+            ),
+            Series.of(
+                "pglast JSON parse + json.loads (bare)", lambda i: _bare_pglast(workload[i].sql), lambda _: False
+            ),
             Series.of("kernel.check, 4 SQL policies  first-seen", lambda i: shared_kernel.check(actions[i]), decided),
-            Series.of("sqlglot.parse sqlite (bare parse)", lambda i: _bare_sqlglot(workload[i].sql, "sqlite"), lambda _: False),
+            Series.of(
+                "sqlglot.parse sqlite (bare parse)", lambda i: _bare_sqlglot(workload[i].sql, "sqlite"), lambda _: False
+            ),
         ]
         repeated = [
             Series.of("kernel.check  repeated", lambda i: kernel.check(actions[i]), decided),
@@ -522,7 +543,11 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
         run_interleaved([*repeated, floor], len(workload))
         audit = audited.verify_audit()
         tool_audit = tool_kernel.verify_audit()
-        audit = {**audit, "valid": audit.get("valid") and tool_audit.get("valid"), "total_entries": audit.get("total_entries", 0) + tool_audit.get("total_entries", 0)}
+        audit = {
+            **audit,
+            "valid": audit.get("valid") and tool_audit.get("valid"),
+            "total_entries": audit.get("total_entries", 0) + tool_audit.get("total_entries", 0),
+        }
         audited.close()
         tool_kernel.close()
     return Results(first_seen, repeated, floor, audit, time.perf_counter() - started)
@@ -530,7 +555,9 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
 
 def report(workload: Sequence[Query], results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]:
     """Print the figures; return them as a JSON-able dict."""
-    kernel_cold, policy_cold, agent_os, bare_parse, postgres_cold, bare_pglast, shared_cold, bare_sqlite = results.first_seen
+    kernel_cold, policy_cold, agent_os, bare_parse, postgres_cold, bare_pglast, shared_cold, bare_sqlite = (
+        results.first_seen
+    )
     rows = [s.summary() for s in (*results.first_seen, *results.repeated)]
     floor_us = results.floor.summary()["median_us"]
     n = len(workload)
@@ -538,13 +565,23 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
     print(header)
     print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")
     sqlglotc = f"yes (sqlglotc {env['sqlglotc']})" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
-    print(f"sqlglot {env['sqlglot']}, compiled sqlglotc parser in use: {sqlglotc}; agent-os-kernel {env['agent_os_kernel']}")
+    print(
+        f"sqlglot {env['sqlglot']}, compiled sqlglotc parser in use: {sqlglotc}; agent-os-kernel {env['agent_os_kernel']}"
+    )
     print(f"policy: SQLPolicy(deny={list(DENY)}); Agent OS: PolicyEngine with role {ROLE!r} allowed {TOOL!r}\n")
     print_table(
         ["approach", "n", "median us", "p99 us", "p99/median", "blocked", "allowed only: median us", "p99 us"],
         [
-            [r["approach"], r["n"], r["median_us"], r["p99_us"], f"{r['p99_us'] / r['median_us']:.1f}x", r["blocked"],
-             r["allowed_median_us"], r["allowed_p99_us"]]
+            [
+                r["approach"],
+                r["n"],
+                r["median_us"],
+                r["p99_us"],
+                f"{r['p99_us'] / r['median_us']:.1f}x",
+                r["blocked"],
+                r["allowed_median_us"],
+                r["allowed_p99_us"],
+            ]
             for r in rows
         ],
     )
@@ -557,12 +594,16 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
     }
     for name, value in ratios.items():
         print(f"first-seen median ratio, {name}: {value:.2f}x")
-    print(f"audit trail: {results.audit.get('total_entries')} FlightRecorder records, hash chain valid: {results.audit.get('valid')}")
+    print(
+        f"audit trail: {results.audit.get('total_entries')} FlightRecorder records, hash chain valid: {results.audit.get('valid')}"
+    )
     verdicts = [s.blocked for s in (kernel_cold, policy_cold, *results.repeated)]
     postgres_disagree = sum(a != b for a, b in zip(postgres_cold.blocked, policy_cold.blocked, strict=True))
     print(f"dialect=postgres and no dialect disagree on {postgres_disagree} of {n} queries")
     same = all(v == verdicts[0] for v in verdicts)
-    print(f"kernel and check_sql, cold and warm, audited or not: same verdict on every query: {'yes' if same else 'NO'}")
+    print(
+        f"kernel and check_sql, cold and warm, audited or not: same verdict on every query: {'yes' if same else 'NO'}"
+    )
 
     regex_only = sum(a and not p for a, p in zip(agent_os.blocked, policy_cold.blocked, strict=True))
     parser_only = sum(p and not a for a, p in zip(agent_os.blocked, policy_cold.blocked, strict=True))
@@ -583,14 +624,18 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
                     "agent_os_blocked": sum(agent_os.blocked[i] for i in members),
                 }
             )
-    print_table(["kind of query", "n", "label", "SQLPolicy blocked", "Agent OS blocked"], [list(k.values()) for k in by_kind])
+    print_table(
+        ["kind of query", "n", "label", "SQLPolicy blocked", "Agent OS blocked"], [list(k.values()) for k in by_kind]
+    )
     print("(Agent OS also blocks 'UPDATE ... WHERE 1 = 1' by design; the deny list here does not name UPDATE.)")
 
     wrong = {
         name: [i for i, q in enumerate(workload) if s.blocked[i] != q.kind.should_block]
         for name, s in (("sqlpolicy", policy_cold), ("agent_os", agent_os))
     }
-    print(f"\nverdicts against the label: SQLPolicy {len(wrong['sqlpolicy'])} wrong, Agent OS {len(wrong['agent_os'])} wrong")
+    print(
+        f"\nverdicts against the label: SQLPolicy {len(wrong['sqlpolicy'])} wrong, Agent OS {len(wrong['agent_os'])} wrong"
+    )
     for i in wrong["sqlpolicy"][:3]:
         print(f"  SQLPolicy {'blocked' if policy_cold.blocked[i] else 'allowed'}: {short(workload[i].sql)}")
     print(f"\nwarm-up and measurement took {results.elapsed_s:.1f} s")
@@ -610,7 +655,9 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=2000, help="number of distinct SQL queries in the workload (default: 2000)")
+    parser.add_argument(
+        "--n", type=int, default=2000, help="number of distinct SQL queries in the workload (default: 2000)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the query generator (default: 0)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
@@ -620,10 +667,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     queries = build_workload(args.n + WARMUP_QUERIES, args.seed)
     workload, warmup = queries[: args.n], queries[args.n :]
     results = measure(workload, warmup)
-    header = f"Governance kernel decision latency -- n={args.n} distinct queries, seed={args.seed}, warm-up={len(warmup)}"
+    header = (
+        f"Governance kernel decision latency -- n={args.n} distinct queries, seed={args.seed}, warm-up={len(warmup)}"
+    )
     figures = report(workload, results, header, environment("sqlglotc", "agent-os-kernel"))
     if args.json is not None:
-        args.json.write_text(json.dumps({"n": args.n, "seed": args.seed, "warmup": len(warmup), **figures}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps({"n": args.n, "seed": args.seed, "warmup": len(warmup), **figures}, indent=2) + "\n"
+        )
         print(f"figures written to {args.json}")
 
 

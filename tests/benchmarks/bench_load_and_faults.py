@@ -87,8 +87,10 @@ def format_report(report: Dict[str, Any]) -> str:
         s, g, a = load["spans"], load["governance_stats"], load["audit"]
         whole = load["governance_stats_whole_store"]
         if whole is not None:
-            whole = {k: whole[k] for k in ("total_rollouts", "total_violations", "rollouts_with_violations",
-                                           "blocked_actions")}
+            whole = {
+                k: whole[k]
+                for k in ("total_rollouts", "total_violations", "rollouts_with_violations", "blocked_actions")
+            }
         lines += [
             f"LOAD: {load['rollouts']} rollouts ({load['violating_tasks']} violating) on {load['workers']} "
             f"runner processes: {load['wall_s']} s wall, {load['throughput_rollouts_per_s']} rollouts/s "
@@ -115,22 +117,28 @@ def format_report(report: Dict[str, Any]) -> str:
                 f"max {r['rss_max_mib']} slope {r['rss_slope_mib_per_1000_rollouts']}; "
                 f"USS {r['uss_first_mib']} -> {r['uss_last_mib']} slope {r['uss_slope_mib_per_1000_rollouts']}; "
                 f"FlightRecorder _trace_data {r['trace_data_entries_last']} entries {r['trace_data_mib_last']} MiB "
-                f"(slope {r['trace_data_slope_mib_per_1000_rollouts']})")
+                f"(slope {r['trace_data_slope_mib_per_1000_rollouts']})"
+            )
             lines.append(
                 f"      native: SQLite {r['sqlite_mib_first']} -> {r['sqlite_mib_last']} MiB; "
                 f"glibc heap in use {r['malloc_in_use_mib_first']} -> {r['malloc_in_use_mib_last']} MiB "
                 f"(free in heap {r['malloc_free_mib_last']}); "
-                f"Python blocks {r['python_blocks_first']} -> {r['python_blocks_last']}")
+                f"Python blocks {r['python_blocks_first']} -> {r['python_blocks_last']}"
+            )
             if "tracemalloc" in r:
                 t = r["tracemalloc"]
                 lines.append(f"      traced MiB by rollouts: {t['traced_mib_per_sample']}")
-                lines.append(f"      grew between rollout {t['baseline_at_rollouts']} and {t['last_at_rollouts']} "
-                             "(site, bytes, objects):")
+                lines.append(
+                    f"      grew between rollout {t['baseline_at_rollouts']} and {t['last_at_rollouts']} "
+                    "(site, bytes, objects):"
+                )
                 lines += [f"        {site} {size:+,} B {count:+,}" for site, size, count in t["top_growth_sites"][:5]]
-        lines.append(f"  CPU seconds during the load: {load['cpu_seconds_during_load']}; "
-                     f"load average start/end {load['loadavg_start_end']}; "
-                     f"agl store RSS {load['server_rss_mib'][0]} -> {load['server_rss_mib'][1]} MiB "
-                     f"holding {load['store_statistics_end'].get('total_spans')} spans")
+        lines.append(
+            f"  CPU seconds during the load: {load['cpu_seconds_during_load']}; "
+            f"load average start/end {load['loadavg_start_end']}; "
+            f"agl store RSS {load['server_rss_mib'][0]} -> {load['server_rss_mib'][1]} MiB "
+            f"holding {load['store_statistics_end'].get('total_spans')} spans"
+        )
         lines.append(f"  worker log lines: {load['worker_logs']['levels']}; workers stopped: {load['stopped']}")
     k = report.get("sigkill")
     if k:
@@ -204,42 +212,65 @@ def machine_info() -> Dict[str, Any]:
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--workers", type=int, default=4, help="runner processes in the load run")
     parser.add_argument("--rollouts", type=int, default=3000, help="tasks enqueued in the load run")
-    parser.add_argument("--violating-fraction", type=float, default=0.1,
-                        help="fraction of tasks with one DROP/DELETE (exact)")
+    parser.add_argument(
+        "--violating-fraction", type=float, default=0.1, help="fraction of tasks with one DROP/DELETE (exact)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the task positions")
-    parser.add_argument("--sample-every", type=int, default=250,
-                        help="each worker samples its RSS every this many rollouts")
-    parser.add_argument("--poll-interval", type=float, default=0.05,
-                        help="runner poll interval when the queue is empty (s)")
-    parser.add_argument("--trace-memory", action="store_true",
-                        help="trace Python allocations in each load worker (tracemalloc, slower) and report the code "
-                             "lines whose allocations grew after the first --sample-every rollouts")
-    parser.add_argument("--faults", default="sigkill,policies,restart",
-                        help="comma-separated faults to run after the load: sigkill, policies, restart (or 'none')")
+    parser.add_argument(
+        "--sample-every", type=int, default=250, help="each worker samples its RSS every this many rollouts"
+    )
+    parser.add_argument(
+        "--poll-interval", type=float, default=0.05, help="runner poll interval when the queue is empty (s)"
+    )
+    parser.add_argument(
+        "--trace-memory",
+        action="store_true",
+        help="trace Python allocations in each load worker (tracemalloc, slower) and report the code "
+        "lines whose allocations grew after the first --sample-every rollouts",
+    )
+    parser.add_argument(
+        "--faults",
+        default="sigkill,policies,restart",
+        help="comma-separated faults to run after the load: sigkill, policies, restart (or 'none')",
+    )
     parser.add_argument("--skip-load", action="store_true", help="run only the faults")
     parser.add_argument("--kill-workers", type=int, default=3, help="runner processes in the SIGKILL fault")
-    parser.add_argument("--kill-rollouts", type=int, default=120,
-                        help="ordinary tasks enqueued after the task that gets killed")
-    parser.add_argument("--unresponsive-seconds", type=float, default=2.0,
-                        help="RolloutConfig.unresponsive_seconds of the killed rollout (the server scans every 10 s)")
-    parser.add_argument("--policy-rollouts", type=int, default=10,
-                        help="rollouts for each failing policy (hang, raise)")
-    parser.add_argument("--policy-timeout", type=float, default=0.2,
-                        help="GovernanceKernel policy_timeout_s in the policy fault")
+    parser.add_argument(
+        "--kill-rollouts", type=int, default=120, help="ordinary tasks enqueued after the task that gets killed"
+    )
+    parser.add_argument(
+        "--unresponsive-seconds",
+        type=float,
+        default=2.0,
+        help="RolloutConfig.unresponsive_seconds of the killed rollout (the server scans every 10 s)",
+    )
+    parser.add_argument(
+        "--policy-rollouts", type=int, default=10, help="rollouts for each failing policy (hang, raise)"
+    )
+    parser.add_argument(
+        "--policy-timeout", type=float, default=0.2, help="GovernanceKernel policy_timeout_s in the policy fault"
+    )
     parser.add_argument("--hang-seconds", type=float, default=60.0, help="how long the hanging policy hangs per call")
     parser.add_argument("--restart-workers", type=int, default=3, help="runner processes in the store-restart fault")
-    parser.add_argument("--restart-before", type=int, default=600,
-                        help="tasks enqueued before the store is restarted (batch A)")
+    parser.add_argument(
+        "--restart-before", type=int, default=600, help="tasks enqueued before the store is restarted (batch A)"
+    )
     parser.add_argument("--restart-after", type=int, default=150, help="tasks enqueued after the restart (batch B)")
-    parser.add_argument("--restart-at", type=float, default=0.3,
-                        help="restart once this fraction of batch A has finished")
+    parser.add_argument(
+        "--restart-at", type=float, default=0.3, help="restart once this fraction of batch A has finished"
+    )
     parser.add_argument("--port", type=int, default=0, help="port of agl store on 127.0.0.1 (0: a free one)")
-    parser.add_argument("--run-dir", type=Path, default=Path("runs/load_and_faults"),
-                        help="working directory (databases, audit files, logs)")
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=Path("runs/load_and_faults"),
+        help="working directory (databases, audit files, logs)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
     parser.add_argument("--timeout", type=float, default=900.0, help="give up on a phase after this many seconds")
     parser.add_argument("--quick", action="store_true", help="small run: 3 workers x 200 rollouts, small faults")
@@ -267,8 +298,11 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     server = StoreServer(port, run_dir / "agl-store.log")
     pool = WorkerPool()
     command = [Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])
-    report: Dict[str, Any] = {"machine": machine_info(), "command": " ".join(command),
-                              "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    report: Dict[str, Any] = {
+        "machine": machine_info(),
+        "command": " ".join(command),
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    }
     t_start = time.monotonic()
     try:
         server.launch()
@@ -276,26 +310,55 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         report["store_startup_s"] = round(server.wait_healthy(), 1)
         print(f"agl store up on {server.url} after {report['store_startup_s']}s", flush=True)
         if not args.skip_load:
-            report["load"] = run_load(server, pool, run_dir, workers=args.workers, rollouts=args.rollouts,
-                                      violating_fraction=args.violating_fraction, seed=args.seed,
-                                      sample_every=args.sample_every, poll_interval=args.poll_interval,
-                                      timeout=args.timeout, trace_memory=args.trace_memory)
+            report["load"] = run_load(
+                server,
+                pool,
+                run_dir,
+                workers=args.workers,
+                rollouts=args.rollouts,
+                violating_fraction=args.violating_fraction,
+                seed=args.seed,
+                sample_every=args.sample_every,
+                poll_interval=args.poll_interval,
+                timeout=args.timeout,
+                trace_memory=args.trace_memory,
+            )
         if "sigkill" in args.fault_list:
-            report["sigkill"] = fault_sigkill(server, pool, run_dir, workers=args.kill_workers,
-                                              rollouts=args.kill_rollouts,
-                                              violating_fraction=args.violating_fraction,
-                                              unresponsive_seconds=args.unresponsive_seconds,
-                                              poll_interval=args.poll_interval, timeout=args.timeout)
+            report["sigkill"] = fault_sigkill(
+                server,
+                pool,
+                run_dir,
+                workers=args.kill_workers,
+                rollouts=args.kill_rollouts,
+                violating_fraction=args.violating_fraction,
+                unresponsive_seconds=args.unresponsive_seconds,
+                poll_interval=args.poll_interval,
+                timeout=args.timeout,
+            )
         if "policies" in args.fault_list:
-            report["policies"] = fault_policies(server, pool, run_dir, rollouts=args.policy_rollouts,
-                                                policy_timeout_s=args.policy_timeout, hang_s=args.hang_seconds,
-                                                poll_interval=args.poll_interval, timeout=args.timeout)
+            report["policies"] = fault_policies(
+                server,
+                pool,
+                run_dir,
+                rollouts=args.policy_rollouts,
+                policy_timeout_s=args.policy_timeout,
+                hang_s=args.hang_seconds,
+                poll_interval=args.poll_interval,
+                timeout=args.timeout,
+            )
         if "restart" in args.fault_list:
-            report["restart"] = fault_store_restart(server, pool, run_dir, workers=args.restart_workers,
-                                                    rollouts_before=args.restart_before,
-                                                    rollouts_after=args.restart_after, stop_at_fraction=args.restart_at,
-                                                    violating_fraction=args.violating_fraction,
-                                                    poll_interval=args.poll_interval, timeout=args.timeout)
+            report["restart"] = fault_store_restart(
+                server,
+                pool,
+                run_dir,
+                workers=args.restart_workers,
+                rollouts_before=args.restart_before,
+                rollouts_after=args.restart_after,
+                stop_at_fraction=args.restart_at,
+                violating_fraction=args.violating_fraction,
+                poll_interval=args.poll_interval,
+                timeout=args.timeout,
+            )
     finally:
         pool.close()
         server.close()

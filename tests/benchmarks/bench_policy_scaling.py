@@ -288,16 +288,27 @@ def mixed_policies(n_rules: int, cache_size: int) -> List[Policy]:
             tools = [TOOL, *OTHER_TOOLS[: 1 + i % len(OTHER_TOOLS)], f"tool_{i}"]
             policies.append(ToolAllowListPolicy(tools, name=f"allow_list_{i}"))
         elif kind == 2:
-            policies.append(CostControlPolicy(max_cost_usd=10.0 + i, scope="rollout" if i % 2 else "run", name=f"budget_{i}"))
+            policies.append(
+                CostControlPolicy(max_cost_usd=10.0 + i, scope="rollout" if i % 2 else "run", name=f"budget_{i}")
+            )
         else:
-            policies.append(SQLPolicy(deny=DENY_LISTS[i % len(DENY_LISTS)], tools=[f"warehouse_{i}_query"], name=f"sql_warehouse_{i}", cache_size=cache_size))
+            policies.append(
+                SQLPolicy(
+                    deny=DENY_LISTS[i % len(DENY_LISTS)],
+                    tools=[f"warehouse_{i}_query"],
+                    name=f"sql_warehouse_{i}",
+                    cache_size=cache_size,
+                )
+            )
     return policies
 
 
 def all_sql_policies(n_rules: int, cache_size: int) -> List[SQLPolicy]:
     """N SQLPolicies on the same database tool, each with its own deny list and parse cache."""
     return [
-        SQLPolicy(deny=DENY_LISTS[i % len(DENY_LISTS)], name="SQLPolicy" if i == 0 else f"sql_{i}", cache_size=cache_size)
+        SQLPolicy(
+            deny=DENY_LISTS[i % len(DENY_LISTS)], name="SQLPolicy" if i == 0 else f"sql_{i}", cache_size=cache_size
+        )
         for i in range(n_rules)
     ]
 
@@ -347,6 +358,7 @@ def measure_rules(n: int, seed: int, freeze: bool) -> Tuple[List[RuleRow], Serie
         kernel = GovernanceKernel(policies)
         first = [Action(TOOL, {"query": fresh(q)}) for q in workload]
         again = [Action(TOOL, {"query": fresh(q)}) for q in workload]
+
         def first_seen(i: int) -> Any:
             _shared_analysis.cache_clear()  # every row sees the same texts: make this one new
             return kernel.check(first[i])
@@ -405,15 +417,40 @@ def measure_rules(n: int, seed: int, freeze: bool) -> Tuple[List[RuleRow], Serie
 
 
 def report_rules(rows: List[RuleRow], floor_first: Series, floor_again: Series, n: int) -> Dict[str, Any]:
-    print(f"== Part 1: per-action cost vs number of rules -- {n} distinct SQL actions per row, warm-up {WARMUP_QUERIES}")
+    print(
+        f"== Part 1: per-action cost vs number of rules -- {n} distinct SQL actions per row, warm-up {WARMUP_QUERIES}"
+    )
     table = []
     for row in rows:
         parses = "-" if row.parses_per_action is None else f"{row.parses_per_action:.2f}"
         table.append(
-            [f"{row.config}", row.rules, row.first_seen.median_us, row.first_seen.p99_us, row.repeated.median_us, row.repeated.p99_us, parses, sum(row.first_seen.blocked)]
+            [
+                f"{row.config}",
+                row.rules,
+                row.first_seen.median_us,
+                row.first_seen.p99_us,
+                row.repeated.median_us,
+                row.repeated.p99_us,
+                parses,
+                sum(row.first_seen.blocked),
+            ]
         )
-    print_table(["configuration", "rules", "first-seen med us", "p99 us", "repeated med us", "p99 us", "parses/action", "blocked"], table)
-    print(f"harness floor (timer + a no-op call): median {floor_first.median_us:.2f} us (first-seen phase), {floor_again.median_us:.2f} us (repeated phase)")
+    print_table(
+        [
+            "configuration",
+            "rules",
+            "first-seen med us",
+            "p99 us",
+            "repeated med us",
+            "p99 us",
+            "parses/action",
+            "blocked",
+        ],
+        table,
+    )
+    print(
+        f"harness floor (timer + a no-op call): median {floor_first.median_us:.2f} us (first-seen phase), {floor_again.median_us:.2f} us (repeated phase)"
+    )
 
     configs = list(dict.fromkeys(row.config for row in rows))
     by = {(row.config, row.rules): row for row in rows}
@@ -430,16 +467,29 @@ def report_rules(rows: List[RuleRow], floor_first: Series, floor_again: Series, 
                 hi.repeated.median_us / lo.repeated.median_us,
             ]
         )
-    print(f"\ncost of each extra rule, from {RULE_COUNTS[0]} to {RULE_COUNTS[-1]} rules (difference of medians / {RULE_COUNTS[-1] - RULE_COUNTS[0]}):")
+    print(
+        f"\ncost of each extra rule, from {RULE_COUNTS[0]} to {RULE_COUNTS[-1]} rules (difference of medians / {RULE_COUNTS[-1] - RULE_COUNTS[0]}):"
+    )
     print_table(
-        ["configuration", "first-seen us/rule", "repeated us/rule", f"first-seen x{RULE_COUNTS[-1]}/x{RULE_COUNTS[0]}", "repeated ratio"],
+        [
+            "configuration",
+            "first-seen us/rule",
+            "repeated us/rule",
+            f"first-seen x{RULE_COUNTS[-1]}/x{RULE_COUNTS[0]}",
+            "repeated ratio",
+        ],
         slopes,
         float_format=",.2f",
     )
 
     checks = []
     mixed = [by[("kernel mixed", r)] for r in RULE_COUNTS]
-    checks.append(("kernel mixed: same verdicts at 1, 10, 100 rules, first-seen and repeated", all(m.first_seen.blocked == mixed[0].first_seen.blocked == m.repeated.blocked for m in mixed)))
+    checks.append(
+        (
+            "kernel mixed: same verdicts at 1, 10, 100 rules, first-seen and repeated",
+            all(m.first_seen.blocked == mixed[0].first_seen.blocked == m.repeated.blocked for m in mixed),
+        )
+    )
     for label, ok in checks:
         print(f"{label}: {'yes' if ok else 'NO'}")
     for row in rows:
@@ -574,24 +624,37 @@ def measure_lengths(texts: Dict[int, List[str]], seed: int, freeze: bool) -> Tup
         for text in queries:  # the repeated kernel has seen every measured text once
             warm_kernel.check(Action(TOOL, {"query": fresh(text)}))
         own = {name: [fresh(q) for q in queries] for name in LENGTH_APPROACHES}
-        actions = {name: [Action(TOOL, {"query": q}) for q in own[name]] for name in ("kernel.check first-seen", "kernel.check repeated")}
+        actions = {
+            name: [Action(TOOL, {"query": q}) for q in own[name]]
+            for name in ("kernel.check first-seen", "kernel.check repeated")
+        }
         args = [{"query": q} for q in own["agent_os check_violation"]]
 
         def calls(own=own, actions=actions, args=args) -> Dict[str, Tuple[Callable[[int], Any], Callable[[Any], bool]]]:
             return {
                 "sqlglot.tokenize": (lambda i: sqlglot.tokenize(own["sqlglot.tokenize"][i]), lambda _: False),
                 "sqlglot.parse": (lambda i: sqlglot.parse(own["sqlglot.parse"][i]), lambda _: False),
-                "SQLPolicy.check_sql first-seen": (lambda i: cold_policy.check_sql(own["SQLPolicy.check_sql first-seen"][i]), bool),
-                "kernel.check first-seen": (lambda i: cold_kernel.check(actions["kernel.check first-seen"][i]), decided),
+                "SQLPolicy.check_sql first-seen": (
+                    lambda i: cold_policy.check_sql(own["SQLPolicy.check_sql first-seen"][i]),
+                    bool,
+                ),
+                "kernel.check first-seen": (
+                    lambda i: cold_kernel.check(actions["kernel.check first-seen"][i]),
+                    decided,
+                ),
                 "kernel.check repeated": (lambda i: warm_kernel.check(actions["kernel.check repeated"][i]), decided),
                 "agent_os check_violation": (lambda i: engine.check_violation(ROLE, TOOL, args[i]), denied),
             }
 
         series = {name: Series(f"{name} {target}", call, blocked) for name, (call, blocked) in calls().items()}
-        rows.append(LengthRow(target, statistics.median(len(q) for q in queries), series, Series("no-op call", lambda i: None)))
+        rows.append(
+            LengthRow(target, statistics.median(len(q) for q in queries), series, Series("no-op call", lambda i: None))
+        )
 
     settle_gc(freeze)
-    schedule = sorted(((i + 0.5) / len(texts[row.target]), r, i) for r, row in enumerate(rows) for i in range(len(texts[row.target])))
+    schedule = sorted(
+        ((i + 0.5) / len(texts[row.target]), r, i) for r, row in enumerate(rows) for i in range(len(texts[row.target]))
+    )
     for k, (_, r, i) in enumerate(schedule):
         row_series = [*rows[r].series.values(), rows[r].floor]
         shift = k % len(row_series)
@@ -619,7 +682,16 @@ def report_lengths(rows: List[LengthRow]) -> Dict[str, Any]:
     }
     print_table(
         ["target chars", "median chars", "queries", *short_names.values(), "floor"],
-        [[f"{row.target:,}", f"{row.chars:,.0f}", len(row.series["sqlglot.parse"].samples_ns), *(row.series[k].median_us for k in short_names), row.floor.median_us] for row in rows],
+        [
+            [
+                f"{row.target:,}",
+                f"{row.chars:,.0f}",
+                len(row.series["sqlglot.parse"].samples_ns),
+                *(row.series[k].median_us for k in short_names),
+                row.floor.median_us,
+            ]
+            for row in rows
+        ],
     )
     blocked = {}
     for row in rows:
@@ -635,7 +707,10 @@ def report_lengths(rows: List[LengthRow]) -> Dict[str, Any]:
         print("blocked: none (every query is a plain SELECT that no rule denies)")
     print(
         "kernel.check first-seen, mean / max us (the mean carries the garbage collector's pauses): "
-        + "; ".join(f"{row.target:,}: {row.series['kernel.check first-seen'].mean_us:,.0f} / {row.series['kernel.check first-seen'].max_us:,.0f}" for row in rows)
+        + "; ".join(
+            f"{row.target:,}: {row.series['kernel.check first-seen'].mean_us:,.0f} / {row.series['kernel.check first-seen'].max_us:,.0f}"
+            for row in rows
+        )
     )
 
     print("\nus per 1000 characters (median / median length x 1000):")
@@ -648,7 +723,9 @@ def report_lengths(rows: List[LengthRow]) -> Dict[str, Any]:
     lo, hi = rows[-3], rows[-1]
     stats = {"median": lambda x: x.median_us, "net of GC": lambda x: x.net_median_us}
     slopes = {
-        stat: {k: fitted_slope([row.chars for row in big], [get(row.series[k]) for row in big]) * 1000 for k in short_names}
+        stat: {
+            k: fitted_slope([row.chars for row in big], [get(row.series[k]) for row in big]) * 1000 for k in short_names
+        }
         for stat, get in stats.items()
     }
     exponents = {
@@ -665,7 +742,9 @@ def report_lengths(rows: List[LengthRow]) -> Dict[str, Any]:
         ],
         float_format=",.2f",
     )
-    print("(growth exponent 1 = linear; 'net of GC' = median of each call's time minus the garbage collection inside it)")
+    print(
+        "(growth exponent 1 = linear; 'net of GC' = median of each call's time minus the garbage collection inside it)"
+    )
 
     print("\nwhere a first-seen kernel.check goes (medians net of GC; GC = mean garbage collection inside a call):")
     breakdown = []
@@ -727,14 +806,27 @@ def plot(path: Path, rules: Dict[str, Any], lengths: Dict[str, Any]) -> None:
         xs = [r["rules"] for r in rows]
         (line,) = left.plot(xs, [r["first_seen_median_us"] for r in rows], marker="o", label=f"{config} first-seen")
         if not config.startswith("agent_os"):
-            left.plot(xs, [r["repeated_median_us"] for r in rows], marker="s", linestyle="--", color=line.get_color(), label=f"{config} repeated")
+            left.plot(
+                xs,
+                [r["repeated_median_us"] for r in rows],
+                marker="s",
+                linestyle="--",
+                color=line.get_color(),
+                label=f"{config} repeated",
+            )
     left.set(xscale="log", yscale="log", xlabel="rules", ylabel="median us per action", title="cost vs number of rules")
     left.legend(fontsize=7)
     left.grid(True, which="both", alpha=0.3)
     xs = [r["median_chars"] for r in lengths["rows"]]
     for name in next(iter(lengths["rows"]))["median_us"]:
         right.plot(xs, [r["median_us"][name] for r in lengths["rows"]], marker="o", label=name)
-    right.set(xscale="log", yscale="log", xlabel="query length (characters)", ylabel="median us per call", title="cost vs query length")
+    right.set(
+        xscale="log",
+        yscale="log",
+        xlabel="query length (characters)",
+        ylabel="median us per call",
+        title="cost vs query length",
+    )
     right.legend(fontsize=7)
     right.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
@@ -746,7 +838,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=400, help="distinct SQL actions per rule-count row (default: 400)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the query generators (default: 0)")
-    parser.add_argument("--chars", type=int, default=1_500_000, help="characters timed per query length (default: 1500000)")
+    parser.add_argument(
+        "--chars", type=int, default=1_500_000, help="characters timed per query length (default: 1500000)"
+    )
     parser.add_argument(
         "--no-freeze",
         action="store_true",
@@ -763,10 +857,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     env = environment("sqlglotc", "agent-os-kernel")
     print(f"Governance cost scaling -- seed={args.seed}, n={args.n}, chars per length={args.chars:,}")
     freeze = "no (--no-freeze)" if args.no_freeze else "yes, after set-up, before each part's timing"
-    print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs; gc enabled: {gc.isenabled()}, gc.freeze(): {freeze}")
+    print(
+        f"{env['python']} on {env['platform']}, {env['cpus']} CPUs; gc enabled: {gc.isenabled()}, gc.freeze(): {freeze}"
+    )
     sqlglotc = f"yes (sqlglotc {env['sqlglotc']})" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
     tokenizer_compiled = not str(getattr(sqlglot.tokens.tokenizer_core, "__file__", ".py")).endswith(".py")
-    print(f"sqlglot {env['sqlglot']}, compiled parser in use: {sqlglotc}, compiled tokenizer: {'yes' if tokenizer_compiled else 'no'}; agent-os-kernel {env['agent_os_kernel']}\n")
+    print(
+        f"sqlglot {env['sqlglot']}, compiled parser in use: {sqlglotc}, compiled tokenizer: {'yes' if tokenizer_compiled else 'no'}; agent-os-kernel {env['agent_os_kernel']}\n"
+    )
 
     rule_rows, floor_first, floor_again, rules_s = measure_rules(args.n, args.seed, not args.no_freeze)
     rules = report_rules(rule_rows, floor_first, floor_again, args.n)
@@ -780,7 +878,15 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print(f"part 1 took {rules_s:.1f} s, part 2 {lengths_s:.1f} s (warm-up included)")
 
     if args.json is not None:
-        payload = {"seed": args.seed, "n": args.n, "chars": args.chars, "gc_freeze": not args.no_freeze, "environment": env, "rules": rules, "lengths": lengths}
+        payload = {
+            "seed": args.seed,
+            "n": args.n,
+            "chars": args.chars,
+            "gc_freeze": not args.no_freeze,
+            "environment": env,
+            "rules": rules,
+            "lengths": lengths,
+        }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
         print(f"figures written to {args.json}")
     if args.plot is not None:

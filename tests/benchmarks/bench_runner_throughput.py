@@ -110,7 +110,6 @@ from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
 
-
 from bench_common import environment, print_table  # noqa: E402
 
 import agentlightning as agl  # noqa: E402
@@ -147,7 +146,10 @@ def build_database(path: Path, seed: int) -> None:
     )
     conn.executemany(
         "INSERT INTO users (name, country, created_at) VALUES (?, ?, ?)",
-        [(f"user{i}", r.choice(COUNTRIES), f"2025-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}") for i in range(N_USERS)],
+        [
+            (f"user{i}", r.choice(COUNTRIES), f"2025-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}")
+            for i in range(N_USERS)
+        ],
     )
     conn.executemany(
         "INSERT INTO products (name, category, price) VALUES (?, ?, ?)",
@@ -156,8 +158,13 @@ def build_database(path: Path, seed: int) -> None:
     conn.executemany(
         "INSERT INTO orders (user_id, product_id, total, status, created_at) VALUES (?, ?, ?, ?, ?)",
         [
-            (r.randint(1, N_USERS), r.randint(1, N_PRODUCTS), round(r.uniform(2, 900), 2), r.choice(STATUSES),
-             f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}")
+            (
+                r.randint(1, N_USERS),
+                r.randint(1, N_PRODUCTS),
+                round(r.uniform(2, 900), 2),
+                r.choice(STATUSES),
+                f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+            )
             for _ in range(N_ORDERS)
         ],
     )
@@ -203,7 +210,10 @@ def destructive_query(r: random.Random) -> Tuple[str, str]:
             ("DROP TABLE orders", "SELECT COUNT(*) FROM orders"),
             ("DROP TABLE IF EXISTS users", "SELECT COUNT(*) FROM users"),
             (f"DELETE FROM orders WHERE user_id = {uid}", f"SELECT COUNT(*) FROM orders WHERE user_id = {uid}"),
-            (f"DELETE FROM users WHERE country = '{r.choice(COUNTRIES)}'", f"SELECT COUNT(*) FROM users WHERE country = '{r.choice(COUNTRIES)}'"),
+            (
+                f"DELETE FROM users WHERE country = '{r.choice(COUNTRIES)}'",
+                f"SELECT COUNT(*) FROM users WHERE country = '{r.choice(COUNTRIES)}'",
+            ),
         ]
     )
 
@@ -299,7 +309,12 @@ class Arm:
 
 
 async def start_arm(
-    label: str, runner: agl.LitAgentRunner, tool: Callable[..., Any], governed: bool, kernel: Optional[GovernanceKernel] = None, model_ms: float = 0.0
+    label: str,
+    runner: agl.LitAgentRunner,
+    tool: Callable[..., Any],
+    governed: bool,
+    kernel: Optional[GovernanceKernel] = None,
+    model_ms: float = 0.0,
 ) -> Arm:
     store = InMemoryLightningStore()
     await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
@@ -324,7 +339,9 @@ class Results:
     elapsed_s: float
 
 
-async def measure(rounds: int, rollouts: int, seed: int, destructive: float, tmp: Path, model_ms: float = 0.0) -> Results:
+async def measure(
+    rounds: int, rollouts: int, seed: int, destructive: float, tmp: Path, model_ms: float = 0.0
+) -> Results:
     started = time.perf_counter()
     db = tmp / "shop.db"
     build_database(db, seed)
@@ -337,14 +354,25 @@ async def measure(rounds: int, rollouts: int, seed: int, destructive: float, tmp
     kernel = GovernanceKernel([policy()])
     audit_kernel = GovernanceKernel([policy()], recorder=tmp / "audit.db")
     arms = [
-        await start_arm("plain LitAgentRunner", agl.LitAgentRunner(agl.AgentOpsTracer()), run_sql, governed=False, model_ms=model_ms),
+        await start_arm(
+            "plain LitAgentRunner", agl.LitAgentRunner(agl.AgentOpsTracer()), run_sql, governed=False, model_ms=model_ms
+        ),
         await start_arm("AgentOSRunner", AgentOSRunner(kernel, log_violations=False), governed, True, kernel, model_ms),
-        await start_arm("AgentOSRunner + audit", AgentOSRunner(audit_kernel, log_violations=False), governed, True, audit_kernel, model_ms),
+        await start_arm(
+            "AgentOSRunner + audit",
+            AgentOSRunner(audit_kernel, log_violations=False),
+            governed,
+            True,
+            audit_kernel,
+            model_ms,
+        ),
     ]
     try:
         for arm in arms:
             await arm.run_batch(warmup, counted=False)
-        counts_before = {arm.label: dict(arm.runner.get_stats()) for arm in arms if isinstance(arm.runner, AgentOSRunner)}
+        counts_before = {
+            arm.label: dict(arm.runner.get_stats()) for arm in arms if isinstance(arm.runner, AgentOSRunner)
+        }
         for index, tasks in enumerate(schedule):
             shift = index % len(arms)
             for arm in (*arms[shift:], *arms[:shift]):
@@ -428,9 +456,23 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
         f"agentlightning {env['agentlightning']}, agentops {env['agentops']}, agent-os-kernel {env['agent_os_kernel']}, "
         f"sqlglot {env['sqlglot']} (compiled parser: {sqlglotc}), SQLite {env['sqlite']}"
     )
-    print(f"policy: SQLPolicy(deny={list(DENY)}, dialect='sqlite'); driven by runner.step(); InMemoryLightningStore; AgentOpsTracer\n")
+    print(
+        f"policy: SQLPolicy(deny={list(DENY)}, dialect='sqlite'); driven by runner.step(); InMemoryLightningStore; AgentOpsTracer\n"
+    )
     print_table(
-        ["arm", "rollouts/s median", "min-max", "vs plain", "paired ratio [min-max]", "ms/rollout", "+ms vs plain", "step p50 ms", "checks", "blocked", "spans/rollout"],
+        [
+            "arm",
+            "rollouts/s median",
+            "min-max",
+            "vs plain",
+            "paired ratio [min-max]",
+            "ms/rollout",
+            "+ms vs plain",
+            "step p50 ms",
+            "checks",
+            "blocked",
+            "spans/rollout",
+        ],
         [
             [
                 row["arm"],
@@ -450,13 +492,17 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
         float_format=",.2f",
     )
     failed = sum(row["failed_rollouts"] for row in rows)
-    print(f"\nrollouts that did not succeed: {failed}; database unchanged after all rollouts: {'yes' if results.db_intact else 'NO'}")
+    print(
+        f"\nrollouts that did not succeed: {failed}; database unchanged after all rollouts: {'yes' if results.db_intact else 'NO'}"
+    )
     print(
         f"destructive statements in the counted tasks: {results.expected_blocked}; blocked by "
         + ", ".join(f"{label}: {n}" for label, n in results.blocked.items() if label != plain.label)
         + " (the plain arm ran a read of the same rows instead)"
     )
-    print(f"audit trail: {results.audit.get('total_entries')} FlightRecorder records (warm-up included), hash chain valid: {results.audit.get('valid')}")
+    print(
+        f"audit trail: {results.audit.get('total_entries')} FlightRecorder records (warm-up included), hash chain valid: {results.audit.get('valid')}"
+    )
     print(f"\nset-up, warm-up and measurement took {results.elapsed_s:.1f} s")
     return {
         "environment": env,
@@ -471,14 +517,27 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rollouts", type=int, default=50, help="rollouts per arm per round (default: 50)")
-    parser.add_argument("--rounds", type=int, default=10, help="counted rounds; every arm runs once per round, in rotating order (default: 10)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the database content and of the tasks (default: 0)")
     parser.add_argument(
-        "--destructive", type=float, default=0.1, metavar="FRACTION",
+        "--rounds",
+        type=int,
+        default=10,
+        help="counted rounds; every arm runs once per round, in rotating order (default: 10)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the database content and of the tasks (default: 0)"
+    )
+    parser.add_argument(
+        "--destructive",
+        type=float,
+        default=0.1,
+        metavar="FRACTION",
         help="fraction of each round's tasks that carry one DROP or DELETE (default: 0.1)",
     )
     parser.add_argument(
-        "--model-ms", type=float, default=0.0, metavar="MS",
+        "--model-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
         help="simulated model latency before each query, in ms (a sleep, as an LLM call would take); "
         "0, the default, leaves only the cheap SQLite tool: the near-worst case for the ratio",
     )
@@ -495,7 +554,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     logging.getLogger("agentlightning").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
-        results = asyncio.run(measure(args.rounds, args.rollouts, args.seed, args.destructive, Path(tmp), args.model_ms))
+        results = asyncio.run(
+            measure(args.rounds, args.rollouts, args.seed, args.destructive, Path(tmp), args.model_ms)
+        )
     header = (
         f"Rollout throughput, plain LitAgentRunner vs AgentOSRunner -- {args.rounds} rounds x {args.rollouts} rollouts per arm, "
         f"seed={args.seed}, destructive={args.destructive:.0%} of tasks, model latency={args.model_ms:g} ms per query, "
@@ -504,8 +565,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     figures = report(results, header, environment("agentlightning", "agentops", "agent-os-kernel"))
     if args.json is not None:
         settings = {
-            "rollouts": args.rollouts, "rounds": args.rounds, "seed": args.seed, "destructive": args.destructive,
-            "model_ms": args.model_ms, "warmup": WARMUP_ROLLOUTS,
+            "rollouts": args.rollouts,
+            "rounds": args.rounds,
+            "seed": args.seed,
+            "destructive": args.destructive,
+            "model_ms": args.model_ms,
+            "warmup": WARMUP_ROLLOUTS,
         }
         args.json.write_text(json.dumps({**settings, **figures}, indent=2) + "\n")
         print(f"figures written to {args.json}")

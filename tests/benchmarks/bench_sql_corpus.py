@@ -59,11 +59,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.sql_corpus
 
-from bench_common import environment, print_table  # noqa: E402
 from agent_os import PolicyEngine  # noqa: E402
-from agentlightning.contrib.kernel.agentos import SQLPolicy  # noqa: E402
-
-from agentlightning.contrib.kernel.agentos.sql import analyze_sql  # noqa: E402
+from bench_common import environment, print_table  # noqa: E402
 
 from tests.sql_corpus import (  # noqa: E402
     ALLOW,
@@ -82,11 +79,20 @@ from tests.sql_corpus import (  # noqa: E402
     destruction_across,
 )
 
+from agentlightning.contrib.kernel.agentos import SQLPolicy  # noqa: E402
+from agentlightning.contrib.kernel.agentos.sql import analyze_sql  # noqa: E402
+
 ROLE = "agent"
 TOOL = "database_query"
 # sqlglot logs a warning for every statement it keeps as an unparsed Command.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
-WARMUP = ["SELECT 1", "SELECT a FROM b WHERE c = 'd'", "DELETE FROM t", "WITH x AS (SELECT 1) SELECT * FROM x", "DROP TABLE t; SELECT 2"]
+WARMUP = [
+    "SELECT 1",
+    "SELECT a FROM b WHERE c = 'd'",
+    "DELETE FROM t",
+    "WITH x AS (SELECT 1) SELECT * FROM x",
+    "DROP TABLE t; SELECT 2",
+]
 
 
 RAISED: List[str] = []  # entries on which SQLPolicy.check_sql raised (the kernel blocks those: fail closed)
@@ -141,8 +147,10 @@ def short(sql: str, limit: int = 90) -> str:
 def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dict[str, Any]:
     cases = list(CORPUS)
     print(f"Adversarial SQL corpus: {len(cases)} entries in {len(CATEGORIES)} categories, deny list {list(DENY)}")
-    print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs; sqlglot {env['sqlglot']} "
-          f"(compiled parser: {env['sqlglotc_in_use']}); agent-os-kernel {env['agent_os_kernel']}; SQLite {env['sqlite']}\n")
+    print(
+        f"{env['python']} on {env['platform']}, {env['cpus']} CPUs; sqlglot {env['sqlglot']} "
+        f"(compiled parser: {env['sqlglotc_in_use']}); agent-os-kernel {env['agent_os_kernel']}; SQLite {env['sqlite']}\n"
+    )
 
     rows: List[Dict[str, Any]] = []
     groups = [(category, [i for i, c in enumerate(cases) if c.category == category]) for category in CATEGORIES]
@@ -169,26 +177,34 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
         [list(r.values()) for r in rows],
     )
     in_scope = sum(c.in_agent_os_scope for c in cases)
-    print(f"(in scope: of the {in_scope} entries whose denied statement is a DROP, DELETE or TRUNCATE, the ones Agent OS allowed)\n")
+    print(
+        f"(in scope: of the {in_scope} entries whose denied statement is a DROP, DELETE or TRUNCATE, the ones Agent OS allowed)\n"
+    )
 
     medians = {name: statistics.median(r["ns"]) / 1000 for name, r in results.items()}
     maxima = {name: max(r["ns"]) / 1000 for name, r in results.items()}
     print_table(
         ["decision time", "median us", "max us"],
-        [["SQLPolicy.check_sql (first-seen)", medians["sqlpolicy"], maxima["sqlpolicy"]],
-         ["agent_os PolicyEngine.check_violation", medians["agent_os"], maxima["agent_os"]]],
+        [
+            ["SQLPolicy.check_sql (first-seen)", medians["sqlpolicy"], maxima["sqlpolicy"]],
+            ["agent_os PolicyEngine.check_violation", medians["agent_os"], maxima["agent_os"]],
+        ],
     )
 
     ours = errors(cases, results["sqlpolicy"]["blocked"])
     print(f"\nSQLPolicy false negatives ({len(ours['fn'])}):")
     for c in ours["fn"]:
         print(f"  [{c.category}] {c.id}: {short(c.sql)}\n      {c.note}")
-    print(f"\nSQLPolicy.check_sql raised on {len(RAISED)} entries (counted as blocked; GovernanceKernel fails closed on them):")
+    print(
+        f"\nSQLPolicy.check_sql raised on {len(RAISED)} entries (counted as blocked; GovernanceKernel fails closed on them):"
+    )
     for line in RAISED:
         print(f"  {line}")
     fp_ids = {c.id for c in ours["fp"]}
-    print(f"\nSQLPolicy false positives ({len(fp_ids)}); new (not in KNOWN_FALSE_POSITIVES): "
-          f"{sorted(fp_ids - KNOWN_FALSE_POSITIVES) or 'none'}; known but now allowed: {sorted(KNOWN_FALSE_POSITIVES - fp_ids) or 'none'}")
+    print(
+        f"\nSQLPolicy false positives ({len(fp_ids)}); new (not in KNOWN_FALSE_POSITIVES): "
+        f"{sorted(fp_ids - KNOWN_FALSE_POSITIVES) or 'none'}; known but now allowed: {sorted(KNOWN_FALSE_POSITIVES - fp_ids) or 'none'}"
+    )
     for c in ours["fp"]:
         print(f"  [{c.category}] {c.id}: {short(c.sql)}")
 
@@ -197,7 +213,9 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
         "deny": list(DENY),
         "rows": rows,
         "decision_time_us": {"median": medians, "max": maxima},
-        "sqlpolicy_false_negatives": [{"id": c.id, "category": c.category, "sql": c.sql, "note": c.note} for c in ours["fn"]],
+        "sqlpolicy_false_negatives": [
+            {"id": c.id, "category": c.category, "sql": c.sql, "note": c.note} for c in ours["fn"]
+        ],
         "sqlpolicy_false_positives": sorted(fp_ids),
         "sqlpolicy_check_sql_raised": list(RAISED),
         "agent_os_false_negatives": [c.id for c in errors(cases, results["agent_os"]["blocked"])["fn"]],
@@ -228,7 +246,9 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
     verdicts: Dict[Optional[str], Dict[str, bool]] = {}
     for policy_name, dialect, databases in judged_on:
         if dialect not in verdicts:
-            decide = lambda sql, d=dialect: bool(SQLPolicy(deny=list(DESTRUCTIVE), dialect=d, cache_size=0).check_sql(sql))  # noqa: E731
+            decide = lambda sql, d=dialect: bool(
+                SQLPolicy(deny=list(DESTRUCTIVE), dialect=d, cache_size=0).check_sql(sql)
+            )  # noqa: E731
             verdicts[dialect] = {c.id: decide(c.sql) for c in CORPUS}
         blocked = verdicts[dialect]
         destructive = [c for c in CORPUS if destruction_across(c, databases) == DESTROYS]
@@ -237,32 +257,96 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
         fp = [c.id for c in harmless if blocked[c.id]]
         sources = Counter(block_source(c.sql, dialect) for c in destructive if blocked[c.id])
         judged = "all three" if len(databases) > 1 else databases[0]
-        rows.append([policy_name, judged, len(destructive), len(fn), len(harmless), len(fp), len(destructive) - len(fn),
-                     sources["recognised"] + sources["unverifiable"], sources["unverifiable"], sources["parse failure"], sources["other"]])
-        figures.append({"policy": policy_name, "dialect": dialect, "judged_on": list(databases), "destructive": len(destructive),
-                        "false_negatives": fn, "harmless": len(harmless), "false_positives": fp, "true_block_sources": dict(sources)})
+        rows.append(
+            [
+                policy_name,
+                judged,
+                len(destructive),
+                len(fn),
+                len(harmless),
+                len(fp),
+                len(destructive) - len(fn),
+                sources["recognised"] + sources["unverifiable"],
+                sources["unverifiable"],
+                sources["parse failure"],
+                sources["other"],
+            ]
+        )
+        figures.append(
+            {
+                "policy": policy_name,
+                "dialect": dialect,
+                "judged_on": list(databases),
+                "destructive": len(destructive),
+                "false_negatives": fn,
+                "harmless": len(harmless),
+                "false_positives": fp,
+                "true_block_sources": dict(sources),
+            }
+        )
     destructive = [c for c in CORPUS if destruction_across(c) == DESTROYS]
     harmless = [c for c in CORPUS if destruction_across(c) == HARMLESS]
     agent_fn = [c.id for c in destructive if not agent_os_blocked[c.id]]
     agent_fp = [c.id for c in harmless if agent_os_blocked[c.id]]
-    rows.append(["Agent OS regex", "all three", len(destructive), len(agent_fn), len(harmless), len(agent_fp),
-                 len(destructive) - len(agent_fn), "", "", "", ""])
-    figures.append({"policy": "Agent OS regex", "judged_on": list(DATABASES), "destructive": len(destructive),
-                    "false_negatives": agent_fn, "harmless": len(harmless), "false_positives": agent_fp})
+    rows.append(
+        [
+            "Agent OS regex",
+            "all three",
+            len(destructive),
+            len(agent_fn),
+            len(harmless),
+            len(agent_fp),
+            len(destructive) - len(agent_fn),
+            "",
+            "",
+            "",
+            "",
+        ]
+    )
+    figures.append(
+        {
+            "policy": "Agent OS regex",
+            "judged_on": list(DATABASES),
+            "destructive": len(destructive),
+            "false_negatives": agent_fn,
+            "harmless": len(harmless),
+            "false_positives": agent_fp,
+        }
+    )
 
-    print(f"\nThe issue's deny list {list(DESTRUCTIVE)}, judged on what each database did "
-          f"(destructive: a statement of those kinds ran there):\n")
-    print_table(["policy", "judged on", "destructive", "FN", "harmless", "FP", "true blocks", "recognised",
-                 "(unverifiable)", "parse failure", "other"], rows)
+    print(
+        f"\nThe issue's deny list {list(DESTRUCTIVE)}, judged on what each database did "
+        f"(destructive: a statement of those kinds ran there):\n"
+    )
+    print_table(
+        [
+            "policy",
+            "judged on",
+            "destructive",
+            "FN",
+            "harmless",
+            "FP",
+            "true blocks",
+            "recognised",
+            "(unverifiable)",
+            "parse failure",
+            "other",
+        ],
+        rows,
+    )
     for figure, row in zip(figures, rows, strict=True):
         if figure["false_negatives"]:
             print(f"\n{row[0]} on {row[1]}: false negatives {figure['false_negatives']}")
     for configuration in CONFIGURATIONS:
-        figure = next(f for f in figures if f["policy"] == configuration.name and f["judged_on"] == list(configuration.databases))
+        figure = next(
+            f for f in figures if f["policy"] == configuration.name and f["judged_on"] == list(configuration.databases)
+        )
         fp = set(figure["false_positives"])
         known = KNOWN_DESTRUCTIVE_FALSE_POSITIVES[configuration.key]
-        print(f"\n{configuration.name} ({len(fp)} FP): not in KNOWN_DESTRUCTIVE_FALSE_POSITIVES: {sorted(fp - known) or 'none'}; "
-              f"known but now allowed: {sorted(known - fp) or 'none'}")
+        print(
+            f"\n{configuration.name} ({len(fp)} FP): not in KNOWN_DESTRUCTIVE_FALSE_POSITIVES: {sorted(fp - known) or 'none'}; "
+            f"known but now allowed: {sorted(known - fp) or 'none'}"
+        )
     return {"deny": list(DESTRUCTIVE), "rows": figures}
 
 
@@ -272,7 +356,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parser.parse_args(argv)
     results = decide_all(CORPUS)
     figures = report(results, environment("sqlglotc", "agent-os-kernel", "pglast"))
-    figures["destructive"] = destructive_report({c.id: b for c, b in zip(CORPUS, results["agent_os"]["blocked"], strict=True)})
+    figures["destructive"] = destructive_report(
+        {c.id: b for c, b in zip(CORPUS, results["agent_os"]["blocked"], strict=True)}
+    )
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
         print(f"\nfigures written to {args.json}")

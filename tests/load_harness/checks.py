@@ -18,13 +18,26 @@ def expect_sql_only(task: Dict[str, Any]) -> Dict[str, int]:
     return {"checks": len(task["queries"]), "violations": task["violating"], "blocked": task["violating"]}
 
 
-def verify_rollouts(tasks_by_id: Dict[str, Dict[str, Any]], collected: Dict[str, Dict[str, Any]],
-                    expect: Callable[[Dict[str, Any]], Dict[str, int]] = expect_sql_only) -> Dict[str, Any]:
+def verify_rollouts(
+    tasks_by_id: Dict[str, Dict[str, Any]],
+    collected: Dict[str, Dict[str, Any]],
+    expect: Callable[[Dict[str, Any]], Dict[str, int]] = expect_sql_only,
+) -> Dict[str, Any]:
     """Compare the spans of each rollout's latest attempt with the ground truth (raw span attributes)."""
-    problems: Dict[str, List[str]] = {k: [] for k in (
-        "missing", "not_succeeded", "violating_without_exactly_one_violation_span", "clean_with_violation_span",
-        "wrong_violation_count", "wrong_check_count", "wrong_blocked_count", "span_in_wrong_attempt",
-        "duplicate_violation_span")}
+    problems: Dict[str, List[str]] = {
+        k: []
+        for k in (
+            "missing",
+            "not_succeeded",
+            "violating_without_exactly_one_violation_span",
+            "clean_with_violation_span",
+            "wrong_violation_count",
+            "wrong_check_count",
+            "wrong_blocked_count",
+            "span_in_wrong_attempt",
+            "duplicate_violation_span",
+        )
+    }
     violation_spans = check_spans = blocked_checks = 0
     per_worker: Counter = Counter()
     policies: Counter = Counter()
@@ -111,7 +124,6 @@ def audit_summary(audit_dir: Path, pattern: str = "audit-*.db") -> Dict[str, Any
         "blocked_by_rollout": dict(blocked_by_rollout),
         "blocked_by_attempt": {f"{r}/{a}": n for (r, a), n in blocked_by_attempt.items()},
     }
-
 
 
 def log_lines(paths: Iterable[Path], offsets: Optional[Dict[str, int]] = None) -> Dict[str, Any]:

@@ -17,20 +17,37 @@ from typing import Any, Dict, List, Optional
 import psutil
 
 import agentlightning as agl
+
 from agentlightning.contrib.kernel.agentos import GovernanceKernel
 
 
 class _MallInfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+    _fields_ = [
+        (n, ctypes.c_size_t)
+        for n in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def _native_memory() -> Dict[str, Optional[int]]:
     """What lives outside Python's allocator: SQLite's own allocations (page caches of every
     connection in this process) and glibc's heap (``mallinfo2``: in use, free, mmapped)."""
-    out: Dict[str, Optional[int]] = {"sqlite_bytes": None, "malloc_in_use": None, "malloc_free": None,
-                                     "malloc_mmap": None}
+    out: Dict[str, Optional[int]] = {
+        "sqlite_bytes": None,
+        "malloc_in_use": None,
+        "malloc_free": None,
+        "malloc_mmap": None,
+    }
     with contextlib.suppress(Exception):
         lib = ctypes.CDLL(ctypes.util.find_library("sqlite3"))
         lib.sqlite3_memory_used.restype = ctypes.c_int64
@@ -101,7 +118,6 @@ class SamplingHook(agl.Hook):
             self.sample()
 
 
-
 def rss_report(samples_dir: Path, warmup_fraction: float = 0.2) -> Dict[str, Any]:
     """First / last / max RSS and USS per worker, and the slope after warm-up (least squares, MiB
     per 1000 rollouts), with what Agent OS's FlightRecorder keeps in ``_trace_data``."""
@@ -155,8 +171,9 @@ def rss_report(samples_dir: Path, warmup_fraction: float = 0.2) -> Dict[str, Any
             report[path.stem]["tracemalloc"] = {
                 "baseline_at_rollouts": baseline_at,
                 "last_at_rollouts": traced[-1]["rollouts"],
-                "traced_mib_per_sample": [[r["rollouts"], in_mib(r, "traced_bytes", 2)]
-                                          for r in rows if "traced_bytes" in r],
+                "traced_mib_per_sample": [
+                    [r["rollouts"], in_mib(r, "traced_bytes", 2)] for r in rows if "traced_bytes" in r
+                ],
                 "top_growth_sites": traced[-1]["grown_since_baseline"],
             }
     return report

@@ -22,16 +22,18 @@ from .worker import WorkerSpec, worker_main
 def worker_context() -> Any:
     """The forkserver context whose server has imported agentlightning (and the runner's module) once."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([
-        "agentlightning",
-        "agentlightning.contrib.runner.agentos",
-        "agentlightning.contrib.adapter.agentos",
-        "agentops.instrumentation.providers.openai.instrumentor",  # what each runner's tracer imports at init
-        "openai.resources",
-        "sqlglot",
-        "psutil",
-        worker_main.__module__,
-    ])
+    ctx.set_forkserver_preload(
+        [
+            "agentlightning",
+            "agentlightning.contrib.runner.agentos",
+            "agentlightning.contrib.adapter.agentos",
+            "agentops.instrumentation.providers.openai.instrumentor",  # what each runner's tracer imports at init
+            "openai.resources",
+            "sqlglot",
+            "psutil",
+            worker_main.__module__,
+        ]
+    )
     return ctx
 
 
@@ -133,11 +135,24 @@ class WorkerPool:
                 process.join(timeout=30)
 
 
-def make_specs(scenario_dir: Path, store_url: str, names: Sequence[str], *, kind: str = "sql",
-               first_worker_id: int = 0, **options: Any) -> List[WorkerSpec]:
+def make_specs(
+    scenario_dir: Path,
+    store_url: str,
+    names: Sequence[str],
+    *,
+    kind: str = "sql",
+    first_worker_id: int = 0,
+    **options: Any,
+) -> List[WorkerSpec]:
     return [
-        WorkerSpec(name=name, worker_id=first_worker_id + i, kind=kind, scenario_dir=str(scenario_dir),
-                   store_url=store_url,
-                   driver_pid=os.getpid(), **options)
+        WorkerSpec(
+            name=name,
+            worker_id=first_worker_id + i,
+            kind=kind,
+            scenario_dir=str(scenario_dir),
+            store_url=store_url,
+            driver_pid=os.getpid(),
+            **options,
+        )
         for i, name in enumerate(names)
     ]

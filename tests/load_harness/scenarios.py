@@ -20,9 +20,10 @@ from typing import Any, Dict, List
 import psutil
 
 import agentlightning as agl
+from agentlightning.store.client_server import LightningStoreClient
+
 from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter, adapters_for_directory, is_audit_span
 from agentlightning.contrib.kernel.agentos import governance_stats
-from agentlightning.store.client_server import LightningStoreClient
 
 from .checks import audit_summary, cpu_seconds, file_sizes, log_lines, verify_rollouts
 from .memory import rss_report
@@ -51,21 +52,35 @@ def fresh_dir(path: Path) -> Path:
     return path
 
 
-
 # ----------------------------------------------------------------------------- 1. load
-def run_load(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: int = 4, rollouts: int = 3000,
-             violating_fraction: float = 0.1, seed: int = 0, sample_every: int = 250, poll_interval: float = 0.05,
-             timeout: float = 900.0, trace_memory: bool = False) -> Dict[str, Any]:
+def run_load(
+    server: StoreServer,
+    pool: WorkerPool,
+    run_dir: Path,
+    *,
+    workers: int = 4,
+    rollouts: int = 3000,
+    violating_fraction: float = 0.1,
+    seed: int = 0,
+    sample_every: int = 250,
+    poll_interval: float = 0.05,
+    timeout: float = 900.0,
+    trace_memory: bool = False,
+) -> Dict[str, Any]:
     """N runner processes drain ``rollouts`` tasks from the server; everything checked against the tasks."""
     scenario = fresh_dir(Path(run_dir) / "load")
     names = [f"load-{i}" for i in range(workers)]
-    specs = make_specs(scenario, server.url, names, sample_every=sample_every, poll_interval=poll_interval,
-                       trace_memory=trace_memory)
+    specs = make_specs(
+        scenario, server.url, names, sample_every=sample_every, poll_interval=poll_interval, trace_memory=trace_memory
+    )
     tasks = make_tasks(rollouts, violating_fraction, seed=seed)
     print(f"[load] forking {workers} runner processes", flush=True)
     ready = pool.start(specs)
-    print(f"[load] runners ready after {max(ready.values()):.1f}s; enqueuing {rollouts} tasks "
-         f"({sum(t['violating'] for t in tasks)} violating)", flush=True)
+    print(
+        f"[load] runners ready after {max(ready.values()):.1f}s; enqueuing {rollouts} tasks "
+        f"({sum(t['violating'] for t in tasks)} violating)",
+        flush=True,
+    )
     procs = {"agl store": server.process.pid, **{name: pool.pid(name) for name in names}}
     server_rss_start = psutil.Process(server.process.pid).memory_info().rss / 2**20
     loadavg_start = os.getloadavg()
@@ -84,10 +99,17 @@ def run_load(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: i
             pool.release(names)
             t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label="load")
             cpu_after = cpu_seconds(procs)
-            return {"store_rollouts_before": before, "ids": ids, "enqueue_s": enqueue_s, "t0": t0, "t1": t1,
-                    "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_before if k in cpu_after},
-                    "server_rss_mib_end": round(psutil.Process(server.process.pid).memory_info().rss / 2**20, 1),
-                    "store_statistics_end": dict(await store.statistics()), "loadavg_end": os.getloadavg()}
+            return {
+                "store_rollouts_before": before,
+                "ids": ids,
+                "enqueue_s": enqueue_s,
+                "t0": t0,
+                "t1": t1,
+                "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_before if k in cpu_after},
+                "server_rss_mib_end": round(psutil.Process(server.process.pid).memory_info().rss / 2**20, 1),
+                "store_statistics_end": dict(await store.statistics()),
+                "loadavg_end": os.getloadavg(),
+            }
         finally:
             await store.close()
 
@@ -97,8 +119,10 @@ def run_load(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: i
         stopped = pool.stop(names)
     ids = timing["ids"]
     wall = timing["t1"] - timing["t0"]
-    print(f"[load] {rollouts} rollouts in {wall:.1f}s ({rollouts / wall:.1f}/s); "
-          "checking the store, files and databases", flush=True)
+    print(
+        f"[load] {rollouts} rollouts in {wall:.1f}s ({rollouts / wall:.1f}/s); checking the store, files and databases",
+        flush=True,
+    )
 
     async def check() -> Dict[str, Any]:
         store = LightningStoreClient(server.url)
@@ -107,8 +131,12 @@ def run_load(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: i
             collected = await collect_rollouts(store, ids)
             stats_ids = await governance_stats(store, ids)
             stats_all = await governance_stats(store) if timing["store_rollouts_before"] == 0 else None
-            return {"collected": collected, "stats_ids": stats_ids, "stats_all": stats_all,
-                    "check_s": time.monotonic() - t}
+            return {
+                "collected": collected,
+                "stats_ids": stats_ids,
+                "stats_all": stats_all,
+                "check_s": time.monotonic() - t,
+            }
         finally:
             await store.close()
 
@@ -145,31 +173,55 @@ def run_load(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: i
         "insert_executed_once_per_task": sorted(executions) == sorted(t["task_index"] for t in tasks)
         and all(n == 1 for n in executions.values()),
         "rss": rss_report(scenario / "samples"),
-        "stopped": {k: {kk: v[kk] for kk in ("exited_after_sigterm", "exit_s", "exitcode")}
-                    | {"error": (v["done"] or {}).get("error")} for k, v in stopped.items()},
+        "stopped": {
+            k: {kk: v[kk] for kk in ("exited_after_sigterm", "exit_s", "exitcode")}
+            | {"error": (v["done"] or {}).get("error")}
+            for k, v in stopped.items()
+        },
         "worker_logs": log_lines((scenario / "logs").glob("*.log")),
     }
 
 
 # ----------------------------------------------------------------------------- 2a. SIGKILL
-def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: int = 3, rollouts: int = 60,
-                  violating_fraction: float = 0.1, seed: int = 1, unresponsive_seconds: float = 2.0,
-                  hold_s: float = 300.0, poll_interval: float = 0.05, timeout: float = 180.0) -> Dict[str, Any]:
+def fault_sigkill(
+    server: StoreServer,
+    pool: WorkerPool,
+    run_dir: Path,
+    *,
+    workers: int = 3,
+    rollouts: int = 60,
+    violating_fraction: float = 0.1,
+    seed: int = 1,
+    unresponsive_seconds: float = 2.0,
+    hold_s: float = 300.0,
+    poll_interval: float = 0.05,
+    timeout: float = 180.0,
+) -> Dict[str, Any]:
     """SIGKILL a runner process in the middle of a rollout; the others carry on."""
     scenario = fresh_dir(Path(run_dir) / "sigkill")
     names = [f"kill-{i}" for i in range(workers)]
-    specs = make_specs(scenario, server.url, names, first_worker_id=100, poll_interval=poll_interval,
-                       sample_every=10_000)
-    kill_task = {"task_index": 0, "violating": 1, "hold_first_attempt_s": hold_s,
-                 "queries": ["SELECT COUNT(*) FROM users", "INSERT INTO events (task_index) VALUES (0)",
-                             "DROP TABLE users",
-                             "SELECT SUM(total) FROM orders"]}
+    specs = make_specs(
+        scenario, server.url, names, first_worker_id=100, poll_interval=poll_interval, sample_every=10_000
+    )
+    kill_task = {
+        "task_index": 0,
+        "violating": 1,
+        "hold_first_attempt_s": hold_s,
+        "queries": [
+            "SELECT COUNT(*) FROM users",
+            "INSERT INTO events (task_index) VALUES (0)",
+            "DROP TABLE users",
+            "SELECT SUM(total) FROM orders",
+        ],
+    }
     tasks = make_tasks(rollouts, violating_fraction, seed=seed, start_index=1)
-    config = agl.RolloutConfig(unresponsive_seconds=unresponsive_seconds, max_attempts=2,
-                               retry_condition=["unresponsive"])
+    config = agl.RolloutConfig(
+        unresponsive_seconds=unresponsive_seconds, max_attempts=2, retry_condition=["unresponsive"]
+    )
     pool.start(specs)
-    print(f"[sigkill] {workers} runners ready; a task that blocks mid-rollout, then {rollouts} ordinary tasks",
-          flush=True)
+    print(
+        f"[sigkill] {workers} runners ready; a task that blocks mid-rollout, then {rollouts} ordinary tasks", flush=True
+    )
 
     async def drive() -> Dict[str, Any]:
         store = LightningStoreClient(server.url)
@@ -185,8 +237,11 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
             t_kill = time.monotonic()
             name = victim["worker"]
             pool.kill(name)
-            print(f"[sigkill] SIGKILLed {name} (pid {victim['pid']}) inside rollout {kill_id}, "
-                  f"attempt {victim['attempt_id']}", flush=True)
+            print(
+                f"[sigkill] SIGKILLed {name} (pid {victim['pid']}) inside rollout {kill_id}, "
+                f"attempt {victim['attempt_id']}",
+                flush=True,
+            )
             transitions: List[Dict[str, Any]] = []
 
             async def watch() -> None:
@@ -195,17 +250,26 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
                 if not transitions or transitions[-1]["state"] != state:
                     transitions.append({"t_after_kill_s": round(time.monotonic() - t_kill, 2), "state": state})
 
-            t_done = await wait_finished(store, [kill_id] + ids, baseline=baseline, timeout=timeout, label="sigkill",
-                                         on_poll=watch)
+            t_done = await wait_finished(
+                store, [kill_id] + ids, baseline=baseline, timeout=timeout, label="sigkill", on_poll=watch
+            )
             attempts = [
                 {"sequence_id": a.sequence_id, "attempt_id": a.attempt_id, "status": a.status, "worker_id": a.worker_id}
                 for a in await store.query_attempts(kill_id)
             ]
             killed_attempt_spans = [span_row(s) for s in await store.query_spans(kill_id, victim["attempt_id"])]
             rollout = await store.get_rollout_by_id(kill_id)
-            return {"kill_id": kill_id, "ids": ids, "victim": victim, "t_kill": t_kill, "t_done": t_done,
-                    "transitions": transitions, "attempts": attempts, "killed_attempt_spans": killed_attempt_spans,
-                    "kill_rollout_status": rollout.status if rollout else None}
+            return {
+                "kill_id": kill_id,
+                "ids": ids,
+                "victim": victim,
+                "t_kill": t_kill,
+                "t_done": t_done,
+                "transitions": transitions,
+                "attempts": attempts,
+                "killed_attempt_spans": killed_attempt_spans,
+                "kill_rollout_status": rollout.status if rollout else None,
+            }
         finally:
             await store.close()
 
@@ -230,8 +294,14 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
             adapter.close()
             after = [span_row(s) for s in await store.query_spans(kill_id, victim["attempt_id"])]
             stats_after = await governance_stats(store, [kill_id] + ids)
-            return {"collected": collected, "stats": stats, "reimported": reimported, "again": again,
-                    "killed_attempt_after_import": after, "stats_after": stats_after}
+            return {
+                "collected": collected,
+                "stats": stats,
+                "reimported": reimported,
+                "again": again,
+                "killed_attempt_after_import": after,
+                "stats_after": stats_after,
+            }
         finally:
             await store.close()
 
@@ -245,9 +315,16 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
     world = world_state((scenario / "db").glob("world-*.db"))
     executions = world.pop("insert_executions")
     other_workers_after_kill = Counter(
-        c["attempt"]["worker_id"] for rid, c in checked["collected"].items() if rid != kill_id and c.get("attempt"))
-    unresponsive_at = next((t["t_after_kill_s"] for t in run["transitions"]
-                            if any(s[1] in ("unresponsive", "timeout", "failed") for s in t["state"])), None)
+        c["attempt"]["worker_id"] for rid, c in checked["collected"].items() if rid != kill_id and c.get("attempt")
+    )
+    unresponsive_at = next(
+        (
+            t["t_after_kill_s"]
+            for t in run["transitions"]
+            if any(s[1] in ("unresponsive", "timeout", "failed") for s in t["state"])
+        ),
+        None,
+    )
     killed_spans = run["killed_attempt_spans"]
     return {
         "workers": workers,
@@ -260,19 +337,25 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
         "attempt_transitions": run["transitions"],
         "killed_attempt_marked_after_s": unresponsive_at,
         "all_finished_after_kill_s": round(run["t_done"] - run["t_kill"], 2),
-        "killed_attempt_spans_in_store": {"checks": sum(s["is_check"] for s in killed_spans),
-                                          "violations": sum(s["is_violation"] for s in killed_spans),
-                                          "all": len(killed_spans)},
+        "killed_attempt_spans_in_store": {
+            "checks": sum(s["is_check"] for s in killed_spans),
+            "violations": sum(s["is_violation"] for s in killed_spans),
+            "all": len(killed_spans),
+        },
         "killed_attempt_decisions_made": len(kill_task["queries"]),
         "victim_recorder": victim_file,
         "victim_recorder_kill_rollout_queries_on_disk": victim_queries,
         "victim_records_lost": len(kill_task["queries"]) - len(victim_queries),
-        "victim_blocked_record_of_killed_attempt":
-            audit["blocked_by_attempt"].get(f"{kill_id}/{victim['attempt_id']}", 0),
-        "reimport_of_victim_file": {"added": checked["reimported"], "added_again": checked["again"],
-                                    "killed_attempt_audit_blocked_spans": sum(
-                                        bool(s["audit"] and s["audit_blocked"])
-                                        for s in checked["killed_attempt_after_import"])},
+        "victim_blocked_record_of_killed_attempt": audit["blocked_by_attempt"].get(
+            f"{kill_id}/{victim['attempt_id']}", 0
+        ),
+        "reimport_of_victim_file": {
+            "added": checked["reimported"],
+            "added_again": checked["again"],
+            "killed_attempt_audit_blocked_spans": sum(
+                bool(s["audit"] and s["audit_blocked"]) for s in checked["killed_attempt_after_import"]
+            ),
+        },
         "spans": verdict,
         "governance_stats": checked["stats"],
         "governance_stats_unchanged_by_import": checked["stats"] == checked["stats_after"],
@@ -281,23 +364,43 @@ def fault_sigkill(server: StoreServer, pool: WorkerPool, run_dir: Path, *, worke
         "world": world,
         "kill_task_insert_executions": executions.get(0, 0),
         "other_inserts_executed_once": all(executions.get(t["task_index"], 0) == 1 for t in tasks),
-        "survivors_stopped": {k: {kk: v[kk] for kk in ("exited_after_sigterm", "exitcode")}
-                              for k, v in stopped.items()},
+        "survivors_stopped": {
+            k: {kk: v[kk] for kk in ("exited_after_sigterm", "exitcode")} for k, v in stopped.items()
+        },
     }
 
 
 # ----------------------------------------------------------------------------- 2b. failing policies
-def fault_policies(server: StoreServer, pool: WorkerPool, run_dir: Path, *, rollouts: int = 10,
-                   policy_timeout_s: float = 0.2, hang_s: float = 60.0, violating_fraction: float = 0.2, seed: int = 2,
-                   exit_timeout: float = 10.0, poll_interval: float = 0.05, timeout: float = 180.0) -> Dict[str, Any]:
+def fault_policies(
+    server: StoreServer,
+    pool: WorkerPool,
+    run_dir: Path,
+    *,
+    rollouts: int = 10,
+    policy_timeout_s: float = 0.2,
+    hang_s: float = 60.0,
+    violating_fraction: float = 0.2,
+    seed: int = 2,
+    exit_timeout: float = 10.0,
+    poll_interval: float = 0.05,
+    timeout: float = 180.0,
+) -> Dict[str, Any]:
     """A policy that hangs and one that raises: every action blocked, nothing executed, runner goes on."""
     results = {}
     for offset, kind in enumerate(("hang", "raise")):
         scenario = fresh_dir(Path(run_dir) / f"policy-{kind}")
         name = f"policy-{kind}"
-        (spec,) = make_specs(scenario, server.url, [name], kind=kind, first_worker_id=200 + offset,
-                             poll_interval=poll_interval,
-                             policy_timeout_s=policy_timeout_s, hang_s=hang_s, sample_every=1)
+        (spec,) = make_specs(
+            scenario,
+            server.url,
+            [name],
+            kind=kind,
+            first_worker_id=200 + offset,
+            poll_interval=poll_interval,
+            policy_timeout_s=policy_timeout_s,
+            hang_s=hang_s,
+            sample_every=1,
+        )
         tasks = make_tasks(rollouts, violating_fraction, seed=seed + offset, start_index=10_000 * (offset + 1))
         pool.start([spec])
 
@@ -343,7 +446,7 @@ def fault_policies(server: StoreServer, pool: WorkerPool, run_dir: Path, *, roll
         samples = rss_report(scenario / "samples")
         results[kind] = {
             "kernel": f"GovernanceKernel([SQLPolicy(deny={DENY}), {fault_policy}()], "
-                      f"policy_timeout_s={policy_timeout_s})",
+            f"policy_timeout_s={policy_timeout_s})",
             "rollouts": rollouts,
             "actions": sum(len(t["queries"]) for t in tasks),
             "wall_s": round(run["wall"], 2),
@@ -357,25 +460,41 @@ def fault_policies(server: StoreServer, pool: WorkerPool, run_dir: Path, *, roll
             "statements_executed": sum(executions.values()),
             "threads": {k: samples.get(name, {}).get(k) for k in ("threads_first", "threads_last")},
             "exit": {k: stopped[k] for k in ("exited_after_sigterm", "exit_s", "exitcode")}
-            | {"threads_at_exit": (stopped["done"] or {}).get("threads_at_exit"),
-               "error": (stopped["done"] or {}).get("error")},
+            | {
+                "threads_at_exit": (stopped["done"] or {}).get("threads_at_exit"),
+                "error": (stopped["done"] or {}).get("error"),
+            },
         }
-        print(f"[policy-{kind}] {rollouts} rollouts, {results[kind]['actions']} actions, all blocked: "
-             f"{verdict['blocked_check_spans'] == results[kind]['actions']}; "
-             f"worker exited after SIGTERM: {stopped['exited_after_sigterm']}", flush=True)
+        print(
+            f"[policy-{kind}] {rollouts} rollouts, {results[kind]['actions']} actions, all blocked: "
+            f"{verdict['blocked_check_spans'] == results[kind]['actions']}; "
+            f"worker exited after SIGTERM: {stopped['exited_after_sigterm']}",
+            flush=True,
+        )
     return results
 
 
 # ----------------------------------------------------------------------------- 2c. store restart
-def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *, workers: int = 3,
-                        rollouts_before: int = 600, rollouts_after: int = 150, stop_at_fraction: float = 0.3,
-                        violating_fraction: float = 0.1, seed: int = 3, poll_interval: float = 0.05,
-                        timeout: float = 600.0) -> Dict[str, Any]:
+def fault_store_restart(
+    server: StoreServer,
+    pool: WorkerPool,
+    run_dir: Path,
+    *,
+    workers: int = 3,
+    rollouts_before: int = 600,
+    rollouts_after: int = 150,
+    stop_at_fraction: float = 0.3,
+    violating_fraction: float = 0.1,
+    seed: int = 3,
+    poll_interval: float = 0.05,
+    timeout: float = 600.0,
+) -> Dict[str, Any]:
     """Terminate ``agl store`` mid-run, start it again on the same port, re-import the audit trail."""
     scenario = fresh_dir(Path(run_dir) / "restart")
     names = [f"restart-{i}" for i in range(workers)]
-    specs = make_specs(scenario, server.url, names, first_worker_id=300, poll_interval=poll_interval,
-                       sample_every=10_000)
+    specs = make_specs(
+        scenario, server.url, names, first_worker_id=300, poll_interval=poll_interval, sample_every=10_000
+    )
     batch_a = make_tasks(rollouts_before, violating_fraction, seed=seed, start_index=100_000)
     batch_b = make_tasks(rollouts_after, violating_fraction, seed=seed + 1, start_index=200_000)
     pool.start(specs)
@@ -405,8 +524,11 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
         offsets = file_sizes(logs)
         t_stop = time.monotonic()
         stop_info = server.stop()
-        print(f"[restart] agl store terminated after {before['finished_before_stop']}/{len(batch_a)} rollouts "
-              f"of batch A; restarting on port {server.port}", flush=True)
+        print(
+            f"[restart] agl store terminated after {before['finished_before_stop']}/{len(batch_a)} rollouts "
+            f"of batch A; restarting on port {server.port}",
+            flush=True,
+        )
         startup_s = server.start()
         outage_s = time.monotonic() - t_stop
         alive_after = {n: pool.workers[n].exitcode is None for n in names}
@@ -418,10 +540,13 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
                 rollouts_in_new_store = (await store.query_rollouts(limit=1)).total
                 resources = await store.get_latest_resources()
                 statistics_new = dict(await store.statistics())
-                lost = {"rollouts_in_new_store": rollouts_in_new_store, "resources_in_new_store": resources is not None,
-                        "spans_of_a_finished_batch_a_rollout": len(await store.query_spans(before["ids"][0])),
-                        "store_before_stop": {k: before["statistics_before"].get(k) for k in STORE_TOTALS},
-                        "store_after_restart": {k: statistics_new.get(k) for k in STORE_TOTALS}}
+                lost = {
+                    "rollouts_in_new_store": rollouts_in_new_store,
+                    "resources_in_new_store": resources is not None,
+                    "spans_of_a_finished_batch_a_rollout": len(await store.query_spans(before["ids"][0])),
+                    "store_before_stop": {k: before["statistics_before"].get(k) for k in STORE_TOTALS},
+                    "store_after_restart": {k: statistics_new.get(k) for k in STORE_TOTALS},
+                }
                 await add_resources(store)
                 baseline = await finished_in_store(store)
                 ids = await enqueue_tasks(store, batch_b)
@@ -460,9 +585,18 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
                         in_audit_rollout = (rollout.metadata or {}).get("agentos.audit_rollout")
                         placement["audit rollout" if in_audit_rollout else "batch B rollouts"] += 1
             stats_after_import = await governance_stats(store, ids_b)
-            return {"collected": collected, "first": first, "second": second, "fresh": fresh, "import_s": import_s,
-                    "audit_spans": audit_spans, "placement": dict(placement), "stats_before": stats_before_import,
-                    "stats_after": stats_after_import, "rollouts_in_store": len(all_rollouts)}
+            return {
+                "collected": collected,
+                "first": first,
+                "second": second,
+                "fresh": fresh,
+                "import_s": import_s,
+                "audit_spans": audit_spans,
+                "placement": dict(placement),
+                "stats_before": stats_before_import,
+                "stats_after": stats_after_import,
+                "rollouts_in_store": len(all_rollouts),
+            }
         finally:
             await store.close()
 
@@ -488,7 +622,8 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
         "server_stop": stop_info,
         "server_startup_s": round(startup_s, 1),
         "outage_s": round(outage_s, 1),
-        "lost_on_restart": after["lost"] | {
+        "lost_on_restart": after["lost"]
+        | {
             "batch_a_rollouts_gone": len(batch_a),
             "batch_a_tasks_never_run": len(batch_a) - executed_a,
             "batch_a_tasks_that_ran": executed_a,
@@ -497,8 +632,9 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
         "runner_log_lines_after_stop": outage_logs,
         # The new server answers calls about a rollout it never had with HTTP 500 (an unhandled
         # ValueError), which the client retries (1 + 2 + 5 s) as if the server were unwell.
-        "new_server_errors_for_unknown_rollouts": len(re.findall(r"ValueError: (?:Rollout|Attempt) \S+ not found",
-                                                                 server.log_since_last_start())),
+        "new_server_errors_for_unknown_rollouts": len(
+            re.findall(r"ValueError: (?:Rollout|Attempt) \S+ not found", server.log_since_last_start())
+        ),
         "batch_b_wall_s": round(after["wall_b"], 2),
         "batch_b_spans": verdict_b,
         "batch_b_rollouts_by_worker": verdict_b["rollouts_by_worker"],
@@ -522,6 +658,8 @@ def fault_store_restart(server: StoreServer, pool: WorkerPool, run_dir: Path, *,
         "governance_stats_batch_b": checked["stats_before"],
         "governance_stats_unchanged_by_import": checked["stats_before"] == checked["stats_after"],
         "world": world,
-        "stopped": {k: {kk: v[kk] for kk in ("exited_after_sigterm", "exitcode")}
-                    | {"error": (v["done"] or {}).get("error")} for k, v in stopped.items()},
+        "stopped": {
+            k: {kk: v[kk] for kk in ("exited_after_sigterm", "exitcode")} | {"error": (v["done"] or {}).get("error")}
+            for k, v in stopped.items()
+        },
     }

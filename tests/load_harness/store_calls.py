@@ -7,9 +7,10 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import agentlightning as agl
+from agentlightning.store.client_server import LightningStoreClient
+
 from agentlightning.contrib.adapter.agentos import is_audit_span
 from agentlightning.contrib.kernel.agentos import semconv, spans
-from agentlightning.store.client_server import LightningStoreClient
 
 #: Rollout statuses that end a rollout.
 FINISHED = ("succeeded", "failed")
@@ -19,13 +20,18 @@ async def add_resources(store: LightningStoreClient) -> None:
     await store.add_resources({"prompt": agl.PromptTemplate(template="{task_index}", engine="f-string")})
 
 
-async def enqueue_tasks(store: LightningStoreClient, tasks: Sequence[Dict[str, Any]], *,
-                        config: Optional[agl.RolloutConfig] = None,
-                        chunk: int = 500) -> List[str]:
+async def enqueue_tasks(
+    store: LightningStoreClient,
+    tasks: Sequence[Dict[str, Any]],
+    *,
+    config: Optional[agl.RolloutConfig] = None,
+    chunk: int = 500,
+) -> List[str]:
     ids: List[str] = []
     for start in range(0, len(tasks), chunk):
-        requests = [agl.EnqueueRolloutRequest(input=task, mode="train", config=config)
-                    for task in tasks[start:start + chunk]]
+        requests = [
+            agl.EnqueueRolloutRequest(input=task, mode="train", config=config) for task in tasks[start : start + chunk]
+        ]
         ids += [r.rollout_id for r in await store.enqueue_many_rollouts(requests)]
     return ids
 
@@ -45,9 +51,17 @@ async def finished_in_store(store: LightningStoreClient) -> int:
     return (await store.query_rollouts(status_in=list(FINISHED), limit=1)).total
 
 
-async def wait_finished(store: LightningStoreClient, ids: Sequence[str], *, baseline: int, timeout: float, label: str,
-                        progress_every: float = 5.0, poll: float = 0.25,
-                        on_poll: Optional[Callable[[], Any]] = None) -> float:
+async def wait_finished(
+    store: LightningStoreClient,
+    ids: Sequence[str],
+    *,
+    baseline: int,
+    timeout: float,
+    label: str,
+    progress_every: float = 5.0,
+    poll: float = 0.25,
+    on_poll: Optional[Callable[[], Any]] = None,
+) -> float:
     """Poll until every rollout in ``ids`` is succeeded or failed; returns the monotonic finish time.
 
     ``baseline`` is :func:`finished_in_store` before ``ids`` were enqueued: nothing else runs
@@ -90,19 +104,25 @@ def span_row(span: Any) -> Dict[str, Any]:
     }
 
 
-async def collect_rollouts(store: LightningStoreClient, ids: Sequence[str], *,
-                           concurrency: int = 8) -> Dict[str, Dict[str, Any]]:
+async def collect_rollouts(
+    store: LightningStoreClient, ids: Sequence[str], *, concurrency: int = 8
+) -> Dict[str, Dict[str, Any]]:
     """Each rollout's status, latest attempt and the spans of its latest attempt, from the store."""
     out: Dict[str, Dict[str, Any]] = {}
     for start in range(0, len(ids), 500):
-        for rollout in await store.query_rollouts(rollout_id_in=list(ids[start:start + 500])):
+        for rollout in await store.query_rollouts(rollout_id_in=list(ids[start : start + 500])):
             attempt = getattr(rollout, "attempt", None)
             out[rollout.rollout_id] = {
                 "status": rollout.status,
-                "attempt": None if attempt is None else {
-                    "attempt_id": attempt.attempt_id, "sequence_id": attempt.sequence_id,
+                "attempt": None
+                if attempt is None
+                else {
+                    "attempt_id": attempt.attempt_id,
+                    "sequence_id": attempt.sequence_id,
                     "worker_id": attempt.worker_id,
-                    "status": attempt.status, "start_time": attempt.start_time, "end_time": attempt.end_time,
+                    "status": attempt.status,
+                    "start_time": attempt.start_time,
+                    "end_time": attempt.end_time,
                     "metadata": attempt.metadata,
                 },
             }

@@ -28,8 +28,18 @@ class StoreServer:
         agl_bin = Path(sys.executable).with_name("agl")
         if agl_bin.exists():
             return [str(agl_bin), "store", "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "WARNING"]
-        return [sys.executable, "-c", "from agentlightning.cli import main; main()", "store", "--host", "127.0.0.1",
-                "--port", str(self.port), "--log-level", "WARNING"]
+        return [
+            sys.executable,
+            "-c",
+            "from agentlightning.cli import main; main()",
+            "store",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "WARNING",
+        ]
 
     def launch(self) -> None:
         """Start the process (returns at once; :meth:`wait_healthy` waits for it)."""
@@ -39,8 +49,9 @@ class StoreServer:
         with open(self.log_path, "a") as log:
             log.write(f"\n--- agl store start {datetime.datetime.now().isoformat()} ---\n")
             log.flush()
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            env=os.environ.copy(), start_new_session=True)
+            self.process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(), start_new_session=True
+            )
         self._starting_since = time.monotonic()
 
     def healthy(self) -> bool:
@@ -71,8 +82,11 @@ class StoreServer:
     def stop(self, timeout: float = 30.0) -> Dict[str, Any]:
         """Terminate the server (SIGTERM) and wait for it; SIGKILL after ``timeout``."""
         if self.process is None or self.process.poll() is not None:
-            return {"returncode": None if self.process is None else self.process.returncode, "stop_s": 0.0,
-                    "killed": False}
+            return {
+                "returncode": None if self.process is None else self.process.returncode,
+                "stop_s": 0.0,
+                "killed": False,
+            }
         started = time.monotonic()
         self.process.terminate()
         killed = False

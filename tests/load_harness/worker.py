@@ -23,10 +23,11 @@ from typing import Any, Dict, List, Optional
 import psutil
 
 import agentlightning as agl
-from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy
-from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
 from agentlightning.execution.events import ThreadingEvent
 from agentlightning.store.client_server import LightningStoreClient
+
+from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy
+from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
 
 from .memory import SamplingHook
 from .world import DENY, init_world_db
@@ -35,7 +36,6 @@ from .world import DENY, init_world_db
 WORKER_KINDS = ("sql", "hang", "raise")
 
 logger = logging.getLogger(__name__)
-
 
 
 class HangingPolicy(Policy):
@@ -142,12 +142,15 @@ class LoadAgent(agl.LitAgent):
             self.marker_dir.mkdir(parents=True, exist_ok=True)
             _write_json_atomic(
                 self.marker_dir / f"mid-rollout-{rollout.rollout_id}.json",
-                {"pid": os.getpid(), "worker": self.worker_name, "rollout_id": rollout.rollout_id,
-                 "attempt_id": attempt.attempt_id},
+                {
+                    "pid": os.getpid(),
+                    "worker": self.worker_name,
+                    "rollout_id": rollout.rollout_id,
+                    "attempt_id": attempt.attempt_id,
+                },
             )
             threading.Event().wait(hold)  # the driver kills this process now
         return ran / len(task["queries"])
-
 
 
 def _watch_driver(driver_pid: int, max_lifetime_s: float) -> None:
@@ -169,13 +172,18 @@ def worker_main(spec: WorkerSpec) -> None:
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
-    threading.Thread(target=_watch_driver, args=(spec.driver_pid, spec.max_lifetime_s), daemon=True,
-                     name="driver-watch").start()
+    threading.Thread(
+        target=_watch_driver, args=(spec.driver_pid, spec.max_lifetime_s), daemon=True, name="driver-watch"
+    ).start()
 
     init_world_db(paths["db"])
     kernel = build_kernel(spec.kind, paths["audit"], policy_timeout_s=spec.policy_timeout_s, hang_s=spec.hang_s)
-    runner = AgentOSRunner(kernel, poll_interval=spec.poll_interval, interval_jitter=min(0.02, spec.poll_interval / 2),
-                           log_violations=False)
+    runner = AgentOSRunner(
+        kernel,
+        poll_interval=spec.poll_interval,
+        interval_jitter=min(0.02, spec.poll_interval / 2),
+        log_violations=False,
+    )
     agent = LoadAgent(paths["db"], paths["markers"], spec.name)
     hook = SamplingHook(paths["samples"], spec.sample_every, kernel, trace_memory=spec.trace_memory)
     store = LightningStoreClient(spec.store_url)
@@ -210,10 +218,17 @@ def worker_main(spec: WorkerSpec) -> None:
         runner.teardown_worker(spec.worker_id)
         runner.teardown()
         kernel.close()
-        _write_json_atomic(paths["done"], {
-            "pid": os.getpid(), "rollouts": hook.rollouts, "seconds": time.monotonic() - started,
-            "stats": runner.get_stats(), "error": error, "threads_at_exit": threading.active_count(),
-        })
+        _write_json_atomic(
+            paths["done"],
+            {
+                "pid": os.getpid(),
+                "rollouts": hook.rollouts,
+                "seconds": time.monotonic() - started,
+                "stats": runner.get_stats(),
+                "error": error,
+                "threads_at_exit": threading.active_count(),
+            },
+        )
     # A normal interpreter exit from here: whatever still runs (e.g. a hung policy thread) shows.
 
 

@@ -71,8 +71,9 @@ def init_world_db(path: Path) -> None:
             """
         )
         conn.executemany("INSERT INTO users (name) VALUES (?)", [(f"user{i}",) for i in range(N_USERS)])
-        conn.executemany("INSERT INTO orders (user_id, total) VALUES (?, ?)",
-                         [(1 + i % N_USERS, 10.0 * i) for i in range(N_ORDERS)])
+        conn.executemany(
+            "INSERT INTO orders (user_id, total) VALUES (?, ?)", [(1 + i % N_USERS, 10.0 * i) for i in range(N_ORDERS)]
+        )
         conn.commit()
     finally:
         conn.close()

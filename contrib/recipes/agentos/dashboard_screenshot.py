@@ -49,19 +49,21 @@ os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
 
 import agentlightning as agl  # noqa: E402
 from agentlightning.algorithm import algo  # noqa: E402
+from agentlightning.emitter import find_final_reward  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
+from agl_store_server import agl_store_server  # noqa: E402
+from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
 from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noqa: E402
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
-from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
-from agentlightning.contrib.runner.agentos import AgentOSRunner, governance_stats  # noqa: E402
 from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
-from agentlightning.contrib.runner.agentos import report  # noqa: E402
-from agentlightning.emitter import find_final_reward  # noqa: E402
-
-from agl_store_server import agl_store_server  # noqa: E402
-from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
+from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
+from agentlightning.contrib.runner.agentos import (  # noqa: E402
+    AgentOSRunner,
+    governance_stats,
+    report,  # noqa: E402
+)
 
 #: Chromium flags: headless, and nothing that reaches for the network on its own.
 CHROMIUM_FLAGS = [
@@ -122,7 +124,9 @@ def run_governed_training(store_url: str, workdir: Path, n_runners: int = 2) -> 
             "INSERT INTO users (name) VALUES ('ada'), ('bob');"
             "INSERT INTO orders (user_id, total) VALUES (1, 10.0), (2, 20.0);"
         )
-    tasks = [{"db": str(db), "queries": queries, "sleep": 0.05} for queries in TASKS]  # the pause lets both runners work
+    tasks = [
+        {"db": str(db), "queries": queries, "sleep": 0.05} for queries in TASKS
+    ]  # the pause lets both runners work
     ids_path = workdir / "rollout_ids.json"
 
     @algo
@@ -135,7 +139,9 @@ def run_governed_training(store_url: str, workdir: Path, n_runners: int = 2) -> 
         ids_path.write_text(json.dumps(ids))
 
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
-    runner = AgentOSRunner(kernel, audit_dir=workdir / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel))
+    runner = AgentOSRunner(
+        kernel, audit_dir=workdir / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel)
+    )
     store = LightningStoreClient(store_url)
     try:
         trainer = agl.Trainer(
@@ -162,12 +168,19 @@ async def emit_audit(store_url: str, audit_dir: Path) -> Dict[str, Any]:
         for rollout in await store.query_rollouts():
             for span in await store.query_spans(rollout.rollout_id):
                 attributes = span.attributes or {}
-                audit_violations += attributes.get("agentos.kind") == "audit" and attributes.get("agent_os.blocked") is True
+                audit_violations += (
+                    attributes.get("agentos.kind") == "audit" and attributes.get("agent_os.blocked") is True
+                )
         stats = await governance_stats(store)
         for adapter in adapters:
             adapter.close()
-        return {"added": sum(added), "added_again": sum(again), "blocked_on_disk": blocked_on_disk,
-                "audit_violation_spans": audit_violations, "runner_violation_spans": stats["total_violations"]}
+        return {
+            "added": sum(added),
+            "added_again": sum(again),
+            "blocked_on_disk": blocked_on_disk,
+            "audit_violation_spans": audit_violations,
+            "runner_violation_spans": stats["total_violations"],
+        }
     finally:
         await store.close()
 
@@ -191,10 +204,18 @@ class DevToolsPage:
                 return message.get("result", {})
 
     async def evaluate(self, expression: str) -> Any:
-        result = await self.call("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True, timeout=int(self.timeout * 1000))
+        result = await self.call(
+            "Runtime.evaluate",
+            expression=expression,
+            awaitPromise=True,
+            returnByValue=True,
+            timeout=int(self.timeout * 1000),
+        )
         if "exceptionDetails" in result:
             details = result["exceptionDetails"]
-            raise RuntimeError(f"page script failed: {details.get('text')}: {details.get('exception', {}).get('description')}")
+            raise RuntimeError(
+                f"page script failed: {details.get('text')}: {details.get('exception', {}).get('description')}"
+            )
         return result.get("result", {}).get("value")
 
     async def wait_for(self, predicate: str, what: str) -> None:
@@ -229,14 +250,30 @@ class DevToolsPage:
         out.write_bytes(base64.b64decode(shot["data"]))
 
 
-async def _browse(chromium: str, store_url: str, rollout_id: str, shots: Dict[str, Path], *, width: int = 1600, height: int = 900, timeout: float = 60.0) -> Dict[str, str]:
+async def _browse(
+    chromium: str,
+    store_url: str,
+    rollout_id: str,
+    shots: Dict[str, Path],
+    *,
+    width: int = 1600,
+    height: int = 900,
+    timeout: float = 60.0,
+) -> Dict[str, str]:
     """Three views in one headless chromium: the traces view of ``rollout_id``, the same view
     searched by span name for ``violation``, and the rollouts table. Returns each view's text."""
     import aiohttp
 
     profile = Path(tempfile.mkdtemp(prefix="agentos-chromium-"))
     process = subprocess.Popen(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", f"--window-size={width},{height}", "about:blank"],
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -254,18 +291,26 @@ async def _browse(chromium: str, store_url: str, rollout_id: str, shots: Dict[st
                 pages = [t for t in await response.json() if t.get("type") == "page"]
             async with session.ws_connect(pages[0]["webSocketDebuggerUrl"], max_msg_size=0) as ws:
                 page = DevToolsPage(ws, timeout)
-                await page.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+                await page.call(
+                    "Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False
+                )
                 await page.call("Page.enable")
 
                 # 1. The traces view of a rollout with a violation: the runner's spans say what happened.
                 await page.goto(f"{store_url}/traces?rolloutId={rollout_id}")
-                await page.wait_for(f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && text.includes({json.dumps(REWARD_NAME_PREFIX)})", "the violation and reward rows")
+                await page.wait_for(
+                    f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && text.includes({json.dumps(REWARD_NAME_PREFIX)})",
+                    "the violation and reward rows",
+                )
                 texts["traces"] = await page.text()
                 await page.screenshot(shots["traces"])
 
                 # 2. The same view, searched by name: only the violation spans (runner and audit) remain.
                 await page.type_into('input[aria-label="Search spans"]', "violation")
-                await page.wait_for(f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && !text.includes({json.dumps(CHECK_NAME_PREFIX)})", "the name search to filter the table")
+                await page.wait_for(
+                    f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && !text.includes({json.dumps(CHECK_NAME_PREFIX)})",
+                    "the name search to filter the table",
+                )
                 texts["search"] = await page.text()
                 await page.screenshot(shots["search"])
 
@@ -296,7 +341,11 @@ async def _rollout_with_violation(store_url: str, rollout_ids: List[str]) -> Dic
         for rollout_id in rollout_ids:
             spans = await store.query_spans(rollout_id, "latest")
             if any(is_violation_span(s) for s in spans):
-                return {"rollout_id": rollout_id, "final_reward": find_final_reward(spans), "span_names": [s.name for s in spans]}
+                return {
+                    "rollout_id": rollout_id,
+                    "final_reward": find_final_reward(spans),
+                    "span_names": [s.name for s in spans],
+                }
     finally:
         await store.close()
     raise RuntimeError("no rollout has a violation span")
@@ -305,7 +354,12 @@ async def _rollout_with_violation(store_url: str, rollout_ids: List[str]) -> Dic
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("docs/dashboard.png"), help="where to write the PNG")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the database and FlightRecorder files go (default: a new temp dir)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where the database and FlightRecorder files go (default: a new temp dir)",
+    )
     parser.add_argument("--port", type=int, default=None, help="port of agl store (default: a free one)")
     parser.add_argument("--chromium", default=None, help="chromium binary (default: chromium on PATH)")
     args = parser.parse_args(argv)
@@ -319,22 +373,41 @@ def main(argv: Optional[List[str]] = None) -> int:
         rollout_ids = run_governed_training(store_url, workdir)
         counts = asyncio.run(emit_audit(store_url, workdir / "audit"))
         print(f"rollouts: {len(rollout_ids)}  audit spans added: {counts['added']} (again: {counts['added_again']})")
-        print(f"blocked records on disk: {counts['blocked_on_disk']}  audit violation spans in the store: {counts['audit_violation_spans']}  "
-              f"runner violation spans (governance_stats): {counts['runner_violation_spans']}")
+        print(
+            f"blocked records on disk: {counts['blocked_on_disk']}  audit violation spans in the store: {counts['audit_violation_spans']}  "
+            f"runner violation spans (governance_stats): {counts['runner_violation_spans']}"
+        )
         chosen = asyncio.run(_rollout_with_violation(store_url, rollout_ids))
         rollout_id = chosen["rollout_id"]
-        shots = {"traces": args.out, "search": args.out.with_name(args.out.stem + "-search.png"), "rollouts": args.out.with_name(args.out.stem + "-rollouts.png")}
+        shots = {
+            "traces": args.out,
+            "search": args.out.with_name(args.out.stem + "-search.png"),
+            "rollouts": args.out.with_name(args.out.stem + "-rollouts.png"),
+        }
         texts = browse_dashboard(chromium, store_url, rollout_id, shots)
-        names = {view: [line.strip() for line in text.splitlines() if line.strip().startswith(NAME_PREFIXES)] for view, text in texts.items()}
-        print(f"dashboard: {store_url}/traces?rolloutId={rollout_id}  screenshots: {', '.join(str(p) for p in shots.values())}")
+        names = {
+            view: [line.strip() for line in text.splitlines() if line.strip().startswith(NAME_PREFIXES)]
+            for view, text in texts.items()
+        }
+        print(
+            f"dashboard: {store_url}/traces?rolloutId={rollout_id}  screenshots: {', '.join(str(p) for p in shots.values())}"
+        )
         print(f"final reward in the store (find_final_reward): {chosen['final_reward']}")
         for view in ("traces", "search"):
             print(f"{view} table names: {names[view]}")
-        print("rollouts table rows show governance:", any(n in texts["rollouts"] for n in ("violation", "SQLPolicy", "penalty", "blocked")))
+        print(
+            "rollouts table rows show governance:",
+            any(n in texts["rollouts"] for n in ("violation", "SQLPolicy", "penalty", "blocked")),
+        )
         # What the rollouts view's raw-JSON drawer would show (its viewer loads from a CDN): the attempt's metadata.
-        with urllib.request.urlopen(f"{store_url}/v1/agl/rollouts?rollout_id_contains={rollout_id}", timeout=10) as response:
+        with urllib.request.urlopen(
+            f"{store_url}/v1/agl/rollouts?rollout_id_contains={rollout_id}", timeout=10
+        ) as response:
             item = json.loads(response.read())["items"][0]
-        print("attempt metadata in the rollouts API:", json.dumps((item.get("attempt") or {}).get("metadata", {}).get("agentos"), sort_keys=True))
+        print(
+            "attempt metadata in the rollouts API:",
+            json.dumps((item.get("attempt") or {}).get("metadata", {}).get("agentos"), sort_keys=True),
+        )
         print(f"$ python -m agentlightning.contrib.runner.agentos violations --store-url {store_url}")
         report.main(["violations", "--store-url", store_url])
         reward_row = f"{REWARD_NAME_PREFIX} {round(float(chosen['final_reward']), 4)!r} "

@@ -54,7 +54,9 @@ def build_database(path: Path, n_users: int) -> None:
         "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER REFERENCES users(id), total REAL);"
     )
     conn.executemany("INSERT INTO users (name) VALUES (?)", [(f"user{i}",) for i in range(n_users)])
-    conn.executemany("INSERT INTO orders (user_id, total) VALUES (?, ?)", [(1 + i % n_users, i * 1.5) for i in range(4 * n_users)])
+    conn.executemany(
+        "INSERT INTO orders (user_id, total) VALUES (?, ?)", [(1 + i % n_users, i * 1.5) for i in range(4 * n_users)]
+    )
     conn.commit()
     conn.close()
 
@@ -69,9 +71,13 @@ def counts(path: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("runs/demo"), help="directory for the database and the audit trail")
+    parser.add_argument(
+        "--out", type=Path, default=Path("runs/demo"), help="directory for the database and the audit trail"
+    )
     parser.add_argument("--users", type=int, default=1000, help="rows in the users table (orders has 4x as many)")
-    parser.add_argument("--budget", type=float, default=0.55, help="per-rollout spending limit in USD for CostControlPolicy")
+    parser.add_argument(
+        "--budget", type=float, default=0.55, help="per-rollout spending limit in USD for CostControlPolicy"
+    )
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)

@@ -36,15 +36,15 @@ os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
 
 import agentlightning as agl  # noqa: E402
 from agentlightning.algorithm import algo  # noqa: E402
+from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
+from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
+from agl_store_server import agl_store_server  # noqa: E402
+from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
+
 from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noqa: E402
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, governance_stats  # noqa: E402
 from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
-from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
-from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
-
-from agl_store_server import agl_store_server  # noqa: E402
-from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]
 #: Harmless reads (the third looks destructive to a substring filter) and the destructive statements.

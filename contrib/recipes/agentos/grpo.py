@@ -36,10 +36,6 @@ from typing import Any, Callable, Dict, List, Sequence
 import agentlightning as agl
 from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
-
-from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, SQLWorld
-from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_stats
-
 from sql_agent import (
     REPORT_BLOCKED,
     REPORT_CORRECT,
@@ -50,6 +46,9 @@ from sql_agent import (
     policy_resource,
     softmax,
 )
+
+from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, SQLWorld
+from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_stats
 
 #: What counts as a destructive statement, in both arms (the governed arm's kernel denies these).
 DENIED_STATEMENTS = ("DROP", "DELETE", "TRUNCATE")
@@ -108,7 +107,14 @@ async def _outcomes(store: agl.LightningStore, ids: List[str], statuses: Dict[st
     for rollout_id in ids:
         spans = await store.query_spans(rollout_id, "latest")
         report = next((dict(s.attributes) for s in spans if REPORT_STRATEGY in (s.attributes or {})), {})
-        rows.append({"rollout_id": rollout_id, "status": statuses.get(rollout_id, "unfinished"), "reward": find_final_reward(spans), **report})
+        rows.append(
+            {
+                "rollout_id": rollout_id,
+                "status": statuses.get(rollout_id, "unfinished"),
+                "reward": find_final_reward(spans),
+                **report,
+            }
+        )
     return rows
 
 
@@ -141,7 +147,9 @@ def make_grpo_algorithm(
         all_ids: List[str] = []  # this run's rollouts: an external agl store (--store-url) may hold other runs too
 
         async def publish(version: str) -> str:
-            update = await store.add_resources({"main_llm": policy_resource(json.loads(json.dumps(logits)), version, config.temperature)})
+            update = await store.add_resources(
+                {"main_llm": policy_resource(json.loads(json.dumps(logits)), version, config.temperature)}
+            )
             return update.resources_id
 
         async def evaluate(label: str) -> Dict[str, Any]:
@@ -160,7 +168,9 @@ def make_grpo_algorithm(
             all_ids.extend(ids)
             rows = await _outcomes(store, ids, await wait_for_rollouts(store, ids, config.rollout_timeout_s))
             per_seed = {str(s): evaluate_rows([r for r, o in zip(rows, owners) if o == s]) for s in config.seeds}
-            progress(f"[{arm}] held-out {label}: accuracy " + " ".join(f"{v['accuracy']:.2f}" for v in per_seed.values()))
+            progress(
+                f"[{arm}] held-out {label}: accuracy " + " ".join(f"{v['accuracy']:.2f}" for v in per_seed.values())
+            )
             return per_seed
 
         before = await evaluate("before")
@@ -187,10 +197,19 @@ def make_grpo_algorithm(
             groups: Dict[tuple, List[Dict[str, Any]]] = {}
             for row, (seed, family, task_id) in zip(rows, meta):
                 groups.setdefault((seed, family, task_id), []).append(row)
-                rollout_log.append([
-                    seed, epoch, task_id, row.get(REPORT_STRATEGY), row["reward"], bool(row.get(REPORT_BLOCKED)),
-                    bool(row.get(REPORT_CORRECT)), bool(row.get(REPORT_DESTRUCTIVE_EXECUTED)), row["status"],
-                ])
+                rollout_log.append(
+                    [
+                        seed,
+                        epoch,
+                        task_id,
+                        row.get(REPORT_STRATEGY),
+                        row["reward"],
+                        bool(row.get(REPORT_BLOCKED)),
+                        bool(row.get(REPORT_CORRECT)),
+                        bool(row.get(REPORT_DESTRUCTIVE_EXECUTED)),
+                        row["status"],
+                    ]
+                )
             for (seed, family, _), group in groups.items():
                 usable = [r for r in group if r["reward"] is not None and r.get(REPORT_STRATEGY) in STRATEGIES]
                 if len(usable) < 2:
@@ -204,25 +223,34 @@ def make_grpo_algorithm(
                     chosen = STRATEGIES.index(row[REPORT_STRATEGY])
                     for i in range(len(STRATEGIES)):
                         grad[i] += advantage * ((i == chosen) - probs[i]) / len(usable)
-                logits[str(seed)][family] = [v + config.learning_rate * g for v, g in zip(logits[str(seed)][family], grad)]
+                logits[str(seed)][family] = [
+                    v + config.learning_rate * g for v, g in zip(logits[str(seed)][family], grad)
+                ]
 
             for seed in config.seeds:
                 seed_rows = [r for r, m in zip(rows, meta) if m[0] == seed]
                 stats = evaluate_rows(seed_rows)
                 rewards = [r["reward"] for r in seed_rows if r["reward"] is not None]
-                epochs.append(asdict(EpochMetrics(
-                    seed=seed,
-                    epoch=epoch,
-                    rollouts=len(seed_rows),
-                    attempted_violation_rate=stats["attempted_violations"] / len(seed_rows),
-                    destructive_executed=stats["destructive_executed"],
-                    rows_destroyed=stats["rows_destroyed"],
-                    accuracy=stats["accuracy"],
-                    mean_reward=statistics.fmean(rewards) if rewards else math.nan,
-                    failed_rollouts=stats["failed_rollouts"],
-                    probabilities={f: [round(p, 4) for p in softmax(logits[str(seed)][f], config.temperature)] for f in FAMILIES},
-                )))
-            latest = epochs[-len(config.seeds):]
+                epochs.append(
+                    asdict(
+                        EpochMetrics(
+                            seed=seed,
+                            epoch=epoch,
+                            rollouts=len(seed_rows),
+                            attempted_violation_rate=stats["attempted_violations"] / len(seed_rows),
+                            destructive_executed=stats["destructive_executed"],
+                            rows_destroyed=stats["rows_destroyed"],
+                            accuracy=stats["accuracy"],
+                            mean_reward=statistics.fmean(rewards) if rewards else math.nan,
+                            failed_rollouts=stats["failed_rollouts"],
+                            probabilities={
+                                f: [round(p, 4) for p in softmax(logits[str(seed)][f], config.temperature)]
+                                for f in FAMILIES
+                            },
+                        )
+                    )
+                )
+            latest = epochs[-len(config.seeds) :]
             progress(
                 f"[{arm}] epoch {epoch + 1:2d}/{config.epochs}  "
                 f"attempted violations {statistics.fmean(m['attempted_violation_rate'] for m in latest):6.1%}  "
@@ -240,7 +268,17 @@ def make_grpo_algorithm(
             "heldout_after": after,
             "epochs": epochs,
             "final_logits": logits,
-            "rollout_columns": ["seed", "epoch", "task_id", "strategy", "final_reward", "blocked", "correct", "destructive_executed", "status"],
+            "rollout_columns": [
+                "seed",
+                "epoch",
+                "task_id",
+                "strategy",
+                "final_reward",
+                "blocked",
+                "correct",
+                "destructive_executed",
+                "status",
+            ],
             "rollouts": rollout_log,
             "store_governance_stats": store_stats,
             "algorithm_seconds": time.perf_counter() - started,

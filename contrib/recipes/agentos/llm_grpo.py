@@ -63,12 +63,6 @@ import agentlightning as agl
 from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
 from agentlightning.emitter.reward import get_rewards_from_span
-
-from agentlightning.contrib.env.agentos.sql_world import FAMILIES, SQLWorld
-from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy, governance_stats
-from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
-from agentlightning.contrib.reward.agentos import LagrangianPenalty
-
 from grpo import wait_for_rollouts
 from sql_agent import (
     REPORT_BLOCKED,
@@ -78,6 +72,11 @@ from sql_agent import (
     REPORT_SQL,
     REPORT_STRATEGY,
 )
+
+from agentlightning.contrib.env.agentos.sql_world import FAMILIES, SQLWorld
+from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy, governance_stats
+from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
+from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
 #: What counts as a destructive statement, in every arm (the governed arms' kernel denies these).
 DENIED_STATEMENTS = ("DROP", "DELETE", "TRUNCATE")
@@ -130,8 +129,13 @@ def sql_classifier() -> Callable[[str], str]:
     >>> classify("DELETE FROM orders"), classify("sure! here is"), classify("SELECT 1")
     ('destructive', 'unparseable', 'clean')
     """
-    policy = SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite", mode="warn",
-                       severity=Severity.CRITICAL, unparseable_severity=Severity.HIGH)
+    policy = SQLPolicy(
+        deny=list(DENIED_STATEMENTS),
+        dialect="sqlite",
+        mode="warn",
+        severity=Severity.CRITICAL,
+        unparseable_severity=Severity.HIGH,
+    )
 
     def classify(sql: str) -> str:
         violations = policy.check_sql(sql if sql.strip() else "")
@@ -160,7 +164,9 @@ def group_advantages(values: Sequence[float], std_floor: float = 0.0, eps: float
     return [(v - mean) / (max(std, std_floor) + eps) for v in values]
 
 
-def constrained_advantages(rewards: Sequence[float], costs: Sequence[float], multiplier: float, std_floor: float = 0.0) -> List[float]:
+def constrained_advantages(
+    rewards: Sequence[float], costs: Sequence[float], multiplier: float, std_floor: float = 0.0
+) -> List[float]:
     """Reward and cost normalised separately within the group, combined with the Lagrange multiplier.
 
     >>> [round(a, 3) for a in constrained_advantages([1.0, 1.0, 0.0, 0.0], [10.0, 0.0, 0.0, 0.0], 1.0)]
@@ -206,7 +212,9 @@ def limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
-def grpo_update(policy: Any, optimizer: Any, samples: List[Tuple[List[int], List[int], float]], config: LLMGRPOConfig) -> Dict[str, Any]:
+def grpo_update(
+    policy: Any, optimizer: Any, samples: List[Tuple[List[int], List[int], float]], config: LLMGRPOConfig
+) -> Dict[str, Any]:
     """One GRPO update on ``(prompt_ids, response_ids, advantage)`` samples; returns its statistics.
 
     Samples with zero advantage (flat groups) carry no gradient and are not run; the loss is still
@@ -218,7 +226,14 @@ def grpo_update(policy: Any, optimizer: Any, samples: List[Tuple[List[int], List
     import torch
 
     active = [s for s in samples if abs(s[2]) > 1e-8]
-    stats: Dict[str, Any] = {"sequences": len(active), "tokens": 0, "seconds": 0.0, "loss": 0.0, "kl": 0.0, "grad_norm": 0.0}
+    stats: Dict[str, Any] = {
+        "sequences": len(active),
+        "tokens": 0,
+        "seconds": 0.0,
+        "loss": 0.0,
+        "kl": 0.0,
+        "grad_norm": 0.0,
+    }
     if not active:
         return stats
     started = time.perf_counter()
@@ -231,19 +246,25 @@ def grpo_update(policy: Any, optimizer: Any, samples: List[Tuple[List[int], List
             old = [lp.detach() for lp in policy.response_logprobs(prompts, responses, micro_batch=config.micro_batch)]
         if config.kl_coef > 0:
             with policy.reference():
-                ref = [lp.detach() for lp in policy.response_logprobs(prompts, responses, micro_batch=config.micro_batch)]
+                ref = [
+                    lp.detach() for lp in policy.response_logprobs(prompts, responses, micro_batch=config.micro_batch)
+                ]
     for _ in range(config.update_epochs):
         optimizer.zero_grad()
         total_loss = total_kl = 0.0
         for start in range(0, len(active), config.micro_batch):
             idx = range(start, min(start + config.micro_batch, len(active)))
-            logprobs = policy.response_logprobs([prompts[i] for i in idx], [responses[i] for i in idx], micro_batch=config.micro_batch)
+            logprobs = policy.response_logprobs(
+                [prompts[i] for i in idx], [responses[i] for i in idx], micro_batch=config.micro_batch
+            )
             loss = torch.zeros(())
             for lp, i in zip(logprobs, idx):
                 base = old[i] if old is not None else lp.detach()
                 ratio = torch.exp(lp - base)
                 adv = advantages[i]
-                objective = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - config.clip_eps, 1 + config.clip_eps) * adv).mean()
+                objective = torch.minimum(
+                    ratio * adv, torch.clamp(ratio, 1 - config.clip_eps, 1 + config.clip_eps) * adv
+                ).mean()
                 term = -objective
                 if ref is not None:
                     delta = ref[i] - lp
@@ -309,7 +330,9 @@ def make_llm_grpo(
 
     @algo
     async def llm_grpo(*, store: agl.LightningStore, adapter: agl.TraceAdapter) -> None:
-        server = PolicyServer(policy, "smollm2-135m-instruct", max_batch=server_batch, max_new_tokens=config.max_new_tokens).start()
+        server = PolicyServer(
+            policy, "smollm2-135m-instruct", max_batch=server_batch, max_new_tokens=config.max_new_tokens
+        ).start()
         progress(f"[{arm}] policy served at {server.endpoint} (OpenAI-compatible, token ids returned)")
         started = time.perf_counter()
         results: Dict[str, Any] = {"arm": arm, "config": {**asdict(config), "seeds": list(config.seeds)}, "seeds": {}}
@@ -319,11 +342,15 @@ def make_llm_grpo(
                 result_path.write_text(json.dumps(results, indent=1))
         finally:
             server.stop()
-        results["store_governance_stats"] = await governance_stats(store)  # violation spans the runners wrote (0 without a kernel)
+        results["store_governance_stats"] = await governance_stats(
+            store
+        )  # violation spans the runners wrote (0 without a kernel)
         results["algorithm_seconds"] = time.perf_counter() - started
         result_path.write_text(json.dumps(results, indent=1))
 
-    async def collect(store: agl.LightningStore, adapter: Any, ids: List[str], meta: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    async def collect(
+        store: agl.LightningStore, adapter: Any, ids: List[str], meta: List[Dict[str, Any]]
+    ) -> List[Dict[str, Any]]:
         statuses = await wait_for_rollouts(store, ids, config.rollout_timeout_s)
         rows = []
         for rollout_id, info in zip(ids, meta):
@@ -377,12 +404,17 @@ def make_llm_grpo(
             "destructive_executed": sum(r["destructive_executed"] for r in rows),
             "rows_destroyed": sum(r["rows_destroyed"] for r in rows),
             "failed_rollouts": sum(r["status"] != "succeeded" for r in rows),
-            "mean_final_reward": statistics.fmean([r["final_reward"] for r in rows if r["final_reward"] is not None] or [math.nan]),
+            "mean_final_reward": statistics.fmean(
+                [r["final_reward"] for r in rows if r["final_reward"] is not None] or [math.nan]
+            ),
         }
 
     async def publish(store: agl.LightningStore, server: Any, label: str) -> str:
-        llm = agl.LLM(endpoint=server.endpoint, model=f"smollm2-135m-instruct@{arm}/{label}",
-                      sampling_parameters={"temperature": config.temperature, "max_tokens": config.max_new_tokens})
+        llm = agl.LLM(
+            endpoint=server.endpoint,
+            model=f"smollm2-135m-instruct@{arm}/{label}",
+            sampling_parameters={"temperature": config.temperature, "max_tokens": config.max_new_tokens},
+        )
         return (await store.add_resources({"main_llm": llm})).resources_id
 
     async def evaluate(store: agl.LightningStore, adapter: Any, server: Any, seed: int, label: str) -> Dict[str, Any]:
@@ -392,27 +424,47 @@ def make_llm_grpo(
         ids, meta = [], []
         for task in heldout:
             for sample in range(config.eval_samples):
-                rollout = await store.enqueue_rollout(input={"task_id": task.task_id, "seed": seed, "sample": sample, "eval": label},
-                                                      mode="val", resources_id=resources_id)
+                rollout = await store.enqueue_rollout(
+                    input={"task_id": task.task_id, "seed": seed, "sample": sample, "eval": label},
+                    mode="val",
+                    resources_id=resources_id,
+                )
                 ids.append(rollout.rollout_id)
                 meta.append({"task_id": task.task_id, "family": task.family, "sample": sample})
         rows = await collect(store, adapter, ids, meta)
         stats = server.reset_stats()
         summary = summarize(rows)
-        summary.update({"seconds": time.perf_counter() - t0, "generated_tokens": stats.generated_tokens, "generation_tokens_per_s": stats.tokens_per_second()})
-        progress(f"[{arm}] seed {seed} held-out {label}: accuracy {summary['accuracy']:.1%}, attempted destructive {summary['attempted_destructive_rate']:.1%}, "
-                 f"unparseable {summary['unparseable_rate']:.1%}, executed destructive {summary['destructive_executed']} ({summary['seconds']:.0f} s)")
-        return {"summary": summary, "rollouts": [{k: v for k, v in r.items() if k not in ("prompt_ids", "response_ids")} for r in rows]}
+        summary.update(
+            {
+                "seconds": time.perf_counter() - t0,
+                "generated_tokens": stats.generated_tokens,
+                "generation_tokens_per_s": stats.tokens_per_second(),
+            }
+        )
+        progress(
+            f"[{arm}] seed {seed} held-out {label}: accuracy {summary['accuracy']:.1%}, attempted destructive {summary['attempted_destructive_rate']:.1%}, "
+            f"unparseable {summary['unparseable_rate']:.1%}, executed destructive {summary['destructive_executed']} ({summary['seconds']:.0f} s)"
+        )
+        return {
+            "summary": summary,
+            "rollouts": [{k: v for k, v in r.items() if k not in ("prompt_ids", "response_ids")} for r in rows],
+        }
 
-    async def run_seed(store: agl.LightningStore, adapter: Any, server: Any, seed: int, seed_index: int) -> Dict[str, Any]:
+    async def run_seed(
+        store: agl.LightningStore, adapter: Any, server: Any, seed: int, seed_index: int
+    ) -> Dict[str, Any]:
         seed_started = time.perf_counter()
         with server.lock:
             policy.reset_adapters(seed)
         server.seed = 1_000_003 * (seed + 1)
         fingerprint_start = policy.fingerprint()
         optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.learning_rate, weight_decay=0.0)
-        lagrangian = LagrangianPenalty(target_violation_rate=config.violation_limit, learning_rate=config.lagrange_lr,
-                                       multiplier=config.lagrange_init, max_multiplier=config.lagrange_max)
+        lagrangian = LagrangianPenalty(
+            target_violation_rate=config.violation_limit,
+            learning_rate=config.lagrange_lr,
+            multiplier=config.lagrange_init,
+            max_multiplier=config.lagrange_max,
+        )
         before = await evaluate(store, adapter, server, seed, "before")
         steps: List[Dict[str, Any]] = []
         updates: List[Dict[str, Any]] = []
@@ -426,8 +478,12 @@ def make_llm_grpo(
             for family in chosen:
                 task = rng.choice(by_family[family])
                 for sample in range(config.group_size):
-                    rollout = await store.enqueue_rollout(input={"task_id": task.task_id, "seed": seed, "step": step, "sample": sample},
-                                                          mode="train", resources_id=resources_id, metadata=metadata)
+                    rollout = await store.enqueue_rollout(
+                        input={"task_id": task.task_id, "seed": seed, "step": step, "sample": sample},
+                        mode="train",
+                        resources_id=resources_id,
+                        metadata=metadata,
+                    )
                     ids.append(rollout.rollout_id)
                     meta.append({"task_id": task.task_id, "family": family, "sample": sample, "step": step})
             server.reset_stats()
@@ -440,7 +496,13 @@ def make_llm_grpo(
             used: List[Dict[str, Any]] = []
             groups: Dict[str, List[Dict[str, Any]]] = {}
             for row in rows:
-                usable = row["status"] == "succeeded" and row["triplets"] == 1 and row.get("prompt_ids") and row.get("response_ids") and row["final_reward"] is not None
+                usable = (
+                    row["status"] == "succeeded"
+                    and row["triplets"] == 1
+                    and row.get("prompt_ids")
+                    and row.get("response_ids")
+                    and row["final_reward"] is not None
+                )
                 if usable and config.reward_mode == "constrained" and (row["base"] is None or row["cost"] is None):
                     usable = False
                 row["usable"] = bool(usable)
@@ -451,33 +513,55 @@ def make_llm_grpo(
                 if len(group) < 2:
                     continue
                 if config.reward_mode == "constrained":
-                    advantages = constrained_advantages([r["base"] for r in group], [r["cost"] for r in group], multiplier, config.adv_std_floor)
+                    advantages = constrained_advantages(
+                        [r["base"] for r in group], [r["cost"] for r in group], multiplier, config.adv_std_floor
+                    )
                 else:
                     advantages = group_advantages([float(r["triplet_reward"]) for r in group], config.adv_std_floor)
                 for row, adv in zip(group, advantages):
                     row["advantage"] = adv
                     samples.append((row["prompt_ids"], row["response_ids"], adv))
-                    used.append({"rollout_id": row["rollout_id"], "prompt_digest": row["prompt_digest"], "response_digest": row["response_digest"],
-                                 "triplet_reward": row["triplet_reward"], "final_reward": row["final_reward"], "advantage": adv,
-                                 "llm_span": row["llm_spans"][0] if row["llm_spans"] else None})
+                    used.append(
+                        {
+                            "rollout_id": row["rollout_id"],
+                            "prompt_digest": row["prompt_digest"],
+                            "response_digest": row["response_digest"],
+                            "triplet_reward": row["triplet_reward"],
+                            "final_reward": row["final_reward"],
+                            "advantage": adv,
+                            "llm_span": row["llm_spans"][0] if row["llm_spans"] else None,
+                        }
+                    )
             with server.lock:  # no sampling from half-updated weights
-                update = await asyncio.get_running_loop().run_in_executor(trainer_thread, grpo_update, policy, optimizer, samples, config)
+                update = await asyncio.get_running_loop().run_in_executor(
+                    trainer_thread, grpo_update, policy, optimizer, samples, config
+                )
             _release_memory()
             if config.reward_mode == "constrained":
                 await lagrangian.update_from_store(store, ids)
             summary = summarize(rows)
-            summary.update({
-                "seed": seed, "step": step, "tasks": sorted({r["task_id"] for r in rows}),
-                "usable_rollouts": sum(r["usable"] for r in rows),
-                "reward_mismatches": sum(1 for r in rows if r["usable"] and r["triplet_reward"] != r["final_reward"]),
-                "lagrange_multiplier": multiplier if config.reward_mode == "constrained" else None,
-                "lagrange_multiplier_next": lagrangian.multiplier if config.reward_mode == "constrained" else None,
-                "generated_tokens": gen.generated_tokens, "generation_tokens_per_s": gen.tokens_per_second(),
-                "rollout_seconds": rollout_seconds, "update": update,
-                "train_tokens_per_s": update["tokens"] / update["seconds"] if update["seconds"] else 0.0,
-                "seconds": time.perf_counter() - t0,
-                "mean_response_tokens": statistics.fmean([len(r["response_ids"]) for r in rows if r.get("response_ids")] or [0]),
-            })
+            summary.update(
+                {
+                    "seed": seed,
+                    "step": step,
+                    "tasks": sorted({r["task_id"] for r in rows}),
+                    "usable_rollouts": sum(r["usable"] for r in rows),
+                    "reward_mismatches": sum(
+                        1 for r in rows if r["usable"] and r["triplet_reward"] != r["final_reward"]
+                    ),
+                    "lagrange_multiplier": multiplier if config.reward_mode == "constrained" else None,
+                    "lagrange_multiplier_next": lagrangian.multiplier if config.reward_mode == "constrained" else None,
+                    "generated_tokens": gen.generated_tokens,
+                    "generation_tokens_per_s": gen.tokens_per_second(),
+                    "rollout_seconds": rollout_seconds,
+                    "update": update,
+                    "train_tokens_per_s": update["tokens"] / update["seconds"] if update["seconds"] else 0.0,
+                    "seconds": time.perf_counter() - t0,
+                    "mean_response_tokens": statistics.fmean(
+                        [len(r["response_ids"]) for r in rows if r.get("response_ids")] or [0]
+                    ),
+                }
+            )
             steps.append(summary)
             updates.append({"step": step, "samples": used})
             for row in rows:
@@ -488,7 +572,8 @@ def make_llm_grpo(
             progress(
                 f"[{arm}] seed {seed} step {step + 1:2d}/{config.steps}  attempted destructive {summary['attempted_destructive_rate']:5.1%}  "
                 f"unparseable {summary['unparseable_rate']:5.1%}  accuracy {summary['accuracy']:5.1%}  executed {summary['destructive_executed']}  "
-                f"reward {summary['mean_final_reward']:7.2f}" + (f"  lambda {multiplier:.2f}" if config.reward_mode == "constrained" else "")
+                f"reward {summary['mean_final_reward']:7.2f}"
+                + (f"  lambda {multiplier:.2f}" if config.reward_mode == "constrained" else "")
                 + f"  gen {summary['generation_tokens_per_s']:.0f} tok/s  step {summary['seconds']:.0f} s  (seed {elapsed / 60:.1f} min)"
             )
         after = await evaluate(store, adapter, server, seed, "after")

@@ -41,7 +41,9 @@ class PolicyModel:
     [[...]]
     """
 
-    def __init__(self, base: Any, tokenizer: Any, *, lora_rank: int = 16, lora_alpha: float = 32.0, seed: int = 0) -> None:
+    def __init__(
+        self, base: Any, tokenizer: Any, *, lora_rank: int = 16, lora_alpha: float = 32.0, seed: int = 0
+    ) -> None:
         import copy
 
         import torch
@@ -51,16 +53,20 @@ class PolicyModel:
         self.pad_id = int(tokenizer.pad_token_id)
         self.end_id = int(tokenizer.convert_tokens_to_ids(tokenizer.eos_token))
         if self.pad_id == self.end_id:
-            raise ValueError("the tokenizer's pad token equals its end token; set a distinct pad (smollm.load_tokenizer does)")
+            raise ValueError(
+                "the tokenizer's pad token equals its end token; set a distinct pad (smollm.load_tokenizer does)"
+            )
         self.generation = copy.deepcopy(base).to(torch.bfloat16).eval()
         for p in self.generation.parameters():
             p.requires_grad_(False)
-        config = LoraConfig(r=lora_rank, lora_alpha=lora_alpha, target_modules=list(LORA_TARGETS), lora_dropout=0.0, bias="none")
+        config = LoraConfig(
+            r=lora_rank, lora_alpha=lora_alpha, target_modules=list(LORA_TARGETS), lora_dropout=0.0, bias="none"
+        )
         torch.manual_seed(seed)
         self.model = get_peft_model(base, config)
         self.model.eval()  # no dropout anywhere; gradients still flow
         self._lora_modules = {
-            name[len("base_model.model."):]: module
+            name[len("base_model.model.") :]: module
             for name, module in self.model.named_modules()
             if hasattr(module, "get_delta_weight") and hasattr(module, "base_layer")
         }
@@ -105,7 +111,9 @@ class PolicyModel:
                 key = name.replace(".base_layer.", ".")
                 state[key] = tensor.detach().clone()
             for name, module in self._lora_modules.items():
-                state[f"{name}.weight"] = (module.base_layer.weight + module.get_delta_weight("default")).detach().clone()
+                state[f"{name}.weight"] = (
+                    (module.base_layer.weight + module.get_delta_weight("default")).detach().clone()
+                )
         return state
 
     def sync_generation(self) -> None:
@@ -145,14 +153,22 @@ class PolicyModel:
         input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(prompts), width), dtype=torch.long)
         for i, p in enumerate(prompts):
-            input_ids[i, width - len(p):] = torch.tensor(list(p), dtype=torch.long)
-            attention[i, width - len(p):] = 1
+            input_ids[i, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+            attention[i, width - len(p) :] = 1
         torch.manual_seed(seed)
-        kwargs: Dict[str, Any] = {"do_sample": False} if temperature <= 0 else {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+        kwargs: Dict[str, Any] = (
+            {"do_sample": False}
+            if temperature <= 0
+            else {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+        )
         with torch.no_grad():
             out = self.generation.generate(
-                input_ids=input_ids, attention_mask=attention, max_new_tokens=max_new_tokens,
-                pad_token_id=self.pad_id, eos_token_id=self.end_id, **kwargs,
+                input_ids=input_ids,
+                attention_mask=attention,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=self.pad_id,
+                eos_token_id=self.end_id,
+                **kwargs,
             )
         responses = []
         for row in out[:, width:].tolist():
@@ -167,7 +183,9 @@ class PolicyModel:
         return responses
 
     # -- scoring
-    def response_logprobs(self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *, micro_batch: int = 8) -> List[Any]:
+    def response_logprobs(
+        self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *, micro_batch: int = 8
+    ) -> List[Any]:
         """Per-token log-probs of each response given its prompt under the training model
         (a list of 1-D float32 tensors, with the autograd graph when gradients are enabled).
 
@@ -181,7 +199,7 @@ class PolicyModel:
 
         out: List[Any] = []
         for start in range(0, len(prompts), micro_batch):
-            chunk = list(zip(prompts[start:start + micro_batch], responses[start:start + micro_batch]))
+            chunk = list(zip(prompts[start : start + micro_batch], responses[start : start + micro_batch]))
             width = max(len(p) + len(r) for p, r in chunk)
             input_ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
             attention = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -204,7 +222,9 @@ def prompt_ids(tokenizer: Any, messages: Sequence[Dict[str, str]]) -> List[int]:
     >>> prompt_ids(tok, [{"role": "user", "content": "hi"}])[:1]  # doctest: +SKIP
     [1]
     """
-    return list(tokenizer.apply_chat_template(list(messages), tokenize=True, add_generation_prompt=True, return_dict=False))
+    return list(
+        tokenizer.apply_chat_template(list(messages), tokenize=True, add_generation_prompt=True, return_dict=False)
+    )
 
 
 def fingerprint_state(state: Dict[str, Any], keys: Optional[Sequence[str]] = None) -> str:

@@ -113,7 +113,10 @@ class PolicyServer:
 
     def start(self) -> "PolicyServer":
         """Start the HTTP and generation threads; returns self."""
-        for target, name in ((self._http.serve_forever, "policy-server-http"), (self._generate_loop, "policy-server-generate")):
+        for target, name in (
+            (self._http.serve_forever, "policy-server-http"),
+            (self._generate_loop, "policy-server-generate"),
+        ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -133,7 +136,15 @@ class PolicyServer:
         return stats
 
     # -- generation
-    def submit(self, prompt: List[int], *, temperature: float = 1.0, top_p: float = 1.0, max_tokens: int = 128, timeout: float = 600.0) -> List[int]:
+    def submit(
+        self,
+        prompt: List[int],
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 128,
+        timeout: float = 600.0,
+    ) -> List[int]:
         """Sample a response to ``prompt`` (token ids) through the batching queue; returns its token ids."""
         job = _Job(list(prompt), float(temperature), float(top_p), min(int(max_tokens), self.max_new_tokens))
         self._jobs.put(job)
@@ -171,7 +182,9 @@ class PolicyServer:
                 started = time.perf_counter()
                 seed = self.seed + self._batch_index
                 self._batch_index += 1
-                responses = self.policy.generate([j.prompt for j in jobs], temperature=temperature, top_p=top_p, max_new_tokens=max_tokens, seed=seed)
+                responses = self.policy.generate(
+                    [j.prompt for j in jobs], temperature=temperature, top_p=top_p, max_new_tokens=max_tokens, seed=seed
+                )
                 elapsed = time.perf_counter() - started
             self.stats.batches += 1
             self.stats.requests += len(jobs)
@@ -210,14 +223,20 @@ class PolicyServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(body.get("model", self.model_name)),
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop" if finished else "length",
-                "token_ids": response,  # vLLM's return_token_ids field
-            }],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop" if finished else "length",
+                    "token_ids": response,  # vLLM's return_token_ids field
+                }
+            ],
             "prompt_token_ids": prompt,  # vLLM's return_token_ids field
-            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(response), "total_tokens": len(prompt) + len(response)},
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(response),
+                "total_tokens": len(prompt) + len(response),
+            },
         }
 
     def _handler_class(self) -> type:
@@ -236,7 +255,13 @@ class PolicyServer:
 
             def do_GET(self) -> None:  # noqa: N802 (http.server naming)
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": server.model_name, "object": "model", "owned_by": "agentos-recipe"}]})
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [{"id": server.model_name, "object": "model", "owned_by": "agentos-recipe"}],
+                        },
+                    )
                 elif self.path.rstrip("/").endswith("/health"):
                     self._send(200, {"status": "ok"})
                 else:

@@ -13,6 +13,7 @@ import time
 from typing import Any, Dict, List
 
 import agentlightning as agl
+
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool
 
 

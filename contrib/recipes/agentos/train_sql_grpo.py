@@ -48,29 +48,40 @@ import agentlightning as agl  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
+from grpo import DENIED_STATEMENTS, GRPOConfig, make_grpo_algorithm  # noqa: E402
+from sql_agent import SQLAgent  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import SQLWorld  # noqa: E402
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
 
-from grpo import DENIED_STATEMENTS, GRPOConfig, make_grpo_algorithm  # noqa: E402
-from sql_agent import SQLAgent  # noqa: E402
-
 ARMS = ("governed", "ungoverned")
 
 
 def parse_args(argv: List[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="training seeds (one independent policy each)")
-    parser.add_argument("--epochs", type=int, default=12, help="training epochs; each epoch is one group per task family per seed")
-    parser.add_argument("--group-size", type=int, default=4, help="rollouts per group (same task), for group-relative advantages")
-    parser.add_argument("--learning-rate", type=float, default=5.0, help="policy-gradient step size on the strategy logits")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="training seeds (one independent policy each)"
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=12, help="training epochs; each epoch is one group per task family per seed"
+    )
+    parser.add_argument(
+        "--group-size", type=int, default=4, help="rollouts per group (same task), for group-relative advantages"
+    )
+    parser.add_argument(
+        "--learning-rate", type=float, default=5.0, help="policy-gradient step size on the strategy logits"
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature when sampling strategies")
     parser.add_argument("--runners", type=int, default=2, help="runner processes per Trainer run")
     parser.add_argument("--world-seed", type=int, default=0, help="seed of the database and the task set")
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="which arms to run")
-    parser.add_argument("--out", type=Path, default=Path("runs/sql_grpo"), help="output directory (database, audit, results, plots)")
+    parser.add_argument(
+        "--out", type=Path, default=Path("runs/sql_grpo"), help="output directory (database, audit, results, plots)"
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 3 epochs, group size 3")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG (matplotlib not needed then)")
     parser.add_argument(
@@ -129,12 +140,24 @@ def train(algorithm: Any, runner: Any, agent: Any, args: argparse.Namespace) -> 
 
 def run_arm(arm: str, world: SQLWorld, args: argparse.Namespace) -> Dict[str, Any]:
     """One Trainer run: every seed of ``arm`` trained side by side."""
-    config = GRPOConfig(seeds=args.seeds, epochs=args.epochs, group_size=args.group_size, learning_rate=args.learning_rate, temperature=args.temperature)
+    config = GRPOConfig(
+        seeds=args.seeds,
+        epochs=args.epochs,
+        group_size=args.group_size,
+        learning_rate=args.learning_rate,
+        temperature=args.temperature,
+    )
     result_path = args.out / f"{arm}.json"
     algorithm = make_grpo_algorithm(config, world, arm, result_path)
     if arm == "governed":
         kernel = GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
-        runner: agl.LitAgentRunner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), audit_dir=args.out / "audit", log_violations=False, poll_interval=0.05)
+        runner: agl.LitAgentRunner = AgentOSRunner(
+            kernel,
+            reward_fn=PolicyReward(kernel),
+            audit_dir=args.out / "audit",
+            log_violations=False,
+            poll_interval=0.05,
+        )
     else:
         runner = agl.LitAgentRunner(AgentOpsTracer(), poll_interval=0.05)
     agent = SQLAgent(str(world.db_path), args.world_seed, governed=arm == "governed")
@@ -154,15 +177,33 @@ def summarize(result: Dict[str, Any]) -> Dict[str, Any]:
     """Per-arm summary over seeds."""
     seeds = [str(s) for s in result["config"]["seeds"]]
     epochs = result["config"]["epochs"]
-    rate_by_epoch = [[m["attempted_violation_rate"] for m in result["epochs"] if m["epoch"] == e] for e in range(epochs)]
+    rate_by_epoch = [
+        [m["attempted_violation_rate"] for m in result["epochs"] if m["epoch"] == e] for e in range(epochs)
+    ]
     acc_by_epoch = [[m["accuracy"] for m in result["epochs"] if m["epoch"] == e] for e in range(epochs)]
-    executed = [sum(m["destructive_executed"] for m in result["epochs"] if str(m["seed"]) == s) + result["heldout_before"][s]["destructive_executed"] + result["heldout_after"][s]["destructive_executed"] for s in seeds]
-    destroyed = [sum(m["rows_destroyed"] for m in result["epochs"] if str(m["seed"]) == s) + result["heldout_before"][s]["rows_destroyed"] + result["heldout_after"][s]["rows_destroyed"] for s in seeds]
+    executed = [
+        sum(m["destructive_executed"] for m in result["epochs"] if str(m["seed"]) == s)
+        + result["heldout_before"][s]["destructive_executed"]
+        + result["heldout_after"][s]["destructive_executed"]
+        for s in seeds
+    ]
+    destroyed = [
+        sum(m["rows_destroyed"] for m in result["epochs"] if str(m["seed"]) == s)
+        + result["heldout_before"][s]["rows_destroyed"]
+        + result["heldout_after"][s]["rows_destroyed"]
+        for s in seeds
+    ]
     return {
         "arm": result["arm"],
         "seeds": result["config"]["seeds"],
-        "violation_rate_by_epoch": {"mean": [statistics.fmean(v) for v in rate_by_epoch], "sd": [statistics.pstdev(v) for v in rate_by_epoch]},
-        "accuracy_by_epoch": {"mean": [statistics.fmean(v) for v in acc_by_epoch], "sd": [statistics.pstdev(v) for v in acc_by_epoch]},
+        "violation_rate_by_epoch": {
+            "mean": [statistics.fmean(v) for v in rate_by_epoch],
+            "sd": [statistics.pstdev(v) for v in rate_by_epoch],
+        },
+        "accuracy_by_epoch": {
+            "mean": [statistics.fmean(v) for v in acc_by_epoch],
+            "sd": [statistics.pstdev(v) for v in acc_by_epoch],
+        },
         "first_epoch_violation_rate": rate_by_epoch[0],
         "final_epoch_violation_rate": rate_by_epoch[-1],
         "destructive_executed": executed,
@@ -201,7 +242,9 @@ def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
             mean, sd = summary[key]["mean"], summary[key]["sd"]
             x = list(range(1, len(mean) + 1))
             ax.plot(x, mean, marker="o", color=color, label=summary["arm"])
-            ax.fill_between(x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color=color, alpha=0.2)
+            ax.fill_between(
+                x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color=color, alpha=0.2
+            )
     axes[0].set(title="Attempted-violation rate (training rollouts)", xlabel="epoch", ylabel="fraction of rollouts")
     axes[1].set(title="Task accuracy (training rollouts)", xlabel="epoch", ylabel="fraction correct", ylim=(0, 1.05))
     for ax in axes:
@@ -221,18 +264,31 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
         check_store_url(args.store_url)
     started = time.perf_counter()
     world = SQLWorld.create(args.out / "shop.db", args.world_seed)
-    print(f"world: {world.db_path} (seed {args.world_seed}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
-          f"arms {args.arms}, seeds {args.seeds}, {args.epochs} epochs, group size {args.group_size}")
+    print(
+        f"world: {world.db_path} (seed {args.world_seed}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
+        f"arms {args.arms}, seeds {args.seeds}, {args.epochs} epochs, group size {args.group_size}"
+    )
     summaries = [summarize(run_arm(arm, world, args)) for arm in args.arms]
     print_table(summaries)
-    results = {"command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "summaries": summaries, "total_seconds": time.perf_counter() - started}
+    results = {
+        "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "summaries": summaries,
+        "total_seconds": time.perf_counter() - started,
+    }
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     if not args.no_plot:
         plot(summaries, args.out / "training_curves.png")
-    print(f"\nresults: {args.out / 'results.json'}" + ("" if args.no_plot else f", plot: {args.out / 'training_curves.png'}") + f"  (total {results['total_seconds']:.1f} s)")
+    print(
+        f"\nresults: {args.out / 'results.json'}"
+        + ("" if args.no_plot else f", plot: {args.out / 'training_curves.png'}")
+        + f"  (total {results['total_seconds']:.1f} s)"
+    )
     if args.store_url is not None:
-        print(f"dashboard: {args.store_url}/rollouts   rollouts with violations: "
-              f"python -m agentlightning.contrib.runner.agentos violations --store-url {args.store_url}")
+        print(
+            f"dashboard: {args.store_url}/rollouts   rollouts with violations: "
+            f"python -m agentlightning.contrib.runner.agentos violations --store-url {args.store_url}"
+        )
     return results
 
 

@@ -53,15 +53,14 @@ import portpicker  # noqa: E402
 
 import agentlightning as agl  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
+from llm_grpo import DENIED_STATEMENTS, LLMGRPOConfig, limit_malloc_arenas, make_llm_grpo  # noqa: E402
+from sql_agent import SQLAgent  # noqa: E402
+from warm_start import WarmStartConfig, warm_start  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import WORLD_VERSION, SQLWorld  # noqa: E402
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.reward.agentos import LagrangianPenalty, PolicyReward, RewardConfig  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
-
-from llm_grpo import DENIED_STATEMENTS, LLMGRPOConfig, limit_malloc_arenas, make_llm_grpo  # noqa: E402
-from sql_agent import SQLAgent  # noqa: E402
-from warm_start import WarmStartConfig, warm_start  # noqa: E402
 
 ARMS = ("governed-penalty", "governed-constrained", "ungoverned")
 REWARD_MODE = {"governed-penalty": "penalty", "governed-constrained": "constrained", "ungoverned": "task"}
@@ -74,29 +73,72 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     >>> parse_args(["--quick"]).steps
     2
     """
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     g = p.add_argument_group("run")
     g.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="which arms to run, in this order")
-    g.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds of the governed-penalty and ungoverned arms")
-    g.add_argument("--constrained-seeds", type=int, nargs="+", default=[0, 1], help="training seeds of the governed-constrained arm")
+    g.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=[0, 1, 2],
+        help="training seeds of the governed-penalty and ungoverned arms",
+    )
+    g.add_argument(
+        "--constrained-seeds",
+        type=int,
+        nargs="+",
+        default=[0, 1],
+        help="training seeds of the governed-constrained arm",
+    )
     g.add_argument("--world-seed", type=int, default=0, help="seed of the database and the task set")
     g.add_argument("--runners", type=int, default=12, help="runner processes per Trainer run (concurrent model calls)")
-    g.add_argument("--threads", type=int, default=2, help="torch threads in the algorithm process (torch.set_num_threads)")
-    g.add_argument("--out", type=Path, default=Path("runs/llm"), help="output directory (database, audit, results, plots)")
-    g.add_argument("--warm-start-cache", type=Path, default=Path("runs/llm/warm_start"), help="where the warm-start weights are cached")
-    g.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 2 GRPO steps on a handful of tasks, a tiny warm start")
+    g.add_argument(
+        "--threads", type=int, default=2, help="torch threads in the algorithm process (torch.set_num_threads)"
+    )
+    g.add_argument(
+        "--out", type=Path, default=Path("runs/llm"), help="output directory (database, audit, results, plots)"
+    )
+    g.add_argument(
+        "--warm-start-cache",
+        type=Path,
+        default=Path("runs/llm/warm_start"),
+        help="where the warm-start weights are cached",
+    )
+    g.add_argument(
+        "--quick", action="store_true", help="smoke run: 1 seed, 2 GRPO steps on a handful of tasks, a tiny warm start"
+    )
     g.add_argument("--no-plot", action="store_true", help="skip the PNG")
     g = p.add_argument_group("GRPO")
     g.add_argument("--steps", type=int, default=8, help="GRPO steps per seed")
-    g.add_argument("--tasks-per-step", type=int, default=3, help="training tasks per step (distinct families), one group each")
+    g.add_argument(
+        "--tasks-per-step", type=int, default=3, help="training tasks per step (distinct families), one group each"
+    )
     g.add_argument("--group-size", type=int, default=4, help="samples per task (a group) for group-relative advantages")
-    g.add_argument("--learning-rate", type=float, default=5e-4, help="AdamW learning rate of the LoRA adapters during RL")
+    g.add_argument(
+        "--learning-rate", type=float, default=5e-4, help="AdamW learning rate of the LoRA adapters during RL"
+    )
     g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, training and evaluation")
     g.add_argument("--max-new-tokens", type=int, default=96, help="most tokens the model may write per answer")
-    g.add_argument("--adv-std-floor", type=float, default=0.5, help="floor of the group std in the advantage (reward units): keeps the brevity bonus's hundredths from becoming full-size advantages")
-    g.add_argument("--kl-coef", type=float, default=0.0, help="weight of the KL penalty to the warm start (0: off; costs one more forward pass)")
-    g.add_argument("--clip-eps", type=float, default=0.2, help="PPO-style ratio clip (only matters with --update-epochs > 1)")
-    g.add_argument("--update-epochs", type=int, default=1, help="gradient steps per batch of rollouts (1: plain on-policy)")
+    g.add_argument(
+        "--adv-std-floor",
+        type=float,
+        default=0.5,
+        help="floor of the group std in the advantage (reward units): keeps the brevity bonus's hundredths from becoming full-size advantages",
+    )
+    g.add_argument(
+        "--kl-coef",
+        type=float,
+        default=0.0,
+        help="weight of the KL penalty to the warm start (0: off; costs one more forward pass)",
+    )
+    g.add_argument(
+        "--clip-eps", type=float, default=0.2, help="PPO-style ratio clip (only matters with --update-epochs > 1)"
+    )
+    g.add_argument(
+        "--update-epochs", type=int, default=1, help="gradient steps per batch of rollouts (1: plain on-policy)"
+    )
     g.add_argument("--micro-batch", type=int, default=8, help="sequences per forward/backward pass")
     g.add_argument("--lora-rank", type=int, default=16, help="LoRA rank of the RL adapters")
     g.add_argument("--lora-alpha", type=float, default=32.0, help="LoRA alpha of the RL adapters")
@@ -105,7 +147,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     g.add_argument("--train-tasks", type=int, default=0, help="training tasks to draw from (0: all 46)")
     g = p.add_argument_group("constrained arm")
     g.add_argument("--violation-limit", type=float, default=0.02, help="allowed fraction of rollouts with a violation")
-    g.add_argument("--lagrange-lr", type=float, default=5.0, help="step size of lambda per unit of (violation rate - limit)")
+    g.add_argument(
+        "--lagrange-lr", type=float, default=5.0, help="step size of lambda per unit of (violation rate - limit)"
+    )
     g.add_argument("--lagrange-init", type=float, default=1.0, help="initial lambda")
     g = p.add_argument_group("warm start")
     g.add_argument("--sft-epochs", type=float, default=3.0, help="passes over the warm-start data")
@@ -135,10 +179,23 @@ def grpo_config(args: argparse.Namespace, arm: str) -> LLMGRPOConfig:
     """
     return LLMGRPOConfig(
         seeds=args.constrained_seeds if arm == "governed-constrained" else args.seeds,
-        steps=args.steps, tasks_per_step=args.tasks_per_step, group_size=args.group_size, learning_rate=args.learning_rate,
-        temperature=args.temperature, max_new_tokens=args.max_new_tokens, eval_samples=args.eval_samples, eval_tasks=args.eval_tasks,
-        reward_mode=REWARD_MODE[arm], adv_std_floor=args.adv_std_floor, kl_coef=args.kl_coef, clip_eps=args.clip_eps, update_epochs=args.update_epochs,
-        micro_batch=args.micro_batch, violation_limit=args.violation_limit, lagrange_lr=args.lagrange_lr, lagrange_init=args.lagrange_init,
+        steps=args.steps,
+        tasks_per_step=args.tasks_per_step,
+        group_size=args.group_size,
+        learning_rate=args.learning_rate,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        eval_samples=args.eval_samples,
+        eval_tasks=args.eval_tasks,
+        reward_mode=REWARD_MODE[arm],
+        adv_std_floor=args.adv_std_floor,
+        kl_coef=args.kl_coef,
+        clip_eps=args.clip_eps,
+        update_epochs=args.update_epochs,
+        micro_batch=args.micro_batch,
+        violation_limit=args.violation_limit,
+        lagrange_lr=args.lagrange_lr,
+        lagrange_init=args.lagrange_init,
     )
 
 
@@ -149,10 +206,16 @@ def make_runner(arm: str, args: argparse.Namespace) -> agl.LitAgentRunner:
     kernel = GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
     if arm == "governed-constrained":
         # The multiplier each rollout is priced at is stamped on it by the algorithm; this one is only the fallback.
-        reward = PolicyReward(kernel, config=RewardConfig(clean_bonus=0.0), lagrangian=LagrangianPenalty(target_violation_rate=args.violation_limit, multiplier=args.lagrange_init))
+        reward = PolicyReward(
+            kernel,
+            config=RewardConfig(clean_bonus=0.0),
+            lagrangian=LagrangianPenalty(target_violation_rate=args.violation_limit, multiplier=args.lagrange_init),
+        )
     else:
         reward = PolicyReward(kernel)
-    return AgentOSRunner(kernel, reward_fn=reward, audit_dir=args.out / "audit" / arm, log_violations=False, poll_interval=0.05)
+    return AgentOSRunner(
+        kernel, reward_fn=reward, audit_dir=args.out / "audit" / arm, log_violations=False, poll_interval=0.05
+    )
 
 
 RUN_STARTED = time.perf_counter()
@@ -163,15 +226,31 @@ def progress(message: str) -> None:
     print(f"[{(time.perf_counter() - RUN_STARTED) / 60:5.1f} min] {message}", flush=True)
 
 
-def run_arm(arm: str, world: SQLWorld, policy: Any, args: argparse.Namespace, store: Optional[agl.LightningStore] = None) -> Dict[str, Any]:
+def run_arm(
+    arm: str, world: SQLWorld, policy: Any, args: argparse.Namespace, store: Optional[agl.LightningStore] = None
+) -> Dict[str, Any]:
     """One Trainer run: every seed of ``arm``, one after the other, from the same warm start."""
     result_path = args.out / f"{arm}.json"
-    algorithm = make_llm_grpo(grpo_config(args, arm), world, arm, policy, result_path, train_tasks=args.train_tasks,
-                              server_batch=max(args.runners, 1), progress=progress)
+    algorithm = make_llm_grpo(
+        grpo_config(args, arm),
+        world,
+        arm,
+        policy,
+        result_path,
+        train_tasks=args.train_tasks,
+        server_batch=max(args.runners, 1),
+        progress=progress,
+    )
     agent = SQLAgent(str(world.db_path), args.world_seed, governed=arm != "ungoverned", prompt="compact")
     started = time.perf_counter()
-    trainer = agl.Trainer(algorithm=algorithm, runner=make_runner(arm, args), adapter=agl.TracerTraceToTriplet(),
-                          n_runners=args.runners, port=portpicker.pick_unused_port(), store=store)
+    trainer = agl.Trainer(
+        algorithm=algorithm,
+        runner=make_runner(arm, args),
+        adapter=agl.TracerTraceToTriplet(),
+        n_runners=args.runners,
+        port=portpicker.pick_unused_port(),
+        store=store,
+    )
     trainer.fit(agent)
     if not result_path.is_file():
         raise RuntimeError(f"the {arm} arm wrote no results ({result_path}); see the Trainer's log above")
@@ -203,7 +282,10 @@ def summarize(result: Dict[str, Any]) -> Dict[str, Any]:
         return [s[which]["summary"][key] for s in seeds]
 
     def total(key: str) -> List[float]:
-        return [sum(st[key] for st in s["steps"]) + s["heldout_before"]["summary"][key] + s["heldout_after"]["summary"][key] for s in seeds]
+        return [
+            sum(st[key] for st in s["steps"]) + s["heldout_before"]["summary"][key] + s["heldout_after"]["summary"][key]
+            for s in seeds
+        ]
 
     return {
         "arm": result["arm"],
@@ -230,7 +312,9 @@ def summarize(result: Dict[str, Any]) -> Dict[str, Any]:
         "reward_mismatches": sum(st["reward_mismatches"] for s in seeds for st in s["steps"]),
         "weights_changed": [s["fingerprint_start"] != s["fingerprint_end"] for s in seeds],
         "generation_tokens_per_s": statistics.fmean(st["generation_tokens_per_s"] for s in seeds for st in s["steps"]),
-        "train_tokens_per_s": statistics.fmean([st["train_tokens_per_s"] for s in seeds for st in s["steps"] if st["train_tokens_per_s"]] or [0.0]),
+        "train_tokens_per_s": statistics.fmean(
+            [st["train_tokens_per_s"] for s in seeds for st in s["steps"] if st["train_tokens_per_s"]] or [0.0]
+        ),
         "seconds_per_step": statistics.fmean(st["seconds"] for s in seeds for st in s["steps"]),
         "seed_seconds": [s["seconds"] for s in seeds],
         "wall_seconds": result["wall_seconds"],
@@ -260,7 +344,11 @@ TABLE_ROWS = [
 
 def table_markdown(summaries: List[Dict[str, Any]]) -> str:
     """The results table (mean ± sd over seeds) as Markdown."""
-    head = "| metric (mean ± sd over seeds) | " + " | ".join(f"{s['arm']} (seeds {' '.join(map(str, s['seeds']))})" for s in summaries) + " |"
+    head = (
+        "| metric (mean ± sd over seeds) | "
+        + " | ".join(f"{s['arm']} (seeds {' '.join(map(str, s['seeds']))})" for s in summaries)
+        + " |"
+    )
     lines = [head, "|---|" + "---|" * len(summaries)]
     for label, cell in TABLE_ROWS:
         lines.append(f"| {label} | " + " | ".join(cell(s) for s in summaries) + " |")
@@ -281,8 +369,12 @@ def targets(summaries: List[Dict[str, Any]]) -> Dict[str, Any]:
         out[arm] = {
             "zero_destructive_executed": sum(s["destructive_executed"]) == 0,
             "heldout_attempted_after_below_2pct": rate < 0.02,
-            "heldout_attempted_after_at_most_tenth_of_ungoverned": None if ung is None else rate <= statistics.fmean(ung["heldout_attempted_after"]) / 10,
-            "heldout_accuracy_within_2pts_of_ungoverned": None if ung is None else acc >= statistics.fmean(ung["heldout_accuracy_after"]) - 0.02,
+            "heldout_attempted_after_at_most_tenth_of_ungoverned": None
+            if ung is None
+            else rate <= statistics.fmean(ung["heldout_attempted_after"]) / 10,
+            "heldout_accuracy_within_2pts_of_ungoverned": None
+            if ung is None
+            else acc >= statistics.fmean(ung["heldout_accuracy_after"]) - 0.02,
         }
     return out
 
@@ -295,16 +387,24 @@ def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-    keys = (("attempted_destructive_by_step", "Attempted destructive statements"), ("unparseable_by_step", "Unparseable / non-SQL answers"), ("accuracy_by_step", "Task accuracy"))
+    keys = (
+        ("attempted_destructive_by_step", "Attempted destructive statements"),
+        ("unparseable_by_step", "Unparseable / non-SQL answers"),
+        ("accuracy_by_step", "Task accuracy"),
+    )
     for summary in summaries:
         color = COLORS.get(summary["arm"], None)
         for ax, (key, _) in zip(axes, keys):
             mean, sd = summary[key]["mean"], summary[key]["sd"]
             x = list(range(1, len(mean) + 1))
             ax.plot(x, mean, marker="o", color=color, label=f"{summary['arm']} ({len(summary['seeds'])} seeds)")
-            ax.fill_between(x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color=color, alpha=0.15)
+            ax.fill_between(
+                x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color=color, alpha=0.15
+            )
     for ax, (_, title) in zip(axes, keys):
-        ax.set(title=title + " (training rollouts)", xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02))
+        ax.set(
+            title=title + " (training rollouts)", xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02)
+        )
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle("SmolLM2-135M GRPO through Agent Lightning on a 2-core CPU, mean ± sd over seeds")
@@ -317,11 +417,19 @@ def machine() -> Dict[str, Any]:
     """Python, platform, CPU count and torch threads of this run (recorded in results.json)."""
     import torch
 
-    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
-            "torch_threads": torch.get_num_threads(), "processor": platform.processor() or platform.machine()}
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "processor": platform.processor() or platform.machine(),
+    }
 
 
-def main(argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str], agl.LightningStore]] = None) -> Dict[str, Any]:
+def main(
+    argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str], agl.LightningStore]] = None
+) -> Dict[str, Any]:
     """Run the recipe; returns what it wrote to ``results.json``. ``store_factory(arm)`` may supply each arm's store (tests inspect it)."""
     from policy_model import PolicyModel
     from smollm import load_model, load_tokenizer, set_threads
@@ -338,12 +446,24 @@ def main(argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str
         world = SQLWorld.create(db_path, args.world_seed)
     except FileExistsError:  # a database of another world version in our own output directory
         world = SQLWorld.create(db_path, args.world_seed, overwrite=True)
-    print(f"world: {world.db_path} (seed {args.world_seed}, version {WORLD_VERSION}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
-          f"arms {args.arms}, seeds {args.seeds} (constrained {args.constrained_seeds}), {args.steps} steps of {args.tasks_per_step} x {args.group_size} rollouts", flush=True)
-    ws_config = WarmStartConfig(epochs=args.sft_epochs, batch_size=args.sft_batch, learning_rate=args.sft_learning_rate, max_tasks=args.sft_tasks, seed=args.world_seed)
+    print(
+        f"world: {world.db_path} (seed {args.world_seed}, version {WORLD_VERSION}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
+        f"arms {args.arms}, seeds {args.seeds} (constrained {args.constrained_seeds}), {args.steps} steps of {args.tasks_per_step} x {args.group_size} rollouts",
+        flush=True,
+    )
+    ws_config = WarmStartConfig(
+        epochs=args.sft_epochs,
+        batch_size=args.sft_batch,
+        learning_rate=args.sft_learning_rate,
+        max_tasks=args.sft_tasks,
+        seed=args.world_seed,
+    )
     weights, ws_record = warm_start(world, ws_config, args.warm_start_cache, progress=progress)
     policy = PolicyModel(load_model(weights), load_tokenizer(), lora_rank=args.lora_rank, lora_alpha=args.lora_alpha)
-    print(f"policy: SmolLM2-135M-Instruct warm start {weights.name} + LoRA r={args.lora_rank} ({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters)", flush=True)
+    print(
+        f"policy: SmolLM2-135M-Instruct warm start {weights.name} + LoRA r={args.lora_rank} ({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters)",
+        flush=True,
+    )
     raw, summaries = {}, []
     for arm in args.arms:
         raw[arm] = run_arm(arm, world, policy, args, store=store_factory(arm) if store_factory else None)
@@ -355,7 +475,9 @@ def main(argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str
     for arm, checks in checked.items():
         print(f"targets {arm}: " + ", ".join(f"{k}={v}" for k, v in checks.items()))
     results = {
-        "command": " ".join(["python contrib/recipes/agentos/train_sql_llm.py", *(argv if argv is not None else sys.argv[1:])]),
+        "command": " ".join(
+            ["python contrib/recipes/agentos/train_sql_llm.py", *(argv if argv is not None else sys.argv[1:])]
+        ),
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "world_version": WORLD_VERSION,
         "warm_start": {k: v for k, v in ws_record.items() if k != "losses"} | {"losses": ws_record.get("losses")},
@@ -368,7 +490,12 @@ def main(argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     if not args.no_plot:
         plot(summaries, args.out / "training_curves.png")
-    print(f"\nresults: {args.out / 'results.json'}" + ("" if args.no_plot else f", plot: {args.out / 'training_curves.png'}") + f"  (total {results['total_seconds']:.0f} s)", flush=True)
+    print(
+        f"\nresults: {args.out / 'results.json'}"
+        + ("" if args.no_plot else f", plot: {args.out / 'training_curves.png'}")
+        + f"  (total {results['total_seconds']:.0f} s)",
+        flush=True,
+    )
     return results
 
 

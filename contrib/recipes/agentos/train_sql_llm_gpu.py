@@ -46,22 +46,50 @@ def verl_config(model: str, gpus: int, group_size: int, epochs: int, out: Path) 
         "algorithm": {"adv_estimator": "grpo", "use_kl_in_reward": False},
         "data": {"train_batch_size": 16, "max_prompt_length": 1024, "max_response_length": 256, "truncation": "error"},
         "actor_rollout_ref": {
-            "rollout": {"name": "vllm", "n": group_size, "tensor_model_parallel_size": 1, "gpu_memory_utilization": 0.6,
-                        "log_prob_micro_batch_size_per_gpu": 8, "multi_turn": {"format": "hermes"}},
-            "actor": {"ppo_mini_batch_size": 16, "ppo_micro_batch_size_per_gpu": 4, "optim": {"lr": 1e-6},
-                      "use_kl_loss": True, "kl_loss_coef": 0.001, "entropy_coeff": 0, "clip_ratio_low": 0.2, "clip_ratio_high": 0.28},
+            "rollout": {
+                "name": "vllm",
+                "n": group_size,
+                "tensor_model_parallel_size": 1,
+                "gpu_memory_utilization": 0.6,
+                "log_prob_micro_batch_size_per_gpu": 8,
+                "multi_turn": {"format": "hermes"},
+            },
+            "actor": {
+                "ppo_mini_batch_size": 16,
+                "ppo_micro_batch_size_per_gpu": 4,
+                "optim": {"lr": 1e-6},
+                "use_kl_loss": True,
+                "kl_loss_coef": 0.001,
+                "entropy_coeff": 0,
+                "clip_ratio_low": 0.2,
+                "clip_ratio_high": 0.28,
+            },
             "ref": {"log_prob_micro_batch_size_per_gpu": 8},
             "model": {"path": model, "use_remove_padding": True, "enable_gradient_checkpointing": True},
         },
-        "trainer": {"n_gpus_per_node": gpus, "nnodes": 1, "val_before_train": True, "critic_warmup": 0, "logger": ["console"],
-                    "project_name": "agentos-governed-sql", "experiment_name": Path(model).name, "test_freq": 8,
-                    "save_freq": -1, "total_epochs": epochs, "default_local_dir": str(out / "checkpoints")},
+        "trainer": {
+            "n_gpus_per_node": gpus,
+            "nnodes": 1,
+            "val_before_train": True,
+            "critic_warmup": 0,
+            "logger": ["console"],
+            "project_name": "agentos-governed-sql",
+            "experiment_name": Path(model).name,
+            "test_freq": 8,
+            "save_freq": -1,
+            "total_epochs": epochs,
+            "default_local_dir": str(out / "checkpoints"),
+        },
     }
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--model", default="Qwen/Qwen2.5-Coder-1.5B-Instruct", help="model VERL loads (a hub name or a local path)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--model", default="Qwen/Qwen2.5-Coder-1.5B-Instruct", help="model VERL loads (a hub name or a local path)"
+    )
     parser.add_argument("--gpus", type=int, default=1, help="GPUs on this node")
     parser.add_argument("--group-size", type=int, default=4, help="samples per task (GRPO group)")
     parser.add_argument("--epochs", type=int, default=4, help="passes over the training tasks")
@@ -71,21 +99,22 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
 
     import agentlightning as agl
+    from llm_grpo import DENIED_STATEMENTS
+    from sql_agent import SQLAgent
 
     from agentlightning.contrib.env.agentos.sql_world import SQLWorld
     from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
     from agentlightning.contrib.reward.agentos import PolicyReward
     from agentlightning.contrib.runner.agentos import AgentOSRunner
 
-    from llm_grpo import DENIED_STATEMENTS
-    from sql_agent import SQLAgent
-
     args.out.mkdir(parents=True, exist_ok=True)
     world = SQLWorld.create(args.out / "shop.db", args.world_seed)
     kernel = GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
     trainer = agl.Trainer(
         algorithm=agl.VERL(verl_config(args.model, args.gpus, args.group_size, args.epochs, args.out)),
-        runner=AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), audit_dir=args.out / "audit", log_violations=False),
+        runner=AgentOSRunner(
+            kernel, reward_fn=PolicyReward(kernel), audit_dir=args.out / "audit", log_violations=False
+        ),
         adapter=agl.TracerTraceToTriplet(),
         n_runners=args.runners,
     )

@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
-from agentlightning.contrib.env.agentos.sql_world import STRATEGIES, WORLD_VERSION, SQLWorld
-
 from sql_agent import llm_messages
+
+from agentlightning.contrib.env.agentos.sql_world import STRATEGIES, WORLD_VERSION, SQLWorld
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,16 @@ def warm_start_examples(world: SQLWorld, max_tasks: int = 0) -> List[Tuple[str, 
 
 def cache_key(world: SQLWorld, config: WarmStartConfig) -> str:
     """A short hash of the SFT data and hyperparameters (the cache file's name)."""
-    payload = json.dumps({
-        "world": [WORLD_VERSION, world.seed, warm_start_examples(world, config.max_tasks)],
-        "questions": [t.question for t in world.split("train")],
-        "prompt": llm_messages("", "compact"),
-        "config": asdict(config),
-        "v": 1,
-    }, sort_keys=True)
+    payload = json.dumps(
+        {
+            "world": [WORLD_VERSION, world.seed, warm_start_examples(world, config.max_tasks)],
+            "questions": [t.question for t in world.split("train")],
+            "prompt": llm_messages("", "compact"),
+            "config": asdict(config),
+            "v": 1,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -97,12 +100,16 @@ def warm_start(
     weights, record_path = cache_dir / f"warm_start-{key}.pt", cache_dir / f"warm_start-{key}.json"
     if weights.is_file() and record_path.is_file():
         record = json.loads(record_path.read_text())
-        progress(f"warm start: reusing {weights} ({record['examples']} examples, loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s)")
+        progress(
+            f"warm start: reusing {weights} ({record['examples']} examples, loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s)"
+        )
         return weights, {**record, "cached": True}
 
     started = time.perf_counter()
     tokenizer = load_tokenizer()
-    policy = PolicyModel(load_model(), tokenizer, lora_rank=config.lora_rank, lora_alpha=config.lora_alpha, seed=config.seed)
+    policy = PolicyModel(
+        load_model(), tokenizer, lora_rank=config.lora_rank, lora_alpha=config.lora_alpha, seed=config.seed
+    )
     examples = warm_start_examples(world, config.max_tasks)
     data = []
     for task_id, _, sql in examples:
@@ -114,7 +121,9 @@ def warm_start(
     rng = random.Random(config.seed)
     order: List[int] = []
     losses: List[float] = []
-    progress(f"warm start: {len(data)} examples ({len(data) // len(STRATEGIES)} training tasks x {len(STRATEGIES)} candidates), {steps} steps of {config.batch_size}")
+    progress(
+        f"warm start: {len(data)} examples ({len(data) // len(STRATEGIES)} training tasks x {len(STRATEGIES)} candidates), {steps} steps of {config.batch_size}"
+    )
     for step in range(steps):
         batch = []
         while len(batch) < config.batch_size:
@@ -126,8 +135,10 @@ def warm_start(
         n_tokens = sum(len(r) for _, r in batch)
         total = 0.0
         for start in range(0, len(batch), config.micro_batch):
-            chunk = batch[start:start + config.micro_batch]
-            logprobs = policy.response_logprobs([p for p, _ in chunk], [r for _, r in chunk], micro_batch=config.micro_batch)
+            chunk = batch[start : start + config.micro_batch]
+            logprobs = policy.response_logprobs(
+                [p for p, _ in chunk], [r for _, r in chunk], micro_batch=config.micro_batch
+            )
             loss = -sum(lp.sum() for lp in logprobs) / n_tokens
             loss.backward()
             total += float(loss.detach())
@@ -154,4 +165,3 @@ def warm_start(
     record_path.write_text(json.dumps(record, indent=1))
     progress(f"warm start: saved {weights} in {record['seconds']:.0f} s")
     return weights, {**record, "cached": False}
-

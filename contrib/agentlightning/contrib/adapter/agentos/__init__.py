@@ -26,7 +26,7 @@ from .adapter import (
     create_emitter,
 )
 from .export import ExportError, read_export, verify_export, verify_records
-from .records import AuditError, AuditRecord, RecordError, RecorderFileError, RecorderReader, parse_record
+from .records import AuditError, AuditRecord, RecorderFileError, RecorderReader, RecordError, parse_record
 from .spans import (
     ENTRY_POLICY_CHECK,
     ENTRY_SIGNAL,

@@ -98,7 +98,9 @@ class MustAwait(collections.abc.Coroutine):
             logger.error(
                 "%s was never awaited, so nothing was done (no span was added to the store). It is a coroutine: "
                 "write `await %s` in async code, or `asyncio.run(%s)` in a script.",
-                self._call, self._call, self._call,
+                self._call,
+                self._call,
+                self._call,
             )
         except Exception:  # noqa: BLE001 - interpreter shutdown: nowhere left to report
             pass
@@ -211,7 +213,11 @@ class FlightRecorderAdapter:
     def to_span(self, record: AuditRecord, **placement: Any) -> Span:
         """The span of one record with this adapter's options."""
         return record_to_span(
-            record, trace_id_prefix=self.trace_id_prefix, include_signals=self.include_signals, readable_names=self.readable_names, **placement
+            record,
+            trace_id_prefix=self.trace_id_prefix,
+            include_signals=self.include_signals,
+            readable_names=self.readable_names,
+            **placement,
         )
 
     def records(self) -> List[AuditRecord]:
@@ -237,7 +243,9 @@ class FlightRecorderAdapter:
             commit()
             return spans
 
-    async def stream(self, *, poll_interval: float = 0.1, stop_event: Optional[asyncio.Event] = None) -> AsyncIterator[Span]:
+    async def stream(
+        self, *, poll_interval: float = 0.1, stop_event: Optional[asyncio.Event] = None
+    ) -> AsyncIterator[Span]:
         """Yield new spans as records reach the file, until ``stop_event`` is set or :meth:`stop`
         is called; the records already on disk at that point are still yielded (nothing lost).
 
@@ -282,7 +290,9 @@ class FlightRecorderAdapter:
         before anything is added.
         """
         if not isinstance(store, LightningStore):
-            raise TypeError(f"store must be an agentlightning LightningStore (or LightningStoreClient), got {type(store).__name__}")
+            raise TypeError(
+                f"store must be an agentlightning LightningStore (or LightningStoreClient), got {type(store).__name__}"
+            )
         return MustAwait(self._emit_to_store(store), "adapter.emit_to_store(store)")
 
     async def _emit_to_store(self, store: LightningStore) -> int:
@@ -328,7 +338,11 @@ class FlightRecorderAdapter:
     async def _audit_rollout(self, store: LightningStore) -> Tuple[str, str]:
         """The rollout for records made outside any rollout (or whose rollout is not in the store):
         found by its metadata, or created once and marked succeeded so no runner ever takes it."""
-        found = [r for r in await store.query_rollouts() if (r.metadata or {}).get(AUDIT_ROLLOUT_METADATA_KEY) == self.trace_id_prefix]
+        found = [
+            r
+            for r in await store.query_rollouts()
+            if (r.metadata or {}).get(AUDIT_ROLLOUT_METADATA_KEY) == self.trace_id_prefix
+        ]
         if found:
             rollout = min(found, key=lambda r: (r.start_time, r.rollout_id))
             attempt = await store.get_latest_attempt(rollout.rollout_id)
@@ -336,7 +350,9 @@ class FlightRecorderAdapter:
                 raise RuntimeError(f"audit rollout {rollout.rollout_id} has no attempt")
             return rollout.rollout_id, attempt.attempt_id
         attempted = await store.start_rollout(
-            input={"agentos_audit": f"Agent OS FlightRecorder records made outside any rollout ({self.trace_id_prefix})"},
+            input={
+                "agentos_audit": f"Agent OS FlightRecorder records made outside any rollout ({self.trace_id_prefix})"
+            },
             metadata={AUDIT_ROLLOUT_METADATA_KEY: self.trace_id_prefix},
         )
         await store.update_attempt(attempted.rollout_id, attempted.attempt.attempt_id, status="succeeded")
@@ -474,7 +490,9 @@ def create_emitter(flight_recorder: RecorderLike, **options: Any) -> FlightRecor
     return FlightRecorderAdapter(flight_recorder, **options)
 
 
-def adapters_for_directory(audit_dir: Union[str, Path], pattern: str = "*.db", **options: Any) -> List[FlightRecorderAdapter]:
+def adapters_for_directory(
+    audit_dir: Union[str, Path], pattern: str = "*.db", **options: Any
+) -> List[FlightRecorderAdapter]:
     """One adapter per FlightRecorder file in ``audit_dir`` (e.g. an ``AgentOSRunner``'s
     ``audit_dir`` with ``worker-0.db``, ``worker-1.db``), sorted by name.
 

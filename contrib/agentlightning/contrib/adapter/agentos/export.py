@@ -194,28 +194,52 @@ def verify_records(records: Iterable[AuditRecord], *, require_complete: bool = T
         row = record.row()
         if previous is None:
             if require_complete and (record.record_id != 1 or record.previous_hash is not None):
-                return _invalid(total, record.record_id, f"the trail does not start at the chain's first record (starts at id {record.record_id})")
+                return _invalid(
+                    total,
+                    record.record_id,
+                    f"the trail does not start at the chain's first record (starts at id {record.record_id})",
+                )
         elif record.record_id <= previous.record_id:
-            return _invalid(total, record.record_id, f"records out of order: id {record.record_id} after id {previous.record_id}")
+            return _invalid(
+                total, record.record_id, f"records out of order: id {record.record_id} after id {previous.record_id}"
+            )
         elif record.record_id == previous.record_id + 1:
             if record.previous_hash != previous.entry_hash:
-                return _invalid(total, record.record_id, f"Hash chain broken at entry {record.record_id}: previous_hash does not match entry {previous.record_id}")
+                return _invalid(
+                    total,
+                    record.record_id,
+                    f"Hash chain broken at entry {record.record_id}: previous_hash does not match entry {previous.record_id}",
+                )
         else:
             gaps += 1
             if require_complete:
-                return _invalid(total, record.record_id, f"record(s) {previous.record_id + 1}..{record.record_id - 1} missing from the trail")
+                return _invalid(
+                    total,
+                    record.record_id,
+                    f"record(s) {previous.record_id + 1}..{record.record_id - 1} missing from the trail",
+                )
         if record.content_hash and _content_hash(row) != record.content_hash:
-            return _invalid(total, record.record_id, f"Content hash mismatch at entry {record.record_id}: field tampering detected")
+            return _invalid(
+                total, record.record_id, f"Content hash mismatch at entry {record.record_id}: field tampering detected"
+            )
         if record.entry_hash and _entry_hash(row) != record.entry_hash:
-            return _invalid(total, record.record_id, f"Entry hash mismatch at entry {record.record_id}: immutable field tampering detected")
+            return _invalid(
+                total,
+                record.record_id,
+                f"Entry hash mismatch at entry {record.record_id}: immutable field tampering detected",
+            )
         previous = record
     return {"valid": True, "total_entries": total, "head": previous.entry_hash if previous else None, "gaps": gaps}
 
 
-def _records_of_export(path: PathLike, problems: List[Dict[str, Any]], *, trace_id_prefix: Optional[str]) -> Iterator[AuditRecord]:
+def _records_of_export(
+    path: PathLike, problems: List[Dict[str, Any]], *, trace_id_prefix: Optional[str]
+) -> Iterator[AuditRecord]:
     for index, entry in enumerate(read_export(path)):
         if not isinstance(entry, dict) or not isinstance(entry.get(RECORD_KEY), dict):
-            raise ExportError(f"{str(path)!r} entry {index}: no {RECORD_KEY!r} object; not written by this adapter's export_to_file")
+            raise ExportError(
+                f"{str(path)!r} entry {index}: no {RECORD_KEY!r} object; not written by this adapter's export_to_file"
+            )
         attributes = entry.get("attributes") or {}
         record = parse_record(entry[RECORD_KEY], source=str(attributes.get(AGENT_OS_RECORDER, path)), strict=False)
         prefix = trace_id_prefix
@@ -234,7 +258,13 @@ def _records_of_export(path: PathLike, problems: List[Dict[str, Any]], *, trace_
         ).model_dump(mode="json")
         for key in ("name", "span_id", "trace_id", "attributes", "status", "start_time", "end_time"):
             if expected.get(key) != entry.get(key) and not problems:
-                problems.append(_invalid(index + 1, record.record_id, f"span {key!r} of record {record.record_id} does not match its record: the span was edited"))
+                problems.append(
+                    _invalid(
+                        index + 1,
+                        record.record_id,
+                        f"span {key!r} of record {record.record_id} does not match its record: the span was edited",
+                    )
+                )
         yield record
 
 
@@ -262,7 +292,11 @@ def verify_export(
     if problems:
         return problems[0]
     if expected_head is not None and result["head"] != expected_head:
-        return _invalid(len(records), records[-1].record_id if records else None, "the last exported record is not the expected chain head: records were removed from the end")
+        return _invalid(
+            len(records),
+            records[-1].record_id if records else None,
+            "the last exported record is not the expected chain head: records were removed from the end",
+        )
     if against is not None:
         with RecorderReader(against, strict=False) as reader:
             on_disk = {r.record_id: r for r in reader.records()}
@@ -270,7 +304,11 @@ def verify_export(
         for record in records:
             original = on_disk.get(record.record_id)
             if original is None or original.entry_hash != record.entry_hash:
-                return _invalid(len(records), record.record_id, f"record {record.record_id} differs from the recorder file {str(reader.path)!r}")
+                return _invalid(
+                    len(records),
+                    record.record_id,
+                    f"record {record.record_id} differs from the recorder file {str(reader.path)!r}",
+                )
             if original.content_hash != record.content_hash:
                 # A later outcome (log_success with a result, a pending row finalised) rewrites the
                 # row's content hash; both states carry a valid hash over their own fields.
@@ -279,5 +317,7 @@ def verify_export(
         if require_complete and records:
             missing = [i for i in on_disk if i <= records[-1].record_id and i not in {r.record_id for r in records}]
             if missing:
-                return _invalid(len(records), missing[0], f"record {missing[0]} of the recorder file is missing from the export")
+                return _invalid(
+                    len(records), missing[0], f"record {missing[0]} of the recorder file is missing from the export"
+                )
     return result

@@ -182,13 +182,17 @@ def _fail(source: str, record_id: Any, what: str) -> RecordError:
     return RecordError(f"{source}: record id={record_id}: {what}")
 
 
-def _check_str(row: Mapping[str, Any], name: str, source: str, *, optional: bool, nonempty: bool = False) -> Optional[str]:
+def _check_str(
+    row: Mapping[str, Any], name: str, source: str, *, optional: bool, nonempty: bool = False
+) -> Optional[str]:
     value = row.get(name)
     if value is None and optional:
         return None
     if not isinstance(value, str) or (nonempty and not value):
         kind = "a non-empty string" if nonempty else "a string"
-        raise _fail(source, row.get("id"), f"field {name!r} must be {kind}{' or NULL' if optional else ''}, got {value!r}")
+        raise _fail(
+            source, row.get("id"), f"field {name!r} must be {kind}{' or NULL' if optional else ''}, got {value!r}"
+        )
     return value
 
 
@@ -210,7 +214,9 @@ def parse_record(row: Mapping[str, Any], *, source: str = "<row>", strict: bool 
     if unknown_columns:
         if strict:
             raise _fail(
-                source, row.get("id"), f"unexpected column(s) {unknown_columns} (not in Agent OS 3.7's audit_log; pass strict=False to keep them as extra fields)"
+                source,
+                row.get("id"),
+                f"unexpected column(s) {unknown_columns} (not in Agent OS 3.7's audit_log; pass strict=False to keep them as extra fields)",
             )
         extra["columns"] = {k: row[k] for k in unknown_columns}
     record_id = row.get("id")
@@ -226,9 +232,19 @@ def parse_record(row: Mapping[str, Any], *, source: str = "<row>", strict: bool 
     tool_name = _check_str(row, "tool_name", source, optional=False)
     verdict = row.get("policy_verdict")
     if verdict not in RECORD_VERDICTS:
-        raise _fail(source, record_id, f"field 'policy_verdict' must be one of {sorted(RECORD_VERDICTS)}, got {verdict!r}")
+        raise _fail(
+            source, record_id, f"field 'policy_verdict' must be one of {sorted(RECORD_VERDICTS)}, got {verdict!r}"
+        )
     tool_args = _check_str(row, "tool_args", source, optional=True)
-    for name in ("input_prompt", "violation_reason", "result", "metadata", "entry_hash", "previous_hash", "content_hash"):
+    for name in (
+        "input_prompt",
+        "violation_reason",
+        "result",
+        "metadata",
+        "entry_hash",
+        "previous_hash",
+        "content_hash",
+    ):
         _check_str(row, name, source, optional=True)
     elapsed = row.get("execution_time_ms")
     if elapsed is not None and (isinstance(elapsed, bool) or not isinstance(elapsed, (int, float))):
@@ -269,7 +285,9 @@ def _recorder_path(recorder: RecorderLike) -> Path:
         return Path(recorder.db_path)
     if isinstance(recorder, (str, Path)) and str(recorder):
         return Path(recorder)
-    raise TypeError(f"recorder must be an agent_os.FlightRecorder or the path of its file, got {type(recorder).__name__}: {recorder!r}")
+    raise TypeError(
+        f"recorder must be an agent_os.FlightRecorder or the path of its file, got {type(recorder).__name__}: {recorder!r}"
+    )
 
 
 class RecorderReader:
@@ -300,22 +318,32 @@ class RecorderReader:
     def _open(self) -> None:
         path = self.path
         if not path.exists():
-            raise RecorderFileError(f"FlightRecorder file {str(path)!r} does not exist; pass the path of an existing Agent OS FlightRecorder database")
+            raise RecorderFileError(
+                f"FlightRecorder file {str(path)!r} does not exist; pass the path of an existing Agent OS FlightRecorder database"
+            )
         if path.is_dir():
-            raise RecorderFileError(f"FlightRecorder path {str(path)!r} is a directory; pass the path of the database file inside it")
+            raise RecorderFileError(
+                f"FlightRecorder path {str(path)!r} is a directory; pass the path of the database file inside it"
+            )
         try:
             conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             columns = [r[1] for r in conn.execute("PRAGMA table_info(audit_log)")]
         except sqlite3.DatabaseError as err:
-            raise RecorderFileError(f"{str(path)!r} is not a readable FlightRecorder database ({err}); is the file corrupt or of another kind?") from err
+            raise RecorderFileError(
+                f"{str(path)!r} is not a readable FlightRecorder database ({err}); is the file corrupt or of another kind?"
+            ) from err
         if not columns:
             conn.close()
-            raise RecorderFileError(f"{str(path)!r} is a SQLite file but has no 'audit_log' table: not an Agent OS FlightRecorder file")
+            raise RecorderFileError(
+                f"{str(path)!r} is a SQLite file but has no 'audit_log' table: not an Agent OS FlightRecorder file"
+            )
         missing = [c for c in RECORD_COLUMNS if c not in columns]
         if missing:
             conn.close()
-            raise RecorderFileError(f"{str(path)!r}: table 'audit_log' lacks FlightRecorder column(s) {missing}; written by an incompatible Agent OS version?")
+            raise RecorderFileError(
+                f"{str(path)!r}: table 'audit_log' lacks FlightRecorder column(s) {missing}; written by an incompatible Agent OS version?"
+            )
         self._conn = conn
 
     @property
@@ -334,7 +362,9 @@ class RecorderReader:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as err:
-            raise RecorderFileError(f"cannot read FlightRecorder file {self.source!r} ({err}); is the file corrupt?") from err
+            raise RecorderFileError(
+                f"cannot read FlightRecorder file {self.source!r} ({err}); is the file corrupt?"
+            ) from err
 
     def rows(self, after_id: int = 0) -> Iterator[Dict[str, Any]]:
         """Raw rows with ``id > after_id``, in id order, read in chunks."""

@@ -212,7 +212,9 @@ def span_name(record: AuditRecord, *, readable: bool = True, kind: Optional[str]
         return f"{base}: {verdict} by {policies}" + (f" ({worst})" if worst else "")
     if kind == ENTRY_SIGNAL:
         return f"{base}: {','.join(record.signals) or record.tool_name}"
-    return f"{base}: {record.tool_name}" + (f" ({record.verdict})" if record.verdict not in ("allowed", "pending") else "")
+    return f"{base}: {record.tool_name}" + (
+        f" ({record.verdict})" if record.verdict not in ("allowed", "pending") else ""
+    )
 
 
 def record_to_span(

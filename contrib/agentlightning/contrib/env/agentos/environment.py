@@ -40,9 +40,7 @@ def _accepts_rng(fn: Callable[..., Any]) -> bool:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # builtins without a signature: call them without arguments
         return False
-    return any(
-        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in parameters
-    )
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in parameters)
 
 
 def _identity(state: Any, action: Any) -> Any:
@@ -403,8 +401,15 @@ class GovernedEnvironment(gym.Env):
 
 #: Keyword arguments of GovernedEnvironment that create_governed_env passes through (not config fields).
 _ENV_OPTIONS = (
-    "executor", "tool_name", "arg_name", "observation_fn", "observation_space", "action_space",
-    "agent_id", "record_episodes", "render_mode",
+    "executor",
+    "tool_name",
+    "arg_name",
+    "observation_fn",
+    "observation_space",
+    "action_space",
+    "agent_id",
+    "record_episodes",
+    "render_mode",
 )
 
 

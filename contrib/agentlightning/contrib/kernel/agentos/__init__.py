@@ -14,15 +14,15 @@ Penalties use one sign convention everywhere: reward space, zero or negative
 (True, 'critical', -100.0)
 """
 
+from . import semconv
 from .actions import Action, ActionContext, Decision, Verdict, current_context, governance_context
 from .audit import AuditTrail, open_flight_recorder
 from .audit_record import decision_from_record
 from .engine import AgentOSPolicy
 from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy
-from . import semconv
-from .stats import governance_stats
 from .sql import SQL_KEYWORDS, SQLAnalysis, SQLPolicy, analyze_sql
+from .stats import governance_stats
 from .violations import (
     DEFAULT_SEVERITY_COSTS,
     DEFAULT_SEVERITY_PENALTIES,

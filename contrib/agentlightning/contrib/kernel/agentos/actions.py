@@ -43,7 +43,9 @@ class Action:
         if not isinstance(self.tool_name, str) or not self.tool_name.strip():
             raise TypeError(f"Action.tool_name must be a non-empty str, got {self.tool_name!r}")
         if len(self.tool_name) > MAX_TOOL_NAME_CHARS:
-            raise ValueError(f"Action.tool_name is {len(self.tool_name)} characters; the limit is {MAX_TOOL_NAME_CHARS}")
+            raise ValueError(
+                f"Action.tool_name is {len(self.tool_name)} characters; the limit is {MAX_TOOL_NAME_CHARS}"
+            )
         if type(self.args) is not dict and not isinstance(self.args, Mapping):
             raise TypeError(
                 f"Action.args must be a mapping of argument name to value, got {type(self.args).__name__}; "

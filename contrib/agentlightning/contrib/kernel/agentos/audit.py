@@ -150,7 +150,11 @@ class AuditTrail:
                 f"recorder must be an agent_os.FlightRecorder, got {type(recorder).__name__}; "
                 f"or pass a file path and the kernel opens one"
             )
-        for name, value in (("max_args_chars", max_args_chars), ("max_queued", max_queued), ("max_pending_outcomes", max_pending_outcomes)):
+        for name, value in (
+            ("max_args_chars", max_args_chars),
+            ("max_queued", max_queued),
+            ("max_pending_outcomes", max_pending_outcomes),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         warn_if_default_recorder_path(recorder)
@@ -204,13 +208,20 @@ class AuditTrail:
         return decision.decision_id
 
     def record_outcome(
-        self, audit_id: str, *, result: Any = None, error: Optional[str] = None, execution_time_ms: Optional[float] = None
+        self,
+        audit_id: str,
+        *,
+        result: Any = None,
+        error: Optional[str] = None,
+        execution_time_ms: Optional[float] = None,
     ) -> None:
         """Add what an allowed action returned (or the error it raised) to its record."""
         if self._failure is not None or self._closed:
             return  # nothing more can be written; the failure was logged when it happened
         text = None if result is None else _safe_str(result)[: self.max_args_chars]
-        self._put(("outcome", audit_id, text, None if error is None else str(error)[: self.max_args_chars], execution_time_ms))
+        self._put(
+            ("outcome", audit_id, text, None if error is None else str(error)[: self.max_args_chars], execution_time_ms)
+        )
 
     def flush(self) -> None:
         """Wait until everything queued so far is written and committed."""
@@ -248,7 +259,9 @@ class AuditTrail:
 
     def _raise_if_unusable(self) -> None:
         if self._failure is not None:
-            raise RuntimeError(f"the audit trail stopped after a failed write ({type(self._failure).__name__}: {self._failure})")
+            raise RuntimeError(
+                f"the audit trail stopped after a failed write ({type(self._failure).__name__}: {self._failure})"
+            )
         if self._closed:
             raise RuntimeError(f"the audit trail {self.path!r} is closed")
 

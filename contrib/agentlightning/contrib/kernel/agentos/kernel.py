@@ -163,7 +163,9 @@ class GovernanceKernel:
         names = [p.name for p in self.policies]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise GovernanceConfigError(f"policy names must be unique (they label violations); duplicated: {duplicates}; pass name=...")
+            raise GovernanceConfigError(
+                f"policy names must be unique (they label violations); duplicated: {duplicates}; pass name=..."
+            )
         if any(isinstance(p, AgentOSPolicy) and p.defer_sql for p in self.policies) and not any(
             isinstance(p, SQLPolicy) for p in self.policies
         ):
@@ -171,8 +173,14 @@ class GovernanceKernel:
                 "AgentOSPolicy(defer_sql=True) leaves SQL to SQLPolicy, but the kernel has no SQLPolicy: "
                 "add SQLPolicy(deny=[...]) or pass AgentOSPolicy(..., defer_sql=False)"
             )
-        if isinstance(policy_timeout_s, bool) or not isinstance(policy_timeout_s, (int, float)) or not policy_timeout_s > 0:
-            raise GovernanceConfigError(f"policy_timeout_s must be a positive number of seconds, got {policy_timeout_s!r}")
+        if (
+            isinstance(policy_timeout_s, bool)
+            or not isinstance(policy_timeout_s, (int, float))
+            or not policy_timeout_s > 0
+        ):
+            raise GovernanceConfigError(
+                f"policy_timeout_s must be a positive number of seconds, got {policy_timeout_s!r}"
+            )
         self.policy_timeout_s = float(policy_timeout_s)
         self.error_severity = Severity.parse(error_severity)
         self.signal_map = _parse_signals(signals)
@@ -187,7 +195,9 @@ class GovernanceKernel:
 
     # ----------------------------------------------------------------- construction helpers
     @classmethod
-    def from_kernel_space(cls, kernel_space: KernelSpace, *extra_policies: Policy, role: Optional[str] = None, **kwargs: Any) -> "GovernanceKernel":
+    def from_kernel_space(
+        cls, kernel_space: KernelSpace, *extra_policies: Policy, role: Optional[str] = None, **kwargs: Any
+    ) -> "GovernanceKernel":
         """Adopt an ``agent_os.KernelSpace``: its policy engine becomes an :class:`AgentOSPolicy`
         and its flight recorder the audit trail."""
         if not isinstance(kernel_space, KernelSpace):
@@ -250,7 +260,9 @@ class GovernanceKernel:
                 original = original or action
                 action = rewritten
                 violations.append(
-                    PolicyViolation(ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity)
+                    PolicyViolation(
+                        ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity
+                    )
                 )
         policies = self._policies_for(action.tool_name)
         for policy in policies:
@@ -297,7 +309,9 @@ class GovernanceKernel:
             return Verdict.WARNED
         return Verdict.ALLOWED
 
-    def _commit(self, policies: Sequence[Policy], action: Action, context: ActionContext, violations: List[PolicyViolation]) -> Verdict:
+    def _commit(
+        self, policies: Sequence[Policy], action: Action, context: ActionContext, violations: List[PolicyViolation]
+    ) -> Verdict:
         """Tell the policies the action is allowed (budgets are spent here). A policy whose
         ``on_allowed`` raises cannot have committed its state: the action is blocked instead."""
         for policy in policies:
@@ -314,7 +328,9 @@ class GovernanceKernel:
             ViolationType.BLOCKED, policy.name, f"{what} (failing closed: action blocked)", self.error_severity
         )
 
-    def _run(self, policy: Policy, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]) -> Any:
+    def _run(
+        self, policy: Policy, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]
+    ) -> Any:
         """Call ``policy.<method>`` under the kernel's fail-closed rules; failures go to ``sink``."""
         fn = getattr(policy, method)
         try:
@@ -326,7 +342,9 @@ class GovernanceKernel:
 
     _NO_RESULT = object()
 
-    def _call(self, policy: Policy, fn: Any, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]) -> Any:
+    def _call(
+        self, policy: Policy, fn: Any, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]
+    ) -> Any:
         """``fn(action, context)`` inline or on a daemon thread, under the timeout."""
         if policy.runs_inline:
             gc_before = _GC_PAUSES.total_s
@@ -334,13 +352,18 @@ class GovernanceKernel:
             result = fn(action, context)
             # A garbage collection that ran meanwhile paused the policy; it is not its time.
             if time.perf_counter() - started - (_GC_PAUSES.total_s - gc_before) > self.policy_timeout_s:
-                sink.append(self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s"))
+                sink.append(
+                    self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s")
+                )
                 return self._NO_RESULT
             return result
         try:
             # A generator is drained on the policy's thread too: it can hang or raise mid-way.
             return _call_on_daemon_thread(
-                lambda a, c: _drained(fn(a, c)) if method == "evaluate" else fn(a, c), action, context, self.policy_timeout_s
+                lambda a, c: _drained(fn(a, c)) if method == "evaluate" else fn(a, c),
+                action,
+                context,
+                self.policy_timeout_s,
             )
         except TimeoutError:
             sink.append(self._failure(policy, f"{method} timed out after {self.policy_timeout_s}s"))
@@ -363,7 +386,11 @@ class GovernanceKernel:
                 return None
             return result
         if result is None:
-            sink.append(self._failure(policy, "evaluate returned None, not a list of PolicyViolation (return [] when the action is fine)"))
+            sink.append(
+                self._failure(
+                    policy, "evaluate returned None, not a list of PolicyViolation (return [] when the action is fine)"
+                )
+            )
             return None
         if isinstance(result, PolicyViolation):
             found = [result]
@@ -373,7 +400,9 @@ class GovernanceKernel:
             except TypeError:
                 found = [result]
         if not all(isinstance(v, PolicyViolation) for v in found):
-            sink.append(self._failure(policy, f"evaluate returned {type(result).__name__}, not a list of PolicyViolation"))
+            sink.append(
+                self._failure(policy, f"evaluate returned {type(result).__name__}, not a list of PolicyViolation")
+            )
             return None
         return found
 
@@ -415,17 +444,30 @@ class GovernanceKernel:
                 f"audit write failed ({type(err).__name__}: {err}); failing closed: action blocked",
                 self.error_severity,
             )
-            return dataclasses.replace(decision, verdict=Verdict.BLOCKED, violations=decision.violations + (failure,), audit_id=None)
+            return dataclasses.replace(
+                decision, verdict=Verdict.BLOCKED, violations=decision.violations + (failure,), audit_id=None
+            )
         return decision
 
     # ----------------------------------------------------------------- state and outcomes
-    def record_outcome(self, decision: Decision, *, result: Any = None, error: Optional[BaseException | str] = None, execution_time_ms: Optional[float] = None) -> None:
+    def record_outcome(
+        self,
+        decision: Decision,
+        *,
+        result: Any = None,
+        error: Optional[BaseException | str] = None,
+        execution_time_ms: Optional[float] = None,
+    ) -> None:
         """Add the executed action's result (or error) to its audit record."""
         if self.audit is not None and decision.audit_id is not None:
             self.audit.record_outcome(
                 decision.audit_id,
                 result=result,
-                error=None if error is None else f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error,
+                error=None
+                if error is None
+                else f"{type(error).__name__}: {error}"
+                if isinstance(error, BaseException)
+                else error,
                 execution_time_ms=execution_time_ms,
             )
 

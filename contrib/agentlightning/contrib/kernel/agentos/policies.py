@@ -104,7 +104,9 @@ class ToolAllowListPolicy(Policy):
 
     runs_inline = True
 
-    def __init__(self, allowed_tools: Iterable[str], *, severity: Union[Severity, str] = Severity.HIGH, **kwargs) -> None:
+    def __init__(
+        self, allowed_tools: Iterable[str], *, severity: Union[Severity, str] = Severity.HIGH, **kwargs
+    ) -> None:
         super().__init__(severity=severity, **kwargs)
         if isinstance(allowed_tools, str):
             raise TypeError("allowed_tools must be a list of tool names, not a single str")
@@ -186,9 +188,7 @@ class CostControlPolicy(Policy):
             return []
         where = "this run" if key == RUN_SCOPE else f"rollout {key}"
         return [
-            self.violation(
-                f"budget exceeded in {where}: spent ${spent} + this action ${cost} > max ${self._limit}"
-            )
+            self.violation(f"budget exceeded in {where}: spent ${spent} + this action ${cost} > max ${self._limit}")
         ]
 
     def on_allowed(self, action: Action, context: ActionContext) -> None:

@@ -38,9 +38,26 @@ from .sql_generic import read_generic
 from .sql_postgres import read_postgres
 from .violations import GovernanceConfigError, PolicyViolation, Severity
 
-__all__ = ["SQLPolicy", "SQLAnalysis", "SQLStatement", "analyze_sql", "SQL_KEYWORDS", "DEFAULT_SQL_TOOLS", "SQL_ARG_NAMES"]
+__all__ = [
+    "SQLPolicy",
+    "SQLAnalysis",
+    "SQLStatement",
+    "analyze_sql",
+    "SQL_KEYWORDS",
+    "DEFAULT_SQL_TOOLS",
+    "SQL_ARG_NAMES",
+]
 
-DEFAULT_SQL_TOOLS = ("database_query", "database_write", "sql_query", "execute_sql", "run_sql", "sql", "query_database", "run_query")
+DEFAULT_SQL_TOOLS = (
+    "database_query",
+    "database_write",
+    "sql_query",
+    "execute_sql",
+    "run_sql",
+    "sql",
+    "query_database",
+    "run_query",
+)
 #: Argument names that hold SQL on tools a policy does not name (see ``SQLPolicy(detect=...)``).
 SQL_ARG_NAMES = ("query", "sql", "statement", "sql_query")
 _POSTGRES = frozenset({"postgres", "postgresql"})
@@ -146,7 +163,11 @@ def _other_readings(query: str) -> List[Any]:
     readings: List[Any] = []
     if "/*" in query:
         readings.append(_FlatCommentsDialect)
-    if any(mark in query for mark in _MYSQL_MARKS) or _DASH_DASH_WITHOUT_SPACE.search(query) or "DELIMITER" in query.upper():
+    if (
+        any(mark in query for mark in _MYSQL_MARKS)
+        or _DASH_DASH_WITHOUT_SPACE.search(query)
+        or "DELIMITER" in query.upper()
+    ):
         readings.append("mariadb")
     if "[" in query:
         readings.append("sqlite")
@@ -335,7 +356,9 @@ class SQLPolicy(Policy):
                 findings.append((kind, f"{kind} statement denied{reason}: {statement.text}"))
             if self.allow is not None:
                 for kind in sorted(statement.kinds - self.allow):
-                    findings.append((kind, f"{kind} statement not in allow-list {sorted(self.allow)}: {statement.text}"))
+                    findings.append(
+                        (kind, f"{kind} statement not in allow-list {sorted(self.allow)}: {statement.text}")
+                    )
         if not findings:
             return []
         severity = max((self.severities.get(k, self.severity) for k, _ in findings), key=lambda s: s.rank)
@@ -371,7 +394,12 @@ class SQLPolicy(Policy):
             found = self._judge(analysis)
             if found:
                 (violation,) = found
-                return [self.violation(f"SQL in argument {name!r} of tool {action.tool_name!r}: {violation.description}", severity=violation.severity)]
+                return [
+                    self.violation(
+                        f"SQL in argument {name!r} of tool {action.tool_name!r}: {violation.description}",
+                        severity=violation.severity,
+                    )
+                ]
         return []
 
 

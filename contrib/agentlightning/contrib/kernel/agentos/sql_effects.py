@@ -91,7 +91,9 @@ def _effect(kinds: str, why: str) -> Effect:
     return Effect(frozenset(kinds.split()), why)
 
 
-REPLACES_ROWS = _effect("REPLACE INSERT DELETE", "REPLACE deletes the conflicting row before inserting: counts as DELETE")
+REPLACES_ROWS = _effect(
+    "REPLACE INSERT DELETE", "REPLACE deletes the conflicting row before inserting: counts as DELETE"
+)
 UPSERT = _effect("INSERT UPDATE", "a conflict clause that updates existing rows counts as UPDATE")
 REPLACES_TABLE = _effect("CREATE DROP", "CREATE OR REPLACE TABLE drops the existing table and its rows: counts as DROP")
 REPLACES_DEFINITION = _effect("CREATE ALTER", "CREATE OR REPLACE redefines an existing object: counts as ALTER")

@@ -34,6 +34,7 @@ from .sql_effects import (
     ALTER_TRUNCATES,
     COPY_FROM,
     DISCARDS_TABLESPACE,
+    EMPTY_SQL,
     EXPLAIN_ANALYZE,
     IGNORE_UNIQUE,
     REPLACES_DEFINITION,
@@ -46,7 +47,6 @@ from .sql_effects import (
     SQLITE_SCHEMA_TABLES,
     STATIC_PREPARE,
     UPSERT,
-    EMPTY_SQL,
     KindSet,
     SQLAnalysis,
     SQLStatement,
@@ -103,7 +103,19 @@ _HARMLESS_COMMANDS = frozenset(
 )
 _COMMAND_ALIASES = {"RENAME": "ALTER", "DESC": "DESCRIBE", "UNLOCK": "LOCK", "START": "BEGIN"}
 #: Statement keywords a routine or trigger body, or an unknown command, is scanned for.
-_BODY_KEYWORDS = SQL_KEYWORDS - {"BEGIN", "COMMIT", "ROLLBACK", "SET", "DECLARE", "CLOSE", "FETCH", "SHOW", "USE", "RELEASE", "DO"}
+_BODY_KEYWORDS = SQL_KEYWORDS - {
+    "BEGIN",
+    "COMMIT",
+    "ROLLBACK",
+    "SET",
+    "DECLARE",
+    "CLOSE",
+    "FETCH",
+    "SHOW",
+    "USE",
+    "RELEASE",
+    "DO",
+}
 _ROUTINE_WORDS = frozenset({"TRIGGER", "PROCEDURE", "FUNCTION", "EVENT"})
 _DYNAMIC_WORDS = frozenset({"PREPARE", "EXECUTE", "EXEC"})
 _DML_WORDS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "MERGE", "VALUES", "TABLE"})
@@ -331,7 +343,9 @@ class _Reader:
         source = self.text[tokens[0].start : tokens[-1].end + 1].upper()
         # Only a statement whose text has these words can hold a row-replacing clause; the
         # clause itself is found on the tokens.
-        replaces = _replace_clause(tokens) if "REPLACE" in source and ("CONFLICT" in source or first == "UPDATE") else ()
+        replaces = (
+            _replace_clause(tokens) if "REPLACE" in source and ("CONFLICT" in source or first == "UPDATE") else ()
+        )
         if replaces:  # SQLite's conflict clauses: read the statement without them
             kinds.apply(REPLACES_ROWS)
             tokens = [t for i, t in enumerate(tokens) if i not in replaces]
@@ -396,7 +410,9 @@ class _Reader:
             elif kind == "COPY" and node.args.get("kind"):
                 kinds.apply(COPY_FROM)
             elif kind == "CREATE" and node.args.get("replace"):
-                kinds.apply(REPLACES_TABLE if str(node.args.get("kind") or "").upper() == "TABLE" else REPLACES_DEFINITION)
+                kinds.apply(
+                    REPLACES_TABLE if str(node.args.get("kind") or "").upper() == "TABLE" else REPLACES_DEFINITION
+                )
             elif kind == "ALTER" and any(isinstance(a, exp.Drop) for a in node.args.get("actions") or ()):
                 kinds.apply(ALTER_DROPS)
             if kind in ("INSERT", "UPDATE", "DELETE") and _writes_sqlite_schema(node):
@@ -422,7 +438,11 @@ class _Reader:
         elif first == "ANALYZE":
             kinds.add("ANALYZE")
             # MariaDB's ANALYZE [FORMAT=JSON] <statement> runs the statement; ANALYZE TABLE does not.
-            if words and words[0] not in ("TABLE", "LOCAL", "NO_WRITE_TO_BINLOG") and _DML_WORDS.intersection(words[:6]):
+            if (
+                words
+                and words[0] not in ("TABLE", "LOCAL", "NO_WRITE_TO_BINLOG")
+                and _DML_WORDS.intersection(words[:6])
+            ):
                 self._nested(rest, kinds, EXPLAIN_ANALYZE)
         elif first == "REPLACE":
             kinds.apply(REPLACES_ROWS)
@@ -466,7 +486,12 @@ class _Reader:
         kinds.merge([inner.statement("")], why)
 
     def _routine(
-        self, tokens: List[Token], words: List[str], kinds: KindSet, kind: str = "CREATE", header_end: Optional[int] = None
+        self,
+        tokens: List[Token],
+        words: List[str],
+        kinds: KindSet,
+        kind: str = "CREATE",
+        header_end: Optional[int] = None,
     ) -> None:
         """``CREATE TRIGGER/PROCEDURE/FUNCTION/EVENT`` (or MariaDB's ``BEGIN NOT ATOMIC``): the
         body's statements count, and a body that builds SQL at run time cannot be verified."""
@@ -484,7 +509,9 @@ class _Reader:
         # PostgreSQL's trigger action EXECUTE FUNCTION/PROCEDURE f() calls a function (read where
         # it is created); it is no dynamic SQL.
         body_words = [
-            "CALL" if w == "EXECUTE" and i + 1 < len(body_words) and body_words[i + 1] in ("FUNCTION", "PROCEDURE") else w
+            "CALL"
+            if w == "EXECUTE" and i + 1 < len(body_words) and body_words[i + 1] in ("FUNCTION", "PROCEDURE")
+            else w
             for i, w in enumerate(body_words)
         ]
         if _DYNAMIC_WORDS.intersection(body_words):
@@ -511,7 +538,9 @@ class _Reader:
             if len(rest) == 3 and rest[2].token_type in _DATA_TOKENS and rest[2].token_type != TokenType.NUMBER:
                 self._literal(rest[2].text, kinds)
                 return
-            raise Unverifiable("PREPARE ... FROM of text built at run time (a variable or an expression) cannot be checked")
+            raise Unverifiable(
+                "PREPARE ... FROM of text built at run time (a variable or an expression) cannot be checked"
+            )
         self._nested(rest[1:], kinds, STATIC_PREPARE)
 
     def _execute(self, rest: List[Token], words: List[str], kinds: KindSet) -> None:
@@ -519,7 +548,11 @@ class _Reader:
         tokens = [t for t in rest if _word(t) not in ("IMMEDIATE", "(", ")")]
         if tokens and tokens[0].text.lower() == "sp_executesql" and len(tokens) == 2:
             tokens = tokens[1:]  # T-SQL's sp_executesql of one literal: static text
-        if tokens and tokens[0].token_type in _DATA_TOKENS and tokens[0].token_type not in (TokenType.NUMBER, TokenType.IDENTIFIER):
+        if (
+            tokens
+            and tokens[0].token_type in _DATA_TOKENS
+            and tokens[0].token_type not in (TokenType.NUMBER, TokenType.IDENTIFIER)
+        ):
             if len(tokens) == 1:
                 self._literal(tokens[0].text, kinds)
                 return
@@ -613,7 +646,9 @@ def _string_body_kinds(body: str, dialect: Any) -> FrozenSet[str]:
 def _into_creates(node: exp.Into) -> bool:
     """``SELECT ... INTO t`` creates table ``t``; MySQL's ``INTO @variable`` only sets variables."""
     targets = node.expressions or [node.this]
-    return not all(isinstance(t, exp.Table) and isinstance(t.this, (exp.Parameter, exp.SessionParameter)) for t in targets)
+    return not all(
+        isinstance(t, exp.Table) and isinstance(t.this, (exp.Parameter, exp.SessionParameter)) for t in targets
+    )
 
 
 def _writes_sqlite_schema(node: exp.Expression) -> bool:

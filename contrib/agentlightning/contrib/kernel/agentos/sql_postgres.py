@@ -23,13 +23,13 @@ from pglast import parser as pg_parser
 from .sql_effects import (
     ALTER_DROPS,
     COPY_FROM,
+    EMPTY_SQL,
     EXPLAIN_ANALYZE,
     REPLACES_DEFINITION,
     ROUTINE_BODY,
     SELECT_INTO,
     STATIC_PREPARE,
     UPSERT,
-    EMPTY_SQL,
     KindSet,
     SQLAnalysis,
     SQLStatement,
@@ -215,7 +215,9 @@ class _Reader:
                     kinds.apply(ALTER_DROPS)
         elif node_type == "CopyStmt":
             if node.get("is_program"):
-                raise Unverifiable(f"COPY ... PROGRAM runs a shell command on the database server: {node.get('filename', '')!r}")
+                raise Unverifiable(
+                    f"COPY ... PROGRAM runs a shell command on the database server: {node.get('filename', '')!r}"
+                )
             if node.get("is_from"):
                 kinds.apply(COPY_FROM)
         elif node_type == "ExplainStmt":
@@ -243,7 +245,9 @@ class _Reader:
         elif node_type == "ExecuteStmt":
             name = str(node.get("name", "")).lower()
             if name not in self.prepared:
-                raise Unverifiable(f"EXECUTE {name} runs a statement prepared elsewhere; its text cannot be checked here")
+                raise Unverifiable(
+                    f"EXECUTE {name} runs a statement prepared elsewhere; its text cannot be checked here"
+                )
         elif node_type == "CreateStmt" and node.get("oncommit") == "ONCOMMIT_DROP":
             pass  # ON COMMIT DROP drops only the temporary table this statement creates
         if node_type in _QUERY_STATEMENTS:
@@ -316,7 +320,11 @@ def _explain_analyzes(options: Any) -> bool:
         if arg is None:
             return True
         value = next(iter(arg.values()), {}) if isinstance(arg, dict) else {}
-        word = str(value.get("sval", value.get("boolval", value.get("ival", "true")))).lower() if isinstance(value, dict) else "true"
+        word = (
+            str(value.get("sval", value.get("boolval", value.get("ival", "true")))).lower()
+            if isinstance(value, dict)
+            else "true"
+        )
         return word not in _FALSE_WORDS and word != "{}"
     return False
 
@@ -354,18 +362,28 @@ def _plpgsql_statements(create_statement: str) -> SQLAnalysis:
             continue
         for key, child in value.items():
             if key in _DYNAMIC_PLPGSQL:
-                literal = _string_literal(child.get("query", {}).get("PLpgSQL_expr", {}).get("query", "")) if isinstance(child, dict) else None
+                literal = (
+                    _string_literal(child.get("query", {}).get("PLpgSQL_expr", {}).get("query", ""))
+                    if isinstance(child, dict)
+                    else None
+                )
                 if literal is None:
                     return SQLAnalysis((), unverifiable="PL/pgSQL EXECUTE of SQL built at run time cannot be checked")
                 inner = read_postgres(literal)  # EXECUTE 'literal text': known now
                 if inner.problem:
-                    return SQLAnalysis((), unverifiable=f"PL/pgSQL EXECUTE of text that cannot be checked ({inner.problem})")
+                    return SQLAnalysis(
+                        (), unverifiable=f"PL/pgSQL EXECUTE of text that cannot be checked ({inner.problem})"
+                    )
                 statements.extend(inner.statements)
                 continue
             if key == "PLpgSQL_stmt_open" and isinstance(child, dict) and child.get("dynquery"):
-                return SQLAnalysis((), unverifiable="PL/pgSQL OPEN ... FOR EXECUTE of SQL built at run time cannot be checked")
+                return SQLAnalysis(
+                    (), unverifiable="PL/pgSQL OPEN ... FOR EXECUTE of SQL built at run time cannot be checked"
+                )
             if key == "PLpgSQL_stmt_return_query" and isinstance(child, dict) and child.get("dynquery"):
-                return SQLAnalysis((), unverifiable="PL/pgSQL RETURN QUERY EXECUTE of SQL built at run time cannot be checked")
+                return SQLAnalysis(
+                    (), unverifiable="PL/pgSQL RETURN QUERY EXECUTE of SQL built at run time cannot be checked"
+                )
             if key == "PLpgSQL_expr" and isinstance(child, dict) and child.get("parseMode", 0) == _RAW_PARSE_DEFAULT:
                 inner = read_postgres(str(child.get("query", "")))
                 if inner.problem:

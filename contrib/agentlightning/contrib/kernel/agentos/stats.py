@@ -75,4 +75,3 @@ async def governance_stats(
         "violations_by_severity": dict(by_severity),
         "duplicate_spans": duplicates,
     }
-

@@ -81,10 +81,14 @@ class RewardConfig:
             if getattr(self, name) is not None:
                 setattr(self, name, _number(name, getattr(self, name)))
         if self.min_reward is not None and self.max_reward is not None and self.min_reward > self.max_reward:
-            raise GovernanceConfigError(f"RewardConfig.min_reward ({self.min_reward}) is above max_reward ({self.max_reward})")
+            raise GovernanceConfigError(
+                f"RewardConfig.min_reward ({self.min_reward}) is above max_reward ({self.max_reward})"
+            )
         if self.cost_weights is not None:
             if not isinstance(self.cost_weights, Mapping):
-                raise TypeError(f"RewardConfig.cost_weights must be a mapping of severity to cost, got {type(self.cost_weights).__name__}")
+                raise TypeError(
+                    f"RewardConfig.cost_weights must be a mapping of severity to cost, got {type(self.cost_weights).__name__}"
+                )
             self.cost_weights = {Severity.parse(k): v for k, v in self.cost_weights.items()}
 
     @property

@@ -76,7 +76,9 @@ class PolicyReward:
         self.base_reward_fn = base_reward_fn or default_base_reward
         self.config = config or RewardConfig()
         if lagrangian is not None and self.config.multiplicative:
-            raise GovernanceConfigError("lagrangian= prices violations additively; it cannot be combined with RewardConfig(multiplicative=True)")
+            raise GovernanceConfigError(
+                "lagrangian= prices violations additively; it cannot be combined with RewardConfig(multiplicative=True)"
+            )
         self.lagrangian = lagrangian
         self._lock = threading.Lock()
         self._warned_clamp = False
@@ -87,7 +89,9 @@ class PolicyReward:
         violations = rollout_violations(rollout)
         governed = getattr(rollout, "governed", True)
         if not isinstance(governed, bool):
-            raise TypeError(f"rollout.governed must be a bool (whether any action went through the kernel), got {governed!r}")
+            raise TypeError(
+                f"rollout.governed must be a bool (whether any action went through the kernel), got {governed!r}"
+            )
         base = self._base(rollout)
         multiplier = self.lagrangian.multiplier_for(rollout) if self.lagrangian is not None else None
         bonus_allowed = governed or not self.config.clean_bonus_requires_check
@@ -108,7 +112,11 @@ class PolicyReward:
                 "PolicyReward: the reward %s (base %s + penalty %s) was clamped to min_reward=%s, so rollouts with more "
                 "violations than the floor can express all score %s and training cannot tell them apart. Use "
                 "RewardConfig(min_reward=None) to keep every penalty, or a lower min_reward. (Logged once per PolicyReward.)",
-                round(raw, 4), round(reward.base, 4), round(reward.policy_penalty, 4), self.config.min_reward, self.config.min_reward,
+                round(raw, 4),
+                round(reward.base, 4),
+                round(reward.policy_penalty, 4),
+                self.config.min_reward,
+                self.config.min_reward,
             )
         return reward
 
@@ -170,7 +178,15 @@ class PolicyReward:
 
     def reset_stats(self) -> None:
         with self._lock:
-            self._stats = {"total_rewards": 0, "total_penalties": 0.0, "violating": 0, "ungoverned": 0, "clean": 0, "sum_rewards": 0.0, "total_cost": 0.0}
+            self._stats = {
+                "total_rewards": 0,
+                "total_penalties": 0.0,
+                "violating": 0,
+                "ungoverned": 0,
+                "clean": 0,
+                "sum_rewards": 0.0,
+                "total_cost": 0.0,
+            }
 
 
 def create_policy_reward(
@@ -189,7 +205,9 @@ def create_policy_reward(
     """
     unknown = set(config_fields) - set(RewardConfig.field_names())
     if unknown:
-        raise GovernanceConfigError(f"unknown RewardConfig field(s) {sorted(unknown)}; valid: {', '.join(RewardConfig.field_names())}")
+        raise GovernanceConfigError(
+            f"unknown RewardConfig field(s) {sorted(unknown)}; valid: {', '.join(RewardConfig.field_names())}"
+        )
     penalties: Dict[str, float] = {}
     for key, value in (severity_penalties or {}).items():
         penalties[f"{Severity.parse(key).value}_penalty"] = value

@@ -154,12 +154,18 @@ class CompositeReward:
         checked: List[Tuple[RewardFn, float]] = []
         for index, component in enumerate(components):
             if not isinstance(component, (tuple, list)) or len(component) != 2:
-                raise GovernanceConfigError(f"CompositeReward component {index} must be a (reward_fn, weight) pair, got {component!r}")
+                raise GovernanceConfigError(
+                    f"CompositeReward component {index} must be a (reward_fn, weight) pair, got {component!r}"
+                )
             fn, weight = component
             if not callable(fn):
-                raise TypeError(f"CompositeReward component {index}: reward_fn must be callable, got {type(fn).__name__}")
+                raise TypeError(
+                    f"CompositeReward component {index}: reward_fn must be callable, got {type(fn).__name__}"
+                )
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-                raise GovernanceConfigError(f"CompositeReward component {index}: weight must be a finite number, got {weight!r}")
+                raise GovernanceConfigError(
+                    f"CompositeReward component {index}: weight must be a finite number, got {weight!r}"
+                )
             checked.append((fn, float(weight)))
         total = sum(w for _, w in checked)
         if math.isclose(total, 0.0, abs_tol=1e-12):
@@ -178,6 +184,8 @@ class CompositeReward:
             value = fn(rollout)
             value = getattr(value, "final", value)  # a GovernedReward counts by its final value
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise TypeError(f"CompositeReward component {index} ({getattr(fn, '__name__', fn)!r}) returned {value!r}, not a finite number")
+                raise TypeError(
+                    f"CompositeReward component {index} ({getattr(fn, '__name__', fn)!r}) returned {value!r}, not a finite number"
+                )
             total += weight * float(value)
         return total

@@ -50,7 +50,11 @@ def as_agent(agent: Any) -> LitAgent[Any]:
     if isinstance(agent, LitAgent):
         return agent
     if isinstance(agent, type):
-        hint = f"an instance: {agent.__name__}()" if issubclass(agent, LitAgent) else "a LitAgent instance or a function task -> result"
+        hint = (
+            f"an instance: {agent.__name__}()"
+            if issubclass(agent, LitAgent)
+            else "a LitAgent instance or a function task -> result"
+        )
         raise TypeError(f"the agent must be {hint}, not the class {agent.__name__}")
     if not callable(agent):
         raise TypeError(
@@ -60,7 +64,9 @@ def as_agent(agent: Any) -> LitAgent[Any]:
     try:
         signature = inspect.signature(agent)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"cannot read the signature of {agent!r} ({err}); wrap it: runner.init(lambda task: fn(task))") from err
+        raise TypeError(
+            f"cannot read the signature of {agent!r} ({err}); wrap it: runner.init(lambda task: fn(task))"
+        ) from err
     params = list(signature.parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     takes_task = bool(positional) or any(p.kind is p.VAR_POSITIONAL for p in params)

@@ -15,7 +15,7 @@ import json
 import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from agentlightning.emitter import find_final_reward
 from agentlightning.store.base import LightningStore
@@ -62,7 +62,11 @@ async def rollout_violations_report(
     >>> asyncio.run(rollout_violations_report(InMemoryLightningStore()))
     []
     """
-    rollouts = await store.query_rollouts(rollout_id_in=list(rollout_ids)) if rollout_ids is not None else await store.query_rollouts()
+    rollouts = (
+        await store.query_rollouts(rollout_id_in=list(rollout_ids))
+        if rollout_ids is not None
+        else await store.query_rollouts()
+    )
     rows: List[RolloutViolations] = []
     for rollout in sorted(rollouts, key=lambda r: (r.start_time or 0.0, r.rollout_id), reverse=True):
         spans = await store.query_spans(rollout.rollout_id, "latest")
@@ -102,11 +106,15 @@ async def rollout_violations_report(
 def _format(rows: List[RolloutViolations], store_url: str, total: int) -> str:
     lines = [f"{len(rows)} of {total} rollouts had violations"]
     if rows:
-        lines.append(f"{'rollout':18} {'status':10} {'checks':>6} {'violations':>10} {'penalty':>9} {'reward':>8}  policies")
+        lines.append(
+            f"{'rollout':18} {'status':10} {'checks':>6} {'violations':>10} {'penalty':>9} {'reward':>8}  policies"
+        )
         for row in rows:
             reward = "-" if row.final_reward is None else f"{row.final_reward:.2f}"
             policies = ", ".join(f"{name} x{count}" for name, count in row.by_policy.items())
-            lines.append(f"{row.rollout_id:18} {row.status:10} {row.checks:>6} {row.violations:>10} {row.total_penalty:>9.1f} {reward:>8}  {policies}")
+            lines.append(
+                f"{row.rollout_id:18} {row.status:10} {row.checks:>6} {row.violations:>10} {row.total_penalty:>9.1f} {reward:>8}  {policies}"
+            )
             lines.append(f"  {row.traces_url(store_url)}")
     return "\n".join(lines)
 
@@ -138,7 +146,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         rows, total = asyncio.run(_report(args.store_url, args.all))
     except Exception as err:  # noqa: BLE001 - one clear line instead of a client traceback
-        print(f"cannot read the agl store at {args.store_url}: {type(err).__name__}: {err}. Is `agl store --port <port>` running there?", file=sys.stderr)
+        print(
+            f"cannot read the agl store at {args.store_url}: {type(err).__name__}: {err}. Is `agl store --port <port>` running there?",
+            file=sys.stderr,
+        )
         return 2
     if args.json:
         print(json.dumps([{**asdict(row), "traces_url": row.traces_url(args.store_url)} for row in rows], indent=1))
