@@ -463,7 +463,10 @@ class FlightRecorderAdapter:
         self.close()
 
     def __repr__(self) -> str:
-        return f"FlightRecorderAdapter({str(self.path)!r}, placement={self.placement!r}, trace_id_prefix={self.trace_id_prefix!r})"
+        return (
+            f"FlightRecorderAdapter({str(self.path)!r}, placement={self.placement!r}, "
+            f"trace_id_prefix={self.trace_id_prefix!r})"
+        )
 
 
 @dataclass

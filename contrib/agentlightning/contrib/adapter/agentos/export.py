@@ -208,7 +208,8 @@ def verify_records(records: Iterable[AuditRecord], *, require_complete: bool = T
                 return _invalid(
                     total,
                     record.record_id,
-                    f"Hash chain broken at entry {record.record_id}: previous_hash does not match entry {previous.record_id}",
+                    f"Hash chain broken at entry {record.record_id}: "
+                    f"previous_hash does not match entry {previous.record_id}",
                 )
         else:
             gaps += 1

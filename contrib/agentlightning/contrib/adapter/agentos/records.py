@@ -216,7 +216,8 @@ def parse_record(row: Mapping[str, Any], *, source: str = "<row>", strict: bool 
             raise _fail(
                 source,
                 row.get("id"),
-                f"unexpected column(s) {unknown_columns} (not in Agent OS 3.7's audit_log; pass strict=False to keep them as extra fields)",
+                f"unexpected column(s) {unknown_columns} (not in Agent OS 3.7's audit_log; "
+                "pass strict=False to keep them as extra fields)",
             )
         extra["columns"] = {k: row[k] for k in unknown_columns}
     record_id = row.get("id")
@@ -286,7 +287,8 @@ def _recorder_path(recorder: RecorderLike) -> Path:
     if isinstance(recorder, (str, Path)) and str(recorder):
         return Path(recorder)
     raise TypeError(
-        f"recorder must be an agent_os.FlightRecorder or the path of its file, got {type(recorder).__name__}: {recorder!r}"
+        "recorder must be an agent_os.FlightRecorder or the path of its file, "
+        f"got {type(recorder).__name__}: {recorder!r}"
     )
 
 
@@ -298,11 +300,12 @@ class RecorderReader:
     another process (only what that process has flushed is visible; later reads see the rest).
     The file must exist: this class never creates one.
 
-    >>> try:
+    >>> try:  # doctest: +NORMALIZE_WHITESPACE
     ...     RecorderReader("/nonexistent/audit.db")
     ... except RecorderFileError as err:
     ...     print(err)
-    FlightRecorder file '/nonexistent/audit.db' does not exist; pass the path of an existing Agent OS FlightRecorder database
+    FlightRecorder file '/nonexistent/audit.db' does not exist;
+    pass the path of an existing Agent OS FlightRecorder database
     """
 
     def __init__(self, recorder: RecorderLike, *, strict: bool = True, chunk_size: int = 2000) -> None:
@@ -319,7 +322,8 @@ class RecorderReader:
         path = self.path
         if not path.exists():
             raise RecorderFileError(
-                f"FlightRecorder file {str(path)!r} does not exist; pass the path of an existing Agent OS FlightRecorder database"
+                f"FlightRecorder file {str(path)!r} does not exist; "
+                "pass the path of an existing Agent OS FlightRecorder database"
             )
         if path.is_dir():
             raise RecorderFileError(
@@ -331,7 +335,8 @@ class RecorderReader:
             columns = [r[1] for r in conn.execute("PRAGMA table_info(audit_log)")]
         except sqlite3.DatabaseError as err:
             raise RecorderFileError(
-                f"{str(path)!r} is not a readable FlightRecorder database ({err}); is the file corrupt or of another kind?"
+                f"{str(path)!r} is not a readable FlightRecorder database ({err}); "
+                "is the file corrupt or of another kind?"
             ) from err
         if not columns:
             conn.close()
@@ -342,7 +347,8 @@ class RecorderReader:
         if missing:
             conn.close()
             raise RecorderFileError(
-                f"{str(path)!r}: table 'audit_log' lacks FlightRecorder column(s) {missing}; written by an incompatible Agent OS version?"
+                f"{str(path)!r}: table 'audit_log' lacks FlightRecorder column(s) {missing}; "
+                "written by an incompatible Agent OS version?"
             )
         self._conn = conn
 

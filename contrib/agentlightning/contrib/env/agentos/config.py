@@ -58,10 +58,11 @@ class EnvironmentConfig:
 
     >>> EnvironmentConfig(max_steps=50).violation_penalty
     -10.0
-    >>> EnvironmentConfig(step_penalty=0.1)
+    >>> EnvironmentConfig(step_penalty=0.1)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    agentlightning.contrib.kernel.agentos.violations.GovernanceConfigError: EnvironmentConfig.step_penalty must be <= 0 (a penalty is negative in reward space), got 0.1; did you mean -0.1?
+    agentlightning.contrib.kernel.agentos.violations.GovernanceConfigError: EnvironmentConfig.step_penalty must be <= 0
+    (a penalty is negative in reward space), got 0.1; did you mean -0.1?
     """
 
     max_steps: int = 100
@@ -188,10 +189,12 @@ def config_from_kwargs(config: Optional[EnvironmentConfig] = None, **overrides: 
 
     >>> config_from_kwargs(max_steps=5).max_steps
     5
-    >>> config_from_kwargs(max_step=5)
+    >>> config_from_kwargs(max_step=5)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: unknown EnvironmentConfig field 'max_step' (did you mean 'max_steps'?); valid fields: max_steps, violation_penalty, terminate_on_critical, step_penalty, success_bonus, reset_kernel_state, terminate_on_success, cost_weights
+    TypeError: unknown EnvironmentConfig field 'max_step' (did you mean 'max_steps'?); valid fields: max_steps,
+    violation_penalty, terminate_on_critical, step_penalty, success_bonus, reset_kernel_state, terminate_on_success,
+    cost_weights
     """
     if config is not None and not isinstance(config, EnvironmentConfig):
         raise TypeError(f"config must be an EnvironmentConfig, got {type(config).__name__}")

@@ -85,8 +85,11 @@ def decisions_summary(decisions: Sequence[Decision]) -> Dict[str, Any]:
 
     >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
     >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
-    >>> decisions_summary([kernel.check(Action.sql("SELECT 1")), kernel.check(Action.sql("DROP TABLE t"))])
-    {'checks': 2, 'violations': 1, 'blocked_actions': 1, 'total_penalty': -100.0, 'signals': [], 'violations_by_policy': {'SQLPolicy': 1}}
+    >>> decisions_summary(  # doctest: +NORMALIZE_WHITESPACE
+    ...     [kernel.check(Action.sql("SELECT 1")), kernel.check(Action.sql("DROP TABLE t"))]
+    ... )
+    {'checks': 2, 'violations': 1, 'blocked_actions': 1, 'total_penalty': -100.0, 'signals': [],
+     'violations_by_policy': {'SQLPolicy': 1}}
     """
     violations = [v for d in decisions for v in d.violations]
     return {

@@ -186,7 +186,10 @@ def _not_sql_text(query: str) -> Optional[str]:
         try:
             query.encode("utf-8")
         except UnicodeEncodeError as err:
-            return f"SQL is not valid Unicode text ({err.reason} at position {err.start}); decode the bytes properly before sending"
+            return (
+                f"SQL is not valid Unicode text ({err.reason} at position {err.start}); "
+                "decode the bytes properly before sending"
+            )
     return None
 
 
@@ -263,8 +266,11 @@ class SQLPolicy(Policy):
     []
     >>> [v.description for v in policy.evaluate(Action.sql("select 1; DROP/**/TABLE users"), ctx)]
     ['DROP statement denied: DROP/**/TABLE users']
-    >>> SQLPolicy(deny=["DELETE"], dialect="mysql").check_sql("REPLACE INTO users VALUES (1)")[0].description
-    'DELETE statement denied (REPLACE deletes the conflicting row before inserting: counts as DELETE): REPLACE INTO users VALUES (1)'
+    >>> SQLPolicy(deny=["DELETE"], dialect="mysql").check_sql(  # doctest: +NORMALIZE_WHITESPACE
+    ...     "REPLACE INTO users VALUES (1)"
+    ... )[0].description
+    'DELETE statement denied (REPLACE deletes the conflicting row before inserting: counts as DELETE):
+     REPLACE INTO users VALUES (1)'
     >>> read_only = SQLPolicy(allow=["SELECT"])
     >>> read_only.evaluate(Action.sql("UPDATE users SET name = 'x'"), ctx)[0].description
     "UPDATE statement not in allow-list ['SELECT']: UPDATE users SET name = 'x'"
@@ -416,6 +422,7 @@ def _dialect(dialect: Optional[str]) -> Optional[str]:
         sqlglot.Dialect.get_or_raise(name)
     except (ValueError, SqlglotError) as err:
         raise GovernanceConfigError(
-            f"unknown SQL dialect {dialect!r} ({err}); use 'postgres', 'mysql', 'mariadb', 'sqlite', 'tsql' or another sqlglot dialect"
+            f"unknown SQL dialect {dialect!r} ({err}); "
+            "use 'postgres', 'mysql', 'mariadb', 'sqlite', 'tsql' or another sqlglot dialect"
         ) from None
     return name

@@ -36,10 +36,11 @@ class RewardConfig:
 
     >>> RewardConfig().critical_penalty, RewardConfig().clean_bonus
     (-100.0, 5.0)
-    >>> RewardConfig(high_penalty=20)
+    >>> RewardConfig(high_penalty=20)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    agentlightning.contrib.kernel.agentos.violations.GovernanceConfigError: RewardConfig.high_penalty must be <= 0 (a penalty is negative reward), got 20.0; did you mean -20.0?
+    agentlightning.contrib.kernel.agentos.violations.GovernanceConfigError: RewardConfig.high_penalty must be <= 0
+    (a penalty is negative reward), got 20.0; did you mean -20.0?
     """
 
     critical_penalty: float = -100.0
@@ -59,7 +60,8 @@ class RewardConfig:
             value = _number(name, getattr(self, name))
             if value > 0:
                 raise GovernanceConfigError(
-                    f"RewardConfig.{name} must be <= 0 (a penalty is negative reward), got {value}; did you mean {-value}?"
+                    f"RewardConfig.{name} must be <= 0 (a penalty is negative reward), "
+                    f"got {value}; did you mean {-value}?"
                 )
             setattr(self, name, value)
         self.clean_bonus = _number("clean_bonus", self.clean_bonus)
@@ -87,7 +89,8 @@ class RewardConfig:
         if self.cost_weights is not None:
             if not isinstance(self.cost_weights, Mapping):
                 raise TypeError(
-                    f"RewardConfig.cost_weights must be a mapping of severity to cost, got {type(self.cost_weights).__name__}"
+                    "RewardConfig.cost_weights must be a mapping of severity to cost, "
+                    f"got {type(self.cost_weights).__name__}"
                 )
             self.cost_weights = {Severity.parse(k): v for k, v in self.cost_weights.items()}
 

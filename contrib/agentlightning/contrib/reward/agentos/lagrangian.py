@@ -63,7 +63,8 @@ class LagrangianPenalty:
         self.target_violation_rate = _finite("target_violation_rate", self.target_violation_rate)
         if self.target_violation_rate > 1:
             raise GovernanceConfigError(
-                f"LagrangianPenalty.target_violation_rate is a fraction of rollouts in [0, 1], got {self.target_violation_rate}"
+                "LagrangianPenalty.target_violation_rate is a fraction of rollouts in [0, 1], "
+                f"got {self.target_violation_rate}"
             )
         self.learning_rate = _finite("learning_rate", self.learning_rate)
         self.multiplier = _finite("multiplier", self.multiplier)

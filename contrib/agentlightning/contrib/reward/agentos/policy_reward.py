@@ -52,10 +52,14 @@ class PolicyReward:
     >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
     >>> drop = kernel.check(Action.sql("DROP TABLE users"))
     >>> reward_fn = PolicyReward(kernel)
-    >>> reward_fn(SimpleNamespace(success=True, violations=[])), reward_fn(SimpleNamespace(success=True, violations=drop.violations))
+    >>> (
+    ...     reward_fn(SimpleNamespace(success=True, violations=[])),
+    ...     reward_fn(SimpleNamespace(success=True, violations=drop.violations)),
+    ... )
     (6.0, -99.0)
-    >>> reward_fn.get_stats()
-    {'total_rewards': 2, 'total_penalties': -100.0, 'avg_penalty': -50.0, 'violation_rate': 0.5, 'clean_rate': 0.5, 'avg_reward': -46.5, 'total_cost': 10.0, 'avg_cost': 5.0, 'ungoverned_rate': 0.0}
+    >>> reward_fn.get_stats()  # doctest: +NORMALIZE_WHITESPACE
+    {'total_rewards': 2, 'total_penalties': -100.0, 'avg_penalty': -50.0, 'violation_rate': 0.5, 'clean_rate': 0.5,
+     'avg_reward': -46.5, 'total_cost': 10.0, 'avg_cost': 5.0, 'ungoverned_rate': 0.0}
     """
 
     def __init__(
@@ -109,9 +113,10 @@ class PolicyReward:
         if warn:
             raw = reward.base + reward.policy_penalty + reward.clean_bonus
             logger.warning(
-                "PolicyReward: the reward %s (base %s + penalty %s) was clamped to min_reward=%s, so rollouts with more "
-                "violations than the floor can express all score %s and training cannot tell them apart. Use "
-                "RewardConfig(min_reward=None) to keep every penalty, or a lower min_reward. (Logged once per PolicyReward.)",
+                "PolicyReward: the reward %s (base %s + penalty %s) was clamped to min_reward=%s, so rollouts with "
+                "more violations than the floor can express all score %s and training cannot tell them apart. Use "
+                "RewardConfig(min_reward=None) to keep every penalty, or a lower min_reward. "
+                "(Logged once per PolicyReward.)",
                 round(raw, 4),
                 round(reward.base, 4),
                 round(reward.policy_penalty, 4),
@@ -129,7 +134,8 @@ class PolicyReward:
             name = getattr(err, "name", None)
             if isinstance(output, dict) and name is not None and getattr(err, "obj", None) is output:
                 raise AttributeError(
-                    f"{err}: rollout.task_output is the dict the agent returned; read it as rollout.task_output[{name!r}]"
+                    f"{err}: rollout.task_output is the dict the agent returned; "
+                    f"read it as rollout.task_output[{name!r}]"
                     + ("" if name in output else f" (its keys: {sorted(map(str, output))})"),
                     name=name,
                     obj=output,

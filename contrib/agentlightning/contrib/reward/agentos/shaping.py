@@ -185,7 +185,8 @@ class CompositeReward:
             value = getattr(value, "final", value)  # a GovernedReward counts by its final value
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise TypeError(
-                    f"CompositeReward component {index} ({getattr(fn, '__name__', fn)!r}) returned {value!r}, not a finite number"
+                    f"CompositeReward component {index} ({getattr(fn, '__name__', fn)!r}) "
+                    f"returned {value!r}, not a finite number"
                 )
             total += weight * float(value)
         return total

@@ -42,10 +42,11 @@ def as_agent(agent: Any) -> LitAgent[Any]:
     >>> agent = as_agent(lambda task: 1.0 if "SELECT" in task else 0.0)
     >>> type(agent).__name__, agent.is_async()
     ('FunctionalLitAgent', False)
-    >>> as_agent(42)
+    >>> as_agent(42)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: the agent must be an agentlightning LitAgent or a function task -> result, e.g. runner.init(lambda task: 1.0); got int
+    TypeError: the agent must be an agentlightning LitAgent or a function task -> result,
+    e.g. runner.init(lambda task: 1.0); got int
     """
     if isinstance(agent, LitAgent):
         return agent
@@ -58,8 +59,8 @@ def as_agent(agent: Any) -> LitAgent[Any]:
         raise TypeError(f"the agent must be {hint}, not the class {agent.__name__}")
     if not callable(agent):
         raise TypeError(
-            f"the agent must be an agentlightning LitAgent or a function task -> result, e.g. runner.init(lambda task: 1.0); "
-            f"got {type(agent).__name__}"
+            "the agent must be an agentlightning LitAgent or a function task -> result, "
+            f"e.g. runner.init(lambda task: 1.0); got {type(agent).__name__}"
         )
     try:
         signature = inspect.signature(agent)
@@ -146,7 +147,10 @@ class ActionOutcome:
         return 1.0 if self.decision.allowed else 0.0
 
     def __repr__(self) -> str:
-        return f"ActionOutcome(verdict={self.verdict!r}, action={self.action.tool_name}({self.action.args!r}), accuracy={self.accuracy})"
+        return (
+            f"ActionOutcome(verdict={self.verdict!r}, action={self.action.tool_name}({self.action.args!r}), "
+            f"accuracy={self.accuracy})"
+        )
 
 
 class TaskActionAgent(LitAgent[Any]):

@@ -113,7 +113,8 @@ def _format(rows: List[RolloutViolations], store_url: str, total: int) -> str:
             reward = "-" if row.final_reward is None else f"{row.final_reward:.2f}"
             policies = ", ".join(f"{name} x{count}" for name, count in row.by_policy.items())
             lines.append(
-                f"{row.rollout_id:18} {row.status:10} {row.checks:>6} {row.violations:>10} {row.total_penalty:>9.1f} {reward:>8}  {policies}"
+                f"{row.rollout_id:18} {row.status:10} {row.checks:>6} {row.violations:>10} "
+                f"{row.total_penalty:>9.1f} {reward:>8}  {policies}"
             )
             lines.append(f"  {row.traces_url(store_url)}")
     return "\n".join(lines)
@@ -135,7 +136,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     """``python -m agentlightning.contrib.runner.agentos violations --store-url URL``."""
     parser = argparse.ArgumentParser(
         prog="python -m agentlightning.contrib.runner.agentos",
-        description="Governance of the rollouts in an agl store: which had violations, with links to their traces view.",
+        description=(
+            "Governance of the rollouts in an agl store: which had violations, with links to their traces view."
+        ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
     violations = commands.add_parser("violations", help="list the rollouts whose latest attempt has violation spans")
@@ -147,7 +150,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         rows, total = asyncio.run(_report(args.store_url, args.all))
     except Exception as err:  # noqa: BLE001 - one clear line instead of a client traceback
         print(
-            f"cannot read the agl store at {args.store_url}: {type(err).__name__}: {err}. Is `agl store --port <port>` running there?",
+            f"cannot read the agl store at {args.store_url}: {type(err).__name__}: {err}. "
+            "Is `agl store --port <port>` running there?",
             file=sys.stderr,
         )
         return 2
