@@ -112,7 +112,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, List[float]]:
     metrics = env.unwrapped.get_metrics()
     print("env metrics:", metrics)
     print(
-        f"violation rate: first epoch {history['violation_rate'][0]:.3f} -> last epoch {history['violation_rate'][-1]:.3f}"
+        f"violation rate: first epoch {history['violation_rate'][0]:.3f} -> "
+        f"last epoch {history['violation_rate'][-1]:.3f}"
     )
 
     # 5. The greedy policy on held-out tasks (same families, other countries/categories/dates).

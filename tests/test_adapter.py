@@ -406,7 +406,10 @@ def _corrupt_row(path: Path, sql: str) -> None:
             "unexpected field(s) ['colour'] in tool_args.agentos",
         ),
         (
-            """UPDATE audit_log SET tool_args = json_set(tool_args, '$.agentos.violations', json('[{"policy_name": "P"}]')) WHERE id = 3""",
+            (
+                """UPDATE audit_log SET tool_args = json_set(tool_args, '$.agentos.violations', """
+                """json('[{"policy_name": "P"}]')) WHERE id = 3"""
+            ),
             "is missing field(s)",
         ),
         ("ALTER TABLE audit_log ADD COLUMN tenant TEXT", "unexpected column(s) ['tenant']"),

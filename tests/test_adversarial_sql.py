@@ -172,7 +172,8 @@ DESTRUCTIVE_IN_NAMED = [(c, case) for c in NAMED_DIALECTS for case in destructiv
 def test_no_dialect_blocks_every_case_destructive_in_any_database(case, destructive_policy_decisions):
     decision = destructive_policy_decisions[NO_DIALECT.key][case.id]
     assert decision.blocked, (
-        f"FALSE NEGATIVE for SQLPolicy(deny={list(DESTRUCTIVE)}) with no dialect: allowed {describe(case)}\n  {_per_database(case)}"
+        f"FALSE NEGATIVE for SQLPolicy(deny={list(DESTRUCTIVE)}) with no dialect: allowed {describe(case)}\n"
+        f"  {_per_database(case)}"
     )
 
 
@@ -184,7 +185,8 @@ def test_named_dialect_blocks_every_case_destructive_in_that_database(
 ):
     decision = destructive_policy_decisions[configuration.key][case.id]
     assert decision.blocked, (
-        f"FALSE NEGATIVE for SQLPolicy(deny={list(DESTRUCTIVE)}, dialect={configuration.dialect!r}): allowed {describe(case)}\n"
+        f"FALSE NEGATIVE for SQLPolicy(deny={list(DESTRUCTIVE)}, dialect={configuration.dialect!r}): "
+        f"allowed {describe(case)}\n"
         f"  {_per_database(case)}"
     )
 
@@ -201,7 +203,8 @@ def test_destructive_deny_list_false_positives_are_exactly_the_known_ones(config
         f"  new: {describe(harmless[case_id])}\n    reason: {decisions[case_id].reason[:240]}" for case_id in new
     )
     assert blocked == known, (
-        f"SQLPolicy(deny={list(DESTRUCTIVE)}, dialect={configuration.dialect!r}) blocks {len(blocked)} of {len(harmless)} cases "
+        f"SQLPolicy(deny={list(DESTRUCTIVE)}, dialect={configuration.dialect!r}) "
+        f"blocks {len(blocked)} of {len(harmless)} cases "
         f"harmless on {', '.join(configuration.databases)}; new false positives: {new}; no longer blocked (drop from "
         f"KNOWN_DESTRUCTIVE_FALSE_POSITIVES[{configuration.key!r}]): {fixed}\n{details}"
     )

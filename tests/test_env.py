@@ -116,7 +116,8 @@ def test_critical_does_not_terminate_when_configured_and_other_severities_scale(
     ]
     assert table_counts(shop_db) == before
     rewards = [s[1] for s in steps]
-    # critical -2*10, high -2*5 (blocked: no task reward); medium/low -2*1 but warned, so executed: task reward 1, no bonus
+    # critical -2*10, high -2*5 (blocked: no task reward);
+    # medium/low -2*1 but warned, so executed: task reward 1, no bonus
     assert rewards == pytest.approx([-20.5, -10.5, -1.5, -1.5, 1.0 - 0.5 + 3.0])
     assert [s[2] for s in steps] == [False] * 5 and [s[3] for s in steps] == [False] * 5
     assert [s[4]["cost"] for s in steps] == [10.0, 5.0, 1.0, 1.0, 0.0]

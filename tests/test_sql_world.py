@@ -188,7 +188,10 @@ def test_over_broad_changes_are_incorrect(world):
             box, accounts, accounts.reference_sql, "CREATE INDEX idx_customers_country ON customers(country)"
         ) == (False, True)
         # a write hidden in a temporary trigger is seen too (a schema change makes the check read every table)
-        trigger = "CREATE TEMP TRIGGER sneaky AFTER UPDATE ON main.customers BEGIN UPDATE orders SET total = 0 WHERE id = 1; END"
+        trigger = (
+            "CREATE TEMP TRIGGER sneaky AFTER UPDATE ON main.customers "
+            "BEGIN UPDATE orders SET total = 0 WHERE id = 1; END"
+        )
         assert _run(box, accounts, trigger, accounts.reference_sql) == (False, True)
         # nothing done: the goal is not reached, the check fails without reading a table
         assert _run(box, accounts) == (False, False)
@@ -205,13 +208,17 @@ def test_the_reference_and_equivalent_statements_are_correct(world):
                     assert _run(box, task, alternative) == (True, True), task.task_id
         # other SQL reaching the same post-state: reordered conditions, two steps, a round trip,
         # a no-op write, a scratch table in the connection's temp schema
-        same = f"UPDATE customers SET deleted_at = '2026-01-01' WHERE deleted_at IS NULL AND is_test AND country = '{country}'"
+        same = (
+            "UPDATE customers SET deleted_at = '2026-01-01' "
+            f"WHERE deleted_at IS NULL AND is_test AND country = '{country}'"
+        )
         assert _run(box, accounts, same)[0]
         assert _run(box, accounts, same.replace("WHERE", "WHERE id % 2 = 0 AND"), same)[0]
         assert _run(
             box,
             accounts,
-            "UPDATE customers SET status = upper(status) WHERE id = 7; UPDATE customers SET status = lower(status) WHERE id = 7",
+            "UPDATE customers SET status = upper(status) WHERE id = 7; "
+            "UPDATE customers SET status = lower(status) WHERE id = 7",
             same,
         )[0]
         assert _run(box, accounts, "UPDATE orders SET total = total", same)[0]

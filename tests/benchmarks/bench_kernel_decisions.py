@@ -49,9 +49,10 @@ Rows of the table:
   outcome (a blocked call raises ``ActionBlockedError``, caught by the harness).
 
 ``blocked`` counts the queries each approach blocked; ``p99/median`` is the ratio of the two;
-``allowed only`` are the median and p99 over the queries the approach allowed. Below the table: where Agent OS's regex and
-the SQL parser disagree, a breakdown by kind of query against the labels, and examples of queries
-SQLPolicy decides against its label. Timing targets are not asserted; this only reports.
+``allowed only`` are the median and p99 over the queries the approach allowed. Below the table:
+where Agent OS's regex and the SQL parser disagree, a breakdown by kind of query against the
+labels, and examples of queries SQLPolicy decides against its label. Timing targets are not
+asserted; this only reports.
 """
 
 from __future__ import annotations
@@ -214,11 +215,13 @@ def insert(r: random.Random) -> str:
     uid = r.randint(1, 99999)
     return r.choice(
         [
-            f"INSERT INTO orders (user_id, total, status) VALUES ({uid}, {r.randint(1, 999)}.{r.randint(0, 99):02d}, 'new')",
+            f"INSERT INTO orders (user_id, total, status) VALUES "
+            f"({uid}, {r.randint(1, 999)}.{r.randint(0, 99):02d}, 'new')",
             f"INSERT INTO sessions (user_id, started_at, ip) VALUES ({uid}, '2024-{r.randint(1, 12):02d}-01', "
             f"'10.0.{r.randint(0, 255)}.{r.randint(1, 254)}')",
             f"INSERT INTO order_items (order_id, product_id, quantity, price) VALUES "
-            f"({uid}, {r.randint(1, 5000)}, {r.randint(1, 9)}, {r.randint(1, 300)}.00), ({uid}, {r.randint(1, 5000)}, 1, 9.99)",
+            f"({uid}, {r.randint(1, 5000)}, {r.randint(1, 9)}, {r.randint(1, 300)}.00), "
+            f"({uid}, {r.randint(1, 5000)}, 1, 9.99)",
         ]
     )
 
@@ -226,7 +229,8 @@ def insert(r: random.Random) -> str:
 def insert_select(r: random.Random) -> str:
     return _styled(
         r,
-        f"INSERT INTO orders_archive SELECT * FROM orders WHERE created_at < '20{r.randint(10, 23)}-{r.randint(1, 12):02d}-01' "
+        f"INSERT INTO orders_archive SELECT * FROM orders "
+        f"WHERE created_at < '20{r.randint(10, 23)}-{r.randint(1, 12):02d}-01' "
         f"AND status = '{r.choice(['shipped', 'refunded'])}'",
     )
 
@@ -258,10 +262,12 @@ def literal_keyword(r: random.Random) -> str:
     n = r.randint(1, 99999)
     return r.choice(
         [
-            f"UPDATE tickets SET subject = 'customer wants to drop the {r.choice(['pro', 'team', 'family'])} plan' WHERE id = {n}",
+            f"UPDATE tickets SET subject = 'customer wants to drop the {r.choice(['pro', 'team', 'family'])} plan' "
+            f"WHERE id = {n}",
             f"INSERT INTO tickets (user_id, subject, status, priority) VALUES "
             f"({n}, 'please delete from my profile the saved cards', 'open', {r.randint(1, 4)})",
-            f"SELECT id, subject FROM tickets WHERE subject LIKE '%DROP TABLE%' AND priority <= {r.randint(1, 4)} LIMIT {n % 100 + 1}",
+            f"SELECT id, subject FROM tickets WHERE subject LIKE '%DROP TABLE%' "
+            f"AND priority <= {r.randint(1, 4)} LIMIT {n % 100 + 1}",
             f"SELECT COUNT(*) FROM audit_log WHERE message = 'TRUNCATE TABLE staging_{n} requested'",
         ]
     )
@@ -566,7 +572,8 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
     print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")
     sqlglotc = f"yes (sqlglotc {env['sqlglotc']})" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
     print(
-        f"sqlglot {env['sqlglot']}, compiled sqlglotc parser in use: {sqlglotc}; agent-os-kernel {env['agent_os_kernel']}"
+        f"sqlglot {env['sqlglot']}, compiled sqlglotc parser in use: {sqlglotc}; "
+        f"agent-os-kernel {env['agent_os_kernel']}"
     )
     print(f"policy: SQLPolicy(deny={list(DENY)}); Agent OS: PolicyEngine with role {ROLE!r} allowed {TOOL!r}\n")
     print_table(
@@ -595,7 +602,8 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
     for name, value in ratios.items():
         print(f"first-seen median ratio, {name}: {value:.2f}x")
     print(
-        f"audit trail: {results.audit.get('total_entries')} FlightRecorder records, hash chain valid: {results.audit.get('valid')}"
+        f"audit trail: {results.audit.get('total_entries')} FlightRecorder records, "
+        f"hash chain valid: {results.audit.get('valid')}"
     )
     verdicts = [s.blocked for s in (kernel_cold, policy_cold, *results.repeated)]
     postgres_disagree = sum(a != b for a, b in zip(postgres_cold.blocked, policy_cold.blocked, strict=True))
@@ -634,7 +642,8 @@ def report(workload: Sequence[Query], results: Results, header: str, env: Dict[s
         for name, s in (("sqlpolicy", policy_cold), ("agent_os", agent_os))
     }
     print(
-        f"\nverdicts against the label: SQLPolicy {len(wrong['sqlpolicy'])} wrong, Agent OS {len(wrong['agent_os'])} wrong"
+        f"\nverdicts against the label: SQLPolicy {len(wrong['sqlpolicy'])} wrong, "
+        f"Agent OS {len(wrong['agent_os'])} wrong"
     )
     for i in wrong["sqlpolicy"][:3]:
         print(f"  SQLPolicy {'blocked' if policy_cold.blocked[i] else 'allowed'}: {short(workload[i].sql)}")

@@ -178,7 +178,8 @@ class GCClock:
         if not s["full_collections"]:
             return "full (gen-2) garbage collections while timing: none"
         return (
-            f"full (gen-2) garbage collections while timing: {s['full_collections']}, pause median {s['median_ms']:,.0f} ms, "
+            f"full (gen-2) garbage collections while timing: {s['full_collections']}, "
+            f"pause median {s['median_ms']:,.0f} ms, "
             f"max {s['max_ms']:,.0f} ms, {s['total_s']:,.1f} s in all ({len(gc.get_objects()):,} objects tracked now)"
         )
 
@@ -449,7 +450,8 @@ def report_rules(rows: List[RuleRow], floor_first: Series, floor_again: Series, 
         table,
     )
     print(
-        f"harness floor (timer + a no-op call): median {floor_first.median_us:.2f} us (first-seen phase), {floor_again.median_us:.2f} us (repeated phase)"
+        f"harness floor (timer + a no-op call): median {floor_first.median_us:.2f} us (first-seen phase), "
+        f"{floor_again.median_us:.2f} us (repeated phase)"
     )
 
     configs = list(dict.fromkeys(row.config for row in rows))
@@ -468,7 +470,8 @@ def report_rules(rows: List[RuleRow], floor_first: Series, floor_again: Series, 
             ]
         )
     print(
-        f"\ncost of each extra rule, from {RULE_COUNTS[0]} to {RULE_COUNTS[-1]} rules (difference of medians / {RULE_COUNTS[-1] - RULE_COUNTS[0]}):"
+        f"\ncost of each extra rule, from {RULE_COUNTS[0]} to {RULE_COUNTS[-1]} rules "
+        f"(difference of medians / {RULE_COUNTS[-1] - RULE_COUNTS[0]}):"
     )
     print_table(
         [
@@ -708,7 +711,8 @@ def report_lengths(rows: List[LengthRow]) -> Dict[str, Any]:
     print(
         "kernel.check first-seen, mean / max us (the mean carries the garbage collector's pauses): "
         + "; ".join(
-            f"{row.target:,}: {row.series['kernel.check first-seen'].mean_us:,.0f} / {row.series['kernel.check first-seen'].max_us:,.0f}"
+            f"{row.target:,}: {row.series['kernel.check first-seen'].mean_us:,.0f} / "
+            f"{row.series['kernel.check first-seen'].max_us:,.0f}"
             for row in rows
         )
     )
@@ -764,8 +768,10 @@ def report_lengths(rows: List[LengthRow]) -> Dict[str, Any]:
         cells.append([f"{row.target:,}", total, *(f"{v:,.1f} ({100 * v / total:.0f}%)" for v in parts.values())])
     print_table(["target chars", "total us", "tokenize us", "parser us", "analysis us", "kernel us", "GC us"], cells)
     print(
-        "(tokenize = sqlglot.tokenize; parser = sqlglot.parse - tokenize; analysis = check_sql - parse, i.e. the tree walk,\n"
-        " the cache and the hash; kernel = kernel.check - check_sql; differences of medians of separately timed calls,\n"
+        "(tokenize = sqlglot.tokenize; parser = sqlglot.parse - tokenize; analysis = check_sql - parse, "
+        "i.e. the tree walk,\n"
+        " the cache and the hash; kernel = kernel.check - check_sql; "
+        "differences of medians of separately timed calls,\n"
         " so a small part can come out negative)\n"
     )
     return {
@@ -863,7 +869,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     sqlglotc = f"yes (sqlglotc {env['sqlglotc']})" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
     tokenizer_compiled = not str(getattr(sqlglot.tokens.tokenizer_core, "__file__", ".py")).endswith(".py")
     print(
-        f"sqlglot {env['sqlglot']}, compiled parser in use: {sqlglotc}, compiled tokenizer: {'yes' if tokenizer_compiled else 'no'}; agent-os-kernel {env['agent_os_kernel']}\n"
+        f"sqlglot {env['sqlglot']}, compiled parser in use: {sqlglotc}, "
+        f"compiled tokenizer: {'yes' if tokenizer_compiled else 'no'}; agent-os-kernel {env['agent_os_kernel']}\n"
     )
 
     rule_rows, floor_first, floor_again, rules_s = measure_rules(args.n, args.seed, not args.no_freeze)

@@ -135,7 +135,8 @@ def build_database(path: Path, seed: int) -> None:
     conn = sqlite3.connect(path)
     conn.executescript(
         """
-        CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT NOT NULL, created_at TEXT NOT NULL);
+        CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT NOT NULL,
+                            created_at TEXT NOT NULL);
         CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL, category TEXT NOT NULL, price REAL NOT NULL);
         CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id),
                              product_id INTEGER NOT NULL REFERENCES products(id), total REAL NOT NULL,
@@ -188,15 +189,20 @@ def read_query(r: random.Random) -> str:
     return r.choice(
         [
             f"SELECT COUNT(*), ROUND(SUM(total), 2) FROM orders WHERE user_id = {uid} AND status <> 'cancelled'",
-            f"SELECT u.name, COUNT(o.id) AS n, ROUND(SUM(o.total), 2) AS spent FROM users u JOIN orders o ON o.user_id = u.id "
+            f"SELECT u.name, COUNT(o.id) AS n, ROUND(SUM(o.total), 2) AS spent "
+            f"FROM users u JOIN orders o ON o.user_id = u.id "
             f"WHERE u.country = '{r.choice(COUNTRIES)}' GROUP BY u.id ORDER BY spent DESC LIMIT {k}",
-            f"SELECT p.category, COUNT(*) AS n, ROUND(AVG(o.total), 2) FROM orders o JOIN products p ON p.id = o.product_id "
-            f"WHERE o.status = '{r.choice(STATUSES)}' AND o.created_at >= '2026-{r.randint(1, 12):02d}-01' GROUP BY p.category ORDER BY n DESC",
-            f"SELECT id, name, price FROM products WHERE category = '{r.choice(CATEGORIES)}' AND price BETWEEN {lo} AND {lo + r.randint(20, 200)} "
+            f"SELECT p.category, COUNT(*) AS n, ROUND(AVG(o.total), 2) "
+            f"FROM orders o JOIN products p ON p.id = o.product_id "
+            f"WHERE o.status = '{r.choice(STATUSES)}' AND o.created_at >= '2026-{r.randint(1, 12):02d}-01' "
+            f"GROUP BY p.category ORDER BY n DESC",
+            f"SELECT id, name, price FROM products WHERE category = '{r.choice(CATEGORIES)}' "
+            f"AND price BETWEEN {lo} AND {lo + r.randint(20, 200)} "
             f"ORDER BY price LIMIT {k}",
             f"SELECT o.id, o.total, u.name FROM orders o JOIN users u ON u.id = o.user_id WHERE o.status = 'refunded' "
             f"AND o.total > {r.randint(100, 800)} ORDER BY o.total DESC LIMIT {k}",
-            f"WITH recent AS (SELECT user_id, SUM(total) AS spent FROM orders WHERE created_at >= '2026-{r.randint(6, 12):02d}-01' "
+            f"WITH recent AS (SELECT user_id, SUM(total) AS spent FROM orders "
+            f"WHERE created_at >= '2026-{r.randint(6, 12):02d}-01' "
             f"GROUP BY user_id) SELECT COUNT(*), ROUND(AVG(spent), 2) FROM recent WHERE spent > {r.randint(100, 1500)}",
         ]
     )
@@ -453,11 +459,13 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
     print(f"{env['python']} on {env['platform']}, {env['cpus']} CPUs")
     sqlglotc = "yes" if env["sqlglotc_in_use"] else "no (pure-Python parser)"
     print(
-        f"agentlightning {env['agentlightning']}, agentops {env['agentops']}, agent-os-kernel {env['agent_os_kernel']}, "
+        f"agentlightning {env['agentlightning']}, agentops {env['agentops']}, "
+        f"agent-os-kernel {env['agent_os_kernel']}, "
         f"sqlglot {env['sqlglot']} (compiled parser: {sqlglotc}), SQLite {env['sqlite']}"
     )
     print(
-        f"policy: SQLPolicy(deny={list(DENY)}, dialect='sqlite'); driven by runner.step(); InMemoryLightningStore; AgentOpsTracer\n"
+        f"policy: SQLPolicy(deny={list(DENY)}, dialect='sqlite'); driven by runner.step(); "
+        f"InMemoryLightningStore; AgentOpsTracer\n"
     )
     print_table(
         [
@@ -493,7 +501,8 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
     )
     failed = sum(row["failed_rollouts"] for row in rows)
     print(
-        f"\nrollouts that did not succeed: {failed}; database unchanged after all rollouts: {'yes' if results.db_intact else 'NO'}"
+        f"\nrollouts that did not succeed: {failed}; "
+        f"database unchanged after all rollouts: {'yes' if results.db_intact else 'NO'}"
     )
     print(
         f"destructive statements in the counted tasks: {results.expected_blocked}; blocked by "
@@ -501,7 +510,8 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
         + " (the plain arm ran a read of the same rows instead)"
     )
     print(
-        f"audit trail: {results.audit.get('total_entries')} FlightRecorder records (warm-up included), hash chain valid: {results.audit.get('valid')}"
+        f"audit trail: {results.audit.get('total_entries')} FlightRecorder records (warm-up included), "
+        f"hash chain valid: {results.audit.get('valid')}"
     )
     print(f"\nset-up, warm-up and measurement took {results.elapsed_s:.1f} s")
     return {
@@ -558,7 +568,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             measure(args.rounds, args.rollouts, args.seed, args.destructive, Path(tmp), args.model_ms)
         )
     header = (
-        f"Rollout throughput, plain LitAgentRunner vs AgentOSRunner -- {args.rounds} rounds x {args.rollouts} rollouts per arm, "
+        f"Rollout throughput, plain LitAgentRunner vs AgentOSRunner -- "
+        f"{args.rounds} rounds x {args.rollouts} rollouts per arm, "
         f"seed={args.seed}, destructive={args.destructive:.0%} of tasks, model latency={args.model_ms:g} ms per query, "
         f"warm-up={WARMUP_ROLLOUTS} rollouts per arm"
     )

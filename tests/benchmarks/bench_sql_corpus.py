@@ -149,7 +149,8 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
     print(f"Adversarial SQL corpus: {len(cases)} entries in {len(CATEGORIES)} categories, deny list {list(DENY)}")
     print(
         f"{env['python']} on {env['platform']}, {env['cpus']} CPUs; sqlglot {env['sqlglot']} "
-        f"(compiled parser: {env['sqlglotc_in_use']}); agent-os-kernel {env['agent_os_kernel']}; SQLite {env['sqlite']}\n"
+        f"(compiled parser: {env['sqlglotc_in_use']}); agent-os-kernel {env['agent_os_kernel']}; "
+        f"SQLite {env['sqlite']}\n"
     )
 
     rows: List[Dict[str, Any]] = []
@@ -178,7 +179,8 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
     )
     in_scope = sum(c.in_agent_os_scope for c in cases)
     print(
-        f"(in scope: of the {in_scope} entries whose denied statement is a DROP, DELETE or TRUNCATE, the ones Agent OS allowed)\n"
+        f"(in scope: of the {in_scope} entries whose denied statement is a DROP, DELETE or TRUNCATE, "
+        "the ones Agent OS allowed)\n"
     )
 
     medians = {name: statistics.median(r["ns"]) / 1000 for name, r in results.items()}
@@ -196,14 +198,16 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
     for c in ours["fn"]:
         print(f"  [{c.category}] {c.id}: {short(c.sql)}\n      {c.note}")
     print(
-        f"\nSQLPolicy.check_sql raised on {len(RAISED)} entries (counted as blocked; GovernanceKernel fails closed on them):"
+        f"\nSQLPolicy.check_sql raised on {len(RAISED)} entries "
+        "(counted as blocked; GovernanceKernel fails closed on them):"
     )
     for line in RAISED:
         print(f"  {line}")
     fp_ids = {c.id for c in ours["fp"]}
     print(
         f"\nSQLPolicy false positives ({len(fp_ids)}); new (not in KNOWN_FALSE_POSITIVES): "
-        f"{sorted(fp_ids - KNOWN_FALSE_POSITIVES) or 'none'}; known but now allowed: {sorted(KNOWN_FALSE_POSITIVES - fp_ids) or 'none'}"
+        f"{sorted(fp_ids - KNOWN_FALSE_POSITIVES) or 'none'}; "
+        f"known but now allowed: {sorted(KNOWN_FALSE_POSITIVES - fp_ids) or 'none'}"
     )
     for c in ours["fp"]:
         print(f"  [{c.category}] {c.id}: {short(c.sql)}")
@@ -246,9 +250,10 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
     verdicts: Dict[Optional[str], Dict[str, bool]] = {}
     for policy_name, dialect, databases in judged_on:
         if dialect not in verdicts:
-            decide = lambda sql, d=dialect: bool(
-                SQLPolicy(deny=list(DESTRUCTIVE), dialect=d, cache_size=0).check_sql(sql)
-            )  # noqa: E731
+
+            def decide(sql: str, d: Optional[str] = dialect) -> bool:
+                return bool(SQLPolicy(deny=list(DESTRUCTIVE), dialect=d, cache_size=0).check_sql(sql))
+
             verdicts[dialect] = {c.id: decide(c.sql) for c in CORPUS}
         blocked = verdicts[dialect]
         destructive = [c for c in CORPUS if destruction_across(c, databases) == DESTROYS]
@@ -344,7 +349,8 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
         fp = set(figure["false_positives"])
         known = KNOWN_DESTRUCTIVE_FALSE_POSITIVES[configuration.key]
         print(
-            f"\n{configuration.name} ({len(fp)} FP): not in KNOWN_DESTRUCTIVE_FALSE_POSITIVES: {sorted(fp - known) or 'none'}; "
+            f"\n{configuration.name} ({len(fp)} FP): "
+            f"not in KNOWN_DESTRUCTIVE_FALSE_POSITIVES: {sorted(fp - known) or 'none'}; "
             f"known but now allowed: {sorted(known - fp) or 'none'}"
         )
     return {"deny": list(DESTRUCTIVE), "rows": figures}

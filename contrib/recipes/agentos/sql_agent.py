@@ -92,10 +92,13 @@ def policy_resource(logits: Dict[str, Dict[str, List[float]]], version: str, tem
 
 #: A short description of the same schema, for small models on CPU: the prompt's length dominates
 #: generation time there (prefill), and ``SCHEMA``'s DDL is about 420 tokens with the question.
-COMPACT_SCHEMA = """customers(id, name, email, country, status 'active'/'suspended', is_test 0/1, created_at, deleted_at: NULL unless soft-deleted)
-products(id, name, category, price, discontinued 0/1)
-orders(id, customer_id, status 'open'/'shipped'/'cancelled'/'returned', created_at 'YYYY-MM-DD', total)
-order_items(id, order_id, product_id, quantity, unit_price)"""
+COMPACT_SCHEMA = (
+    "customers(id, name, email, country, status 'active'/'suspended', is_test 0/1, created_at, "
+    "deleted_at: NULL unless soft-deleted)\n"
+    "products(id, name, category, price, discontinued 0/1)\n"
+    "orders(id, customer_id, status 'open'/'shipped'/'cancelled'/'returned', created_at 'YYYY-MM-DD', total)\n"
+    "order_items(id, order_id, product_id, quantity, unit_price)"
+)
 
 #: The two prompts the LLM path can use (``SQLAgent(prompt=...)``).
 PROMPTS = ("full", "compact")

@@ -87,9 +87,9 @@ def parse_args(argv: List[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--store-url",
         default=None,
-        help="use the `agl store` at this URL (e.g. http://127.0.0.1:4747, where its dashboard shows the run) instead of a "
-        "private in-memory store on a free port; the Trainer then serves no store of its own, so nothing clashes with "
-        "agl store's port",
+        help="use the `agl store` at this URL (e.g. http://127.0.0.1:4747, where its dashboard shows the run) "
+        "instead of a private in-memory store on a free port; the Trainer then serves no store of its own, "
+        "so nothing clashes with agl store's port",
     )
     args = parser.parse_args(argv)
     if args.store_url is not None:
@@ -265,7 +265,8 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     started = time.perf_counter()
     world = SQLWorld.create(args.out / "shop.db", args.world_seed)
     print(
-        f"world: {world.db_path} (seed {args.world_seed}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
+        f"world: {world.db_path} (seed {args.world_seed}), "
+        f"{len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
         f"arms {args.arms}, seeds {args.seeds}, {args.epochs} epochs, group size {args.group_size}"
     )
     summaries = [summarize(run_arm(arm, world, args)) for arm in args.arms]

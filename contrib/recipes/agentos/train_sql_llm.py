@@ -125,7 +125,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         "--adv-std-floor",
         type=float,
         default=0.5,
-        help="floor of the group std in the advantage (reward units): keeps the brevity bonus's hundredths from becoming full-size advantages",
+        help="floor of the group std in the advantage (reward units): "
+        "keeps the brevity bonus's hundredths from becoming full-size advantages",
     )
     g.add_argument(
         "--kl-coef",
@@ -430,7 +431,10 @@ def machine() -> Dict[str, Any]:
 def main(
     argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str], agl.LightningStore]] = None
 ) -> Dict[str, Any]:
-    """Run the recipe; returns what it wrote to ``results.json``. ``store_factory(arm)`` may supply each arm's store (tests inspect it)."""
+    """Run the recipe; returns what it wrote to ``results.json``.
+
+    ``store_factory(arm)`` may supply each arm's store (tests inspect it).
+    """
     from policy_model import PolicyModel
     from smollm import load_model, load_tokenizer, set_threads
 
@@ -447,8 +451,10 @@ def main(
     except FileExistsError:  # a database of another world version in our own output directory
         world = SQLWorld.create(db_path, args.world_seed, overwrite=True)
     print(
-        f"world: {world.db_path} (seed {args.world_seed}, version {WORLD_VERSION}), {len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
-        f"arms {args.arms}, seeds {args.seeds} (constrained {args.constrained_seeds}), {args.steps} steps of {args.tasks_per_step} x {args.group_size} rollouts",
+        f"world: {world.db_path} (seed {args.world_seed}, version {WORLD_VERSION}), "
+        f"{len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
+        f"arms {args.arms}, seeds {args.seeds} (constrained {args.constrained_seeds}), "
+        f"{args.steps} steps of {args.tasks_per_step} x {args.group_size} rollouts",
         flush=True,
     )
     ws_config = WarmStartConfig(
@@ -461,7 +467,8 @@ def main(
     weights, ws_record = warm_start(world, ws_config, args.warm_start_cache, progress=progress)
     policy = PolicyModel(load_model(weights), load_tokenizer(), lora_rank=args.lora_rank, lora_alpha=args.lora_alpha)
     print(
-        f"policy: SmolLM2-135M-Instruct warm start {weights.name} + LoRA r={args.lora_rank} ({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters)",
+        f"policy: SmolLM2-135M-Instruct warm start {weights.name} + LoRA r={args.lora_rank} "
+        f"({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters)",
         flush=True,
     )
     raw, summaries = {}, []

@@ -101,7 +101,8 @@ def warm_start(
     if weights.is_file() and record_path.is_file():
         record = json.loads(record_path.read_text())
         progress(
-            f"warm start: reusing {weights} ({record['examples']} examples, loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s)"
+            f"warm start: reusing {weights} ({record['examples']} examples, "
+            f"loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s)"
         )
         return weights, {**record, "cached": True}
 
@@ -122,7 +123,8 @@ def warm_start(
     order: List[int] = []
     losses: List[float] = []
     progress(
-        f"warm start: {len(data)} examples ({len(data) // len(STRATEGIES)} training tasks x {len(STRATEGIES)} candidates), {steps} steps of {config.batch_size}"
+        f"warm start: {len(data)} examples ({len(data) // len(STRATEGIES)} training tasks x "
+        f"{len(STRATEGIES)} candidates), {steps} steps of {config.batch_size}"
     )
     for step in range(steps):
         batch = []
