@@ -29,7 +29,23 @@ if str(RECIPE_DIR) not in sys.path:
 from scripted_sql_agent import ScriptedSQLAgent as SQLAgent  # noqa: E402
 from scripted_sql_agent import execute_query  # noqa: E402
 
-__all__ = ["InputSQLAgent", "SQLAgent", "execute_query", "make_collecting_algorithm"]
+__all__ = ["InputSQLAgent", "SQLAgent", "execute_query", "make_collecting_algorithm", "mixed_sql_tasks"]
+
+
+def mixed_sql_tasks(
+    db: str, n: int, good: List[str], bad: List[str], *, second_bad_every: int, sleep: float
+) -> List[Dict[str, Any]]:
+    """``n`` tasks for ``SQLAgent``: each runs one good query; every third also a bad one, and every
+    ``second_bad_every``-th one more bad one (so some rollouts have two violations)."""
+    tasks = []
+    for i in range(n):
+        queries = [good[i % len(good)]]
+        if i % 3 == 0:
+            queries.append(bad[(i // 3) % len(bad)])
+        if i % second_bad_every == 0:
+            queries.append(bad[(i // second_bad_every + 1) % len(bad)])
+        tasks.append({"db": db, "queries": queries, "sleep": sleep})
+    return tasks
 
 
 class InputSQLAgent(agl.LitAgent):

@@ -27,7 +27,7 @@ from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 
 from .conftest import make_shop_db
-from .runner_agents import SQLAgent, make_collecting_algorithm
+from .runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
 
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "TRUNCATE users"]
 GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'"]
@@ -61,14 +61,7 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("adapter_trainer")
     db = tmp / "shop.db"
     make_shop_db(db)
-    tasks = []
-    for i in range(N_ROLLOUTS):
-        queries = [GOOD[i % len(GOOD)]]
-        if i % 3 == 0:
-            queries.append(BAD[(i // 3) % len(BAD)])
-        if i % 4 == 0:
-            queries.append(BAD[(i // 4 + 1) % len(BAD)])
-        tasks.append({"db": str(db), "queries": queries, "sleep": 0.05})
+    tasks = mixed_sql_tasks(str(db), N_ROLLOUTS, GOOD, BAD, second_bad_every=4, sleep=0.05)
     port = portpicker.pick_unused_port()
     with agl_store_server(tmp / "agl-store.log", port=port) as url:
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])

@@ -38,7 +38,7 @@ def cluster(tmp_path_factory):
         server.launch()
         lf.warm_up_forkserver()  # imports agentlightning while the server does the same
         server.wait_healthy(timeout=120)
-        yield {"server": server, "pool": pool, "run_dir": run_dir}
+        yield server, pool, run_dir  # what every scenario takes first
     finally:
         pool.close()
         server.close()
@@ -48,9 +48,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def load(cluster):
     return lf.run_load(
-        cluster["server"],
-        cluster["pool"],
-        cluster["run_dir"],
+        *cluster,
         workers=LOAD_WORKERS,
         rollouts=N_LOAD,
         violating_fraction=FRACTION,
@@ -139,9 +137,7 @@ def test_load_memory_is_sampled_and_the_recorder_cache_stays_small(load):
 @pytest.fixture(scope="module")
 def sigkill(cluster):
     return lf.fault_sigkill(
-        cluster["server"],
-        cluster["pool"],
-        cluster["run_dir"],
+        *cluster,
         workers=3,
         rollouts=N_KILL,
         violating_fraction=FRACTION,
@@ -201,9 +197,7 @@ def test_sigkill_nothing_destroyed_but_the_retry_repeats_side_effects(sigkill):
 @pytest.fixture(scope="module")
 def policies(cluster):
     return lf.fault_policies(
-        cluster["server"],
-        cluster["pool"],
-        cluster["run_dir"],
+        *cluster,
         rollouts=N_POLICY,
         policy_timeout_s=POLICY_TIMEOUT_S,
         hang_s=20.0,
@@ -244,9 +238,7 @@ def test_raising_policy_blocks_at_once(policies):
 @pytest.fixture(scope="module")
 def restart(cluster):
     return lf.fault_store_restart(
-        cluster["server"],
-        cluster["pool"],
-        cluster["run_dir"],
+        *cluster,
         workers=2,
         rollouts_before=60,
         rollouts_after=20,

@@ -16,7 +16,7 @@ from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 
 from .conftest import make_shop_db, table_counts, verified_blocked_records
-from .runner_agents import SQLAgent, make_collecting_algorithm
+from .runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
 
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "SELECT 1; DROP TABLE orders", "TRUNCATE users"]
 GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'", "UPDATE users SET dropped_at = 'x' WHERE id = 1"]
@@ -29,14 +29,7 @@ def trainer_run(tmp_path_factory):
     db = tmp / "shop.db"
     make_shop_db(db)
     before = table_counts(db)
-    tasks = []
-    for i in range(N_ROLLOUTS):
-        queries = [GOOD[i % len(GOOD)]]
-        if i % 3 == 0:
-            queries.append(BAD[(i // 3) % len(BAD)])
-        if i % 8 == 0:
-            queries.append(BAD[(i // 8 + 1) % len(BAD)])
-        tasks.append({"db": str(db), "queries": queries, "sleep": 0.1})
+    tasks = mixed_sql_tasks(str(db), N_ROLLOUTS, GOOD, BAD, second_bad_every=8, sleep=0.1)
     result_path = tmp / "result.json"
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
     runner = AgentOSRunner(

@@ -104,6 +104,7 @@ import logging  # noqa: E402
 import random  # noqa: E402
 import sqlite3  # noqa: E402
 import statistics  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -112,8 +113,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa:
 
 from bench_common import environment, print_table  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.conftest
 import agentlightning as agl  # noqa: E402
 from agentlightning.store.memory import InMemoryLightningStore  # noqa: E402
+from tests.conftest import table_counts  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool  # noqa: E402
@@ -171,15 +174,6 @@ def build_database(path: Path, seed: int) -> None:
     )
     conn.commit()
     conn.close()
-
-
-def table_counts(path: Path) -> Dict[str, int]:
-    conn = sqlite3.connect(path)
-    try:
-        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        return {name: conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0] for name in names}
-    finally:
-        conn.close()
 
 
 def read_query(r: random.Random) -> str:

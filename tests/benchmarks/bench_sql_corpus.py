@@ -62,22 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 from agent_os import PolicyEngine  # noqa: E402
 from bench_common import environment, print_table  # noqa: E402
 
-from tests.sql_corpus import (  # noqa: E402
-    ALLOW,
-    BLOCK,
-    CATEGORIES,
-    CONFIGURATIONS,
-    CORPUS,
-    DATABASES,
-    DENY,
-    DESTROYS,
-    DESTRUCTIVE,
-    HARMLESS,
-    KNOWN_DESTRUCTIVE_FALSE_POSITIVES,
-    KNOWN_FALSE_POSITIVES,
-    Case,
-    destruction_across,
-)
+from tests import sql_corpus as corpus  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import SQLPolicy  # noqa: E402
 from agentlightning.contrib.kernel.agentos.sql import analyze_sql  # noqa: E402
@@ -98,14 +83,14 @@ WARMUP = [
 RAISED: List[str] = []  # entries on which SQLPolicy.check_sql raised (the kernel blocks those: fail closed)
 
 
-def decide_all(cases: Sequence[Case]) -> Dict[str, Dict[str, List[Any]]]:
+def decide_all(cases: Sequence[corpus.Case]) -> Dict[str, Dict[str, List[Any]]]:
     """Per approach: blocked flags and decision times (ns), in corpus order."""
     engine = PolicyEngine()
     engine.add_constraint(ROLE, [TOOL])
 
     def sqlpolicy(sql: str) -> bool:
         try:
-            return bool(SQLPolicy(deny=list(DENY), cache_size=0).check_sql(sql))
+            return bool(SQLPolicy(deny=list(corpus.DENY), cache_size=0).check_sql(sql))
         except Exception as err:  # noqa: BLE001 - counted as blocked, as GovernanceKernel does
             RAISED.append(f"{type(err).__name__}: {err}")
             return True
@@ -132,10 +117,10 @@ def decide_all(cases: Sequence[Case]) -> Dict[str, Dict[str, List[Any]]]:
     return results
 
 
-def errors(cases: Sequence[Case], blocked: Sequence[bool]) -> Dict[str, List[Case]]:
+def errors(cases: Sequence[corpus.Case], blocked: Sequence[bool]) -> Dict[str, List[corpus.Case]]:
     return {
-        "fn": [c for c, b in zip(cases, blocked, strict=True) if c.label == BLOCK and not b],
-        "fp": [c for c, b in zip(cases, blocked, strict=True) if c.label == ALLOW and b],
+        "fn": [c for c, b in zip(cases, blocked, strict=True) if c.label == corpus.BLOCK and not b],
+        "fp": [c for c, b in zip(cases, blocked, strict=True) if c.label == corpus.ALLOW and b],
     }
 
 
@@ -145,8 +130,11 @@ def short(sql: str, limit: int = 90) -> str:
 
 
 def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dict[str, Any]:
-    cases = list(CORPUS)
-    print(f"Adversarial SQL corpus: {len(cases)} entries in {len(CATEGORIES)} categories, deny list {list(DENY)}")
+    cases = list(corpus.CORPUS)
+    print(
+        f"Adversarial SQL corpus: {len(cases)} entries in {len(corpus.CATEGORIES)} categories, "
+        f"deny list {list(corpus.DENY)}"
+    )
     print(
         f"{env['python']} on {env['platform']}, {env['cpus']} CPUs; sqlglot {env['sqlglot']} "
         f"(compiled parser: {env['sqlglotc_in_use']}); agent-os-kernel {env['agent_os_kernel']}; "
@@ -154,7 +142,7 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
     )
 
     rows: List[Dict[str, Any]] = []
-    groups = [(category, [i for i, c in enumerate(cases) if c.category == category]) for category in CATEGORIES]
+    groups = [(category, [i for i, c in enumerate(cases) if c.category == category]) for category in corpus.CATEGORIES]
     groups.append(("total", list(range(len(cases)))))
     for name, members in groups:
         subset = [cases[i] for i in members]
@@ -164,8 +152,8 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
             {
                 "category": name,
                 "n": len(subset),
-                "block": sum(c.label == BLOCK for c in subset),
-                "allow": sum(c.label == ALLOW for c in subset),
+                "block": sum(c.label == corpus.BLOCK for c in subset),
+                "allow": sum(c.label == corpus.ALLOW for c in subset),
                 "sqlpolicy_fn": len(ours["fn"]),
                 "sqlpolicy_fp": len(ours["fp"]),
                 "agent_os_fn": len(theirs["fn"]),
@@ -206,15 +194,15 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
     fp_ids = {c.id for c in ours["fp"]}
     print(
         f"\nSQLPolicy false positives ({len(fp_ids)}); new (not in KNOWN_FALSE_POSITIVES): "
-        f"{sorted(fp_ids - KNOWN_FALSE_POSITIVES) or 'none'}; "
-        f"known but now allowed: {sorted(KNOWN_FALSE_POSITIVES - fp_ids) or 'none'}"
+        f"{sorted(fp_ids - corpus.KNOWN_FALSE_POSITIVES) or 'none'}; "
+        f"known but now allowed: {sorted(corpus.KNOWN_FALSE_POSITIVES - fp_ids) or 'none'}"
     )
     for c in ours["fp"]:
         print(f"  [{c.category}] {c.id}: {short(c.sql)}")
 
     return {
         "environment": env,
-        "deny": list(DENY),
+        "deny": list(corpus.DENY),
         "rows": rows,
         "decision_time_us": {"median": medians, "max": maxima},
         "sqlpolicy_false_negatives": [
@@ -236,15 +224,15 @@ def block_source(sql: str, dialect: Optional[str]) -> str:
         return "parse failure"
     if getattr(analysis, "unverifiable", None) is not None:
         return "unverifiable"
-    if analysis.kinds & set(DESTRUCTIVE):
+    if analysis.kinds & set(corpus.DESTRUCTIVE):
         return "recognised"
     return "other"
 
 
 def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
     """The per-database table for deny=DESTRUCTIVE (see the module doc) and its JSON figures."""
-    judged_on = [("no dialect", None, DATABASES)] + [("no dialect", None, (db,)) for db in DATABASES]
-    judged_on += [(c.name, c.dialect, c.databases) for c in CONFIGURATIONS if c.dialect is not None]
+    judged_on = [("no dialect", None, corpus.DATABASES)] + [("no dialect", None, (db,)) for db in corpus.DATABASES]
+    judged_on += [(c.name, c.dialect, c.databases) for c in corpus.CONFIGURATIONS if c.dialect is not None]
     rows: List[List[Any]] = []
     figures: List[Dict[str, Any]] = []
     verdicts: Dict[Optional[str], Dict[str, bool]] = {}
@@ -252,12 +240,12 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
         if dialect not in verdicts:
 
             def decide(sql: str, d: Optional[str] = dialect) -> bool:
-                return bool(SQLPolicy(deny=list(DESTRUCTIVE), dialect=d, cache_size=0).check_sql(sql))
+                return bool(SQLPolicy(deny=list(corpus.DESTRUCTIVE), dialect=d, cache_size=0).check_sql(sql))
 
-            verdicts[dialect] = {c.id: decide(c.sql) for c in CORPUS}
+            verdicts[dialect] = {c.id: decide(c.sql) for c in corpus.CORPUS}
         blocked = verdicts[dialect]
-        destructive = [c for c in CORPUS if destruction_across(c, databases) == DESTROYS]
-        harmless = [c for c in CORPUS if destruction_across(c, databases) == HARMLESS]
+        destructive = [c for c in corpus.CORPUS if corpus.destruction_across(c, databases) == corpus.DESTROYS]
+        harmless = [c for c in corpus.CORPUS if corpus.destruction_across(c, databases) == corpus.HARMLESS]
         fn = [c.id for c in destructive if not blocked[c.id]]
         fp = [c.id for c in harmless if blocked[c.id]]
         sources = Counter(block_source(c.sql, dialect) for c in destructive if blocked[c.id])
@@ -289,8 +277,8 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
                 "true_block_sources": dict(sources),
             }
         )
-    destructive = [c for c in CORPUS if destruction_across(c) == DESTROYS]
-    harmless = [c for c in CORPUS if destruction_across(c) == HARMLESS]
+    destructive = [c for c in corpus.CORPUS if corpus.destruction_across(c) == corpus.DESTROYS]
+    harmless = [c for c in corpus.CORPUS if corpus.destruction_across(c) == corpus.HARMLESS]
     agent_fn = [c.id for c in destructive if not agent_os_blocked[c.id]]
     agent_fp = [c.id for c in harmless if agent_os_blocked[c.id]]
     rows.append(
@@ -311,7 +299,7 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
     figures.append(
         {
             "policy": "Agent OS regex",
-            "judged_on": list(DATABASES),
+            "judged_on": list(corpus.DATABASES),
             "destructive": len(destructive),
             "false_negatives": agent_fn,
             "harmless": len(harmless),
@@ -320,7 +308,7 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
     )
 
     print(
-        f"\nThe issue's deny list {list(DESTRUCTIVE)}, judged on what each database did "
+        f"\nThe issue's deny list {list(corpus.DESTRUCTIVE)}, judged on what each database did "
         f"(destructive: a statement of those kinds ran there):\n"
     )
     print_table(
@@ -342,28 +330,28 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
     for figure, row in zip(figures, rows, strict=True):
         if figure["false_negatives"]:
             print(f"\n{row[0]} on {row[1]}: false negatives {figure['false_negatives']}")
-    for configuration in CONFIGURATIONS:
+    for configuration in corpus.CONFIGURATIONS:
         figure = next(
             f for f in figures if f["policy"] == configuration.name and f["judged_on"] == list(configuration.databases)
         )
         fp = set(figure["false_positives"])
-        known = KNOWN_DESTRUCTIVE_FALSE_POSITIVES[configuration.key]
+        known = corpus.KNOWN_DESTRUCTIVE_FALSE_POSITIVES[configuration.key]
         print(
             f"\n{configuration.name} ({len(fp)} FP): "
             f"not in KNOWN_DESTRUCTIVE_FALSE_POSITIVES: {sorted(fp - known) or 'none'}; "
             f"known but now allowed: {sorted(known - fp) or 'none'}"
         )
-    return {"deny": list(DESTRUCTIVE), "rows": figures}
+    return {"deny": list(corpus.DESTRUCTIVE), "rows": figures}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    results = decide_all(CORPUS)
+    results = decide_all(corpus.CORPUS)
     figures = report(results, environment("sqlglotc", "agent-os-kernel", "pglast"))
     figures["destructive"] = destructive_report(
-        {c.id: b for c, b in zip(CORPUS, results["agent_os"]["blocked"], strict=True)}
+        {c.id: b for c, b in zip(corpus.CORPUS, results["agent_os"]["blocked"], strict=True)}
     )
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")

@@ -43,9 +43,14 @@ def agl_store_server(log_path: Path, *, port: Optional[int] = None, timeout: flo
             time.sleep(0.2)  # the server is still importing agentlightning
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=15)
+
+
+def stop_process(process: subprocess.Popen, *, timeout: float) -> None:
+    """Terminate ``process`` and wait for it; kill it if it has not exited within ``timeout`` s."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

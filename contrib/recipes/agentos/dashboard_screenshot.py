@@ -52,7 +52,7 @@ from agentlightning.algorithm import algo  # noqa: E402
 from agentlightning.emitter import find_final_reward  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
-from agl_store_server import agl_store_server  # noqa: E402
+from agl_store_server import agl_store_server, stop_process  # noqa: E402
 from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
 from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noqa: E402
@@ -242,6 +242,13 @@ class DevToolsPage:
     async def text(self) -> str:
         return await self.evaluate("document.body.innerText")
 
+    async def capture(self, condition: str, what: str, out: Path) -> str:
+        """Wait until ``condition`` holds on the page, then save a screenshot; returns the page's text."""
+        await self.wait_for(condition, what)
+        text = await self.text()
+        await self.screenshot(out)
+        return text
+
     async def screenshot(self, out: Path) -> None:
         # Let the table's fade-in transition finish so the PNG shows the settled page.
         await self.evaluate("new Promise(resolve => setTimeout(resolve, 800))")
@@ -298,36 +305,30 @@ async def _browse(
 
                 # 1. The traces view of a rollout with a violation: the runner's spans say what happened.
                 await page.goto(f"{store_url}/traces?rolloutId={rollout_id}")
-                await page.wait_for(
+                texts["traces"] = await page.capture(
                     f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && "
                     f"text.includes({json.dumps(REWARD_NAME_PREFIX)})",
                     "the violation and reward rows",
+                    shots["traces"],
                 )
-                texts["traces"] = await page.text()
-                await page.screenshot(shots["traces"])
 
                 # 2. The same view, searched by name: only the violation spans (runner and audit) remain.
                 await page.type_into('input[aria-label="Search spans"]', "violation")
-                await page.wait_for(
+                texts["search"] = await page.capture(
                     f"text.includes({json.dumps(VIOLATION_NAME_PREFIX)}) && "
                     f"!text.includes({json.dumps(CHECK_NAME_PREFIX)})",
                     "the name search to filter the table",
+                    shots["search"],
                 )
-                texts["search"] = await page.text()
-                await page.screenshot(shots["search"])
 
                 # 3. The rollouts table: ids, input, status, mode, resources, times, worker.
                 await page.goto(f"{store_url}/rollouts")
-                await page.wait_for(f"text.includes({json.dumps(rollout_id)})", "the rollouts table")
-                texts["rollouts"] = await page.text()
-                await page.screenshot(shots["rollouts"])
+                texts["rollouts"] = await page.capture(
+                    f"text.includes({json.dumps(rollout_id)})", "the rollouts table", shots["rollouts"]
+                )
         return texts
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_process(process, timeout=10)
         shutil.rmtree(profile, ignore_errors=True)
 
 

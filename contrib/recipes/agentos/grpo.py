@@ -31,7 +31,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import agentlightning as agl
 from agentlightning.algorithm import algo
@@ -100,6 +100,29 @@ async def wait_for_rollouts(store: agl.LightningStore, ids: List[str], timeout_s
         if len(finished) < len(ids):
             await asyncio.sleep(0.05)
     return finished
+
+
+async def enqueue_group(
+    store: agl.LightningStore,
+    task_id: str,
+    group_size: int,
+    resources_id: str,
+    *,
+    labels: Dict[str, Any],
+    metadata: Optional[Dict[str, Any]] = None,
+) -> List[str]:
+    """Enqueue one GRPO group: ``group_size`` training rollouts of the same task, each input
+    ``{"task_id", **labels, "sample"}``; returns their rollout ids in sample order."""
+    ids = []
+    for sample in range(group_size):
+        rollout = await store.enqueue_rollout(
+            input={"task_id": task_id, **labels, "sample": sample},
+            mode="train",
+            resources_id=resources_id,
+            metadata=metadata,
+        )
+        ids.append(rollout.rollout_id)
+    return ids
 
 
 async def _outcomes(store: agl.LightningStore, ids: List[str], statuses: Dict[str, str]) -> List[Dict[str, Any]]:
@@ -183,14 +206,9 @@ def make_grpo_algorithm(
                 rng = random.Random(f"grpo/{seed}/{epoch}")
                 for family in FAMILIES:
                     task = rng.choice(by_family[family])
-                    for sample in range(config.group_size):
-                        rollout = await store.enqueue_rollout(
-                            input={"task_id": task.task_id, "seed": seed, "epoch": epoch, "sample": sample},
-                            mode="train",
-                            resources_id=resources_id,
-                        )
-                        ids.append(rollout.rollout_id)
-                        meta.append((seed, family, task.task_id))
+                    labels = {"seed": seed, "epoch": epoch}
+                    ids += await enqueue_group(store, task.task_id, config.group_size, resources_id, labels=labels)
+                    meta += [(seed, family, task.task_id)] * config.group_size
             all_ids.extend(ids)
             rows = await _outcomes(store, ids, await wait_for_rollouts(store, ids, config.rollout_timeout_s))
 

@@ -63,7 +63,7 @@ import agentlightning as agl
 from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
 from agentlightning.emitter.reward import get_rewards_from_span
-from grpo import wait_for_rollouts
+from grpo import enqueue_group, wait_for_rollouts
 from sql_agent import (
     REPORT_BLOCKED,
     REPORT_CORRECT,
@@ -485,15 +485,14 @@ def make_llm_grpo(
             ids, meta = [], []
             for family in chosen:
                 task = rng.choice(by_family[family])
-                for sample in range(config.group_size):
-                    rollout = await store.enqueue_rollout(
-                        input={"task_id": task.task_id, "seed": seed, "step": step, "sample": sample},
-                        mode="train",
-                        resources_id=resources_id,
-                        metadata=metadata,
-                    )
-                    ids.append(rollout.rollout_id)
-                    meta.append({"task_id": task.task_id, "family": family, "sample": sample, "step": step})
+                labels = {"seed": seed, "step": step}
+                ids += await enqueue_group(
+                    store, task.task_id, config.group_size, resources_id, labels=labels, metadata=metadata
+                )
+                meta += [
+                    {"task_id": task.task_id, "family": family, "sample": sample, "step": step}
+                    for sample in range(config.group_size)
+                ]
             server.reset_stats()
             rows = await collect(store, adapter, ids, meta)
             gen = server.reset_stats()
