@@ -27,8 +27,8 @@ from .audit_record import DEFAULT_MAX_ARGS_CHARS, build_tool_args, governance_en
 __all__ = ["AuditTrail", "open_flight_recorder", "flush_recorder", "warn_if_default_recorder_path"]
 
 logger = logging.getLogger(__name__)
+#: The FlightRecorders of audit trails log here; errors only, unless the user set a level first.
 RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
-RECORDER_LOGGER.setLevel(logging.ERROR)
 
 #: Records queued for the writer thread at most; beyond that, checks wait for the disk.
 DEFAULT_MAX_QUEUED = 10_000
@@ -163,6 +163,7 @@ class AuditTrail:
         # per violation. Route this recorder's messages to a logger of ours that shows errors only
         # (lower its level to see them all).
         recorder.logger = RECORDER_LOGGER
+        _configure_once()
         self.max_args_chars = max_args_chars
         self.sync_timeout_s = sync_timeout_s
         self.pid = os.getpid()  # the process whose chain head this recorder holds
@@ -392,9 +393,23 @@ def _safe_str(value: Any) -> str:
 
 _STOP = object()
 _LIVE_TRAILS: "weakref.WeakSet[AuditTrail]" = weakref.WeakSet()
+_CONFIGURED = threading.Lock()
+_configured = False
 
 
-@atexit.register
+def _configure_once() -> None:
+    """What the first audit trail of a process sets up (done here, not at import, so importing the
+    kernel changes nothing): the recorder logger's level, and the exit hook that drains trails."""
+    global _configured
+    with _CONFIGURED:
+        if _configured:
+            return
+        if RECORDER_LOGGER.level == logging.NOTSET:
+            RECORDER_LOGGER.setLevel(logging.ERROR)
+        atexit.register(_drain_live_trails)
+        _configured = True
+
+
 def _drain_live_trails() -> None:
     """At interpreter exit, write what is still queued (the writer threads are daemons)."""
     for trail in list(_LIVE_TRAILS):
