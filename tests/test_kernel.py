@@ -460,22 +460,22 @@ def test_a_lone_surrogate_anywhere_does_not_stop_the_audit_trail(audit_path):
 
 
 def test_importing_the_plugin_changes_nothing_until_it_is_used(tmp_path):
-    """Importing every plugin package registers no exit hook, sets no logger level, filter or
-    environment variable (agentlightning and the libraries it uses are imported first: their own
+    """Importing every plugin package registers no exit hook or gc callback, sets no logger level,
+    filter or environment variable (agentlightning and the libraries it uses are imported first: their own
     import-time hooks are not ours); the first audit trail sets up what it needs (the recorder
     logger shows errors only, an exit hook drains queued records)."""
     import subprocess
     import sys
 
     code = (
-        "import atexit, json, logging, os\n"
+        "import atexit, gc, json, logging, os\n"
         "import agentlightning, agentlightning.runner, agentlightning.store.memory, agentlightning.emitter\n"
         "import agentlightning.tracer.agentops, agentlightning.adapter, agent_os, gymnasium, sqlglot, pglast\n"
         "recorder_log = logging.getLogger('agentlightning.contrib.kernel.agentos.audit.flight_recorder')\n"
         "sqlglot_log = logging.getLogger('sqlglot')\n"
         "def state():\n"
-        "    return [dict(os.environ), atexit._ncallbacks(), recorder_log.level, sqlglot_log.level,\n"
-        "            len(sqlglot_log.filters)]\n"
+        "    return [dict(os.environ), atexit._ncallbacks(), len(gc.callbacks), recorder_log.level,\n"
+        "            sqlglot_log.level, len(sqlglot_log.filters)]\n"
         "before = state()\n"
         "import agentlightning.contrib.kernel.agentos as kernel\n"
         "import agentlightning.contrib.runner.agentos, agentlightning.contrib.reward.agentos\n"

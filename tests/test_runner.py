@@ -376,3 +376,56 @@ def test_summary_rollout_and_reward_input_come_from_one_outcome(shop_db):
     with pytest.raises(RuntimeError, match="has ended: its governance outcome is final"):
         context.run(tool, "SELECT 2")
     assert ran == ["SELECT 1"]
+
+
+def test_a_call_after_the_attempt_ended_is_refused_and_recorded(tmp_path):
+    """A governed tool called once the attempt's outcome is final does not run, and its refusal
+    is recorded like any blocked action: in the audit trail and through on_decision."""
+    from agentlightning.contrib.kernel.agentos import Action
+
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=tmp_path / "audit.db")
+    seen, ran = [], []
+    record = RolloutGovernance(kernel, ActionContext(rollout_id="ro-late"), on_decision=seen.append)
+    tool = governed_tool("database_query", lambda query: ran.append(query))
+    with record.activate():
+        tool("SELECT 1")
+        outcome = record.conclude()
+        with pytest.raises(RuntimeError, match="has ended: its governance outcome is final"):
+            tool("SELECT 2")
+    assert ran == ["SELECT 1"] and len(outcome.decisions) == 1
+    late = seen[-1]
+    assert late.blocked and late.violations[0].policy_name == "AgentOSRunner" and late.action == Action.sql("SELECT 2")
+    kernel.audit.flush()
+    verdicts = [row["policy_verdict"] for row in kernel.audit.records()]
+    assert verdicts == ["allowed", "blocked"]
+    kernel.close()
+
+
+def test_a_check_under_way_when_the_attempt_ends_counts_in_its_outcome():
+    """The outcome waits for a check that started before it: the decision is in the outcome, so
+    the reward and the summary see it (it is never only in the audit trail)."""
+    import threading
+    import time
+
+    from agentlightning.contrib.kernel.agentos import Policy, PolicyViolation
+
+    class SlowWarning(Policy):
+        name = "SlowWarning"
+
+        def evaluate(self, action, context):
+            started.set()
+            time.sleep(0.3)
+            return [PolicyViolation("warned", self.name, "slow but allowed", "high")]
+
+    started = threading.Event()
+    record = RolloutGovernance(GovernanceKernel([SlowWarning()]), ActionContext(rollout_id="ro-race"))
+    tool = governed_tool("database_query", lambda query: query)
+    with record.activate():
+        context = contextvars.copy_context()  # the attempt's context, as a thread the agent started has it
+    worker = threading.Thread(target=context.run, args=(tool, "SELECT 1"))
+    worker.start()
+    assert started.wait(5)
+    outcome = record.conclude()  # while the policy is still deciding
+    worker.join(5)
+    assert len(outcome.decisions) == 1 and len(outcome.violations) == 1
+    assert record.decisions == outcome.decisions

@@ -57,7 +57,18 @@ class _GarbageCollectionClock:
             self.total_s += time.perf_counter() - self._started
 
 
-_GC_PAUSES = _GarbageCollectionClock()
+_GC_CLOCK: Optional[_GarbageCollectionClock] = None
+_GC_CLOCK_LOCK = threading.Lock()
+
+
+def _gc_clock() -> _GarbageCollectionClock:
+    """The process's one garbage-collection clock, installed in ``gc.callbacks`` by the first
+    kernel (not at import: importing the kernel changes nothing)."""
+    global _GC_CLOCK
+    with _GC_CLOCK_LOCK:
+        if _GC_CLOCK is None:
+            _GC_CLOCK = _GarbageCollectionClock()
+        return _GC_CLOCK
 
 
 def _call_on_daemon_thread(fn: Any, action: Action, context: ActionContext, timeout_s: float) -> Any:
@@ -183,6 +194,7 @@ class GovernanceKernel:
             )
         self.policy_timeout_s = float(policy_timeout_s)
         self.error_severity = Severity.parse(error_severity)
+        self._gc_pauses = _gc_clock()
         self.signal_map = _parse_signals(signals)
         self.audit: Optional[AuditTrail] = None if recorder is None else _audit_trail(recorder)
         self._rewriters = tuple(p for p in self.policies if type(p).rewrite is not Policy.rewrite)
@@ -273,6 +285,40 @@ class GovernanceKernel:
         verdict = self._verdict(violations)
         if verdict is not Verdict.BLOCKED:
             verdict = self._commit(policies, action, context, violations)
+        return self._decide(action, context, verdict, violations, original, started)
+
+    def refuse(
+        self,
+        action: Action,
+        reason: str,
+        *,
+        context: Optional[ActionContext] = None,
+        refused_by: str = KERNEL_POLICY_NAME,
+    ) -> Decision:
+        """Block ``action`` without asking the policies, because its caller already knows it must
+        not run (for example, its rollout has ended), and record that like any blocked decision:
+        one violation of ``error_severity`` by ``refused_by``, explained by ``reason``.
+
+        >>> kernel = GovernanceKernel([])
+        >>> decision = kernel.refuse(Action.sql("SELECT 1"), "the rollout has ended", refused_by="AgentOSRunner")
+        >>> decision.blocked, decision.violations[0].policy_name, decision.reason
+        (True, 'AgentOSRunner', 'AgentOSRunner[high]: the rollout has ended')
+        """
+        started = time.perf_counter()
+        context = current_context() if context is None else context
+        violation = PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity)
+        return self._decide(action, context, Verdict.BLOCKED, [violation], None, started)
+
+    def _decide(
+        self,
+        action: Action,
+        context: ActionContext,
+        verdict: Verdict,
+        violations: List[PolicyViolation],
+        original: Optional[Action],
+        started: float,
+    ) -> Decision:
+        """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
         signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
         decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
         decision = Decision(
@@ -347,11 +393,11 @@ class GovernanceKernel:
     ) -> Any:
         """``fn(action, context)`` inline or on a daemon thread, under the timeout."""
         if policy.runs_inline:
-            gc_before = _GC_PAUSES.total_s
+            gc_before = self._gc_pauses.total_s
             started = time.perf_counter()
             result = fn(action, context)
             # A garbage collection that ran meanwhile paused the policy; it is not its time.
-            if time.perf_counter() - started - (_GC_PAUSES.total_s - gc_before) > self.policy_timeout_s:
+            if time.perf_counter() - started - (self._gc_pauses.total_s - gc_before) > self.policy_timeout_s:
                 sink.append(
                     self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s")
                 )

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
@@ -95,6 +96,8 @@ class RolloutGovernance:
     _result: Dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _deferred: List[Tuple[Decision, float]] = field(default_factory=list, init=False, repr=False)
     _outcome: Optional[RolloutOutcome] = field(default=None, init=False, repr=False)
+    #: Orders checks and the conclusion: a check under way when the attempt ends counts in it.
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     # ------------------------------------------------------------------ appending
     def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
@@ -106,12 +109,29 @@ class RolloutGovernance:
         each span sent through the tracer is one synchronous store write, so a rollout's clean
         checks are written together, in one call, when it ends.
 
-        After :meth:`conclude` the action is refused (``RuntimeError``) before the kernel sees it:
-        its decision could no longer count, so the tool must not run.
+        After :meth:`conclude` the action is refused (``RuntimeError``): its decision could no
+        longer count, so the tool must not run. The refusal is recorded like any blocked action
+        (``kernel.refuse``: the audit trail, a span if a trace is still active, ``on_decision``).
+        A check under way when the attempt ends finishes first and counts (one lock orders them).
         """
-        self._refuse_if_concluded(f"the action {action.tool_name!r} is refused")
-        decision = (kernel or self.kernel).check(action, context=self.context)
-        self._decisions.append(decision)
+        kernel = kernel or self.kernel
+        with self._lock:
+            refused = self._outcome is not None
+            if not refused:
+                decision = kernel.check(action, context=self.context)
+                self._decisions.append(decision)
+            else:
+                decision = kernel.refuse(
+                    action,
+                    f"rollout {self.context.rollout_id} had already ended when {action.tool_name!r} was called",
+                    context=self.context,
+                    refused_by="AgentOSRunner",
+                )
+        if refused:
+            emit_decision_spans(decision)
+            if self.on_decision is not None:
+                self.on_decision(decision)
+            self._refuse_if_concluded(f"the action {action.tool_name!r} is refused")
         if self.defer_clean_check_spans and not decision.violations and get_active_tracer() is not None:
             self._deferred.append((decision, time.time()))
         else:
@@ -176,15 +196,16 @@ class RolloutGovernance:
         the :class:`GovernedReward`, which the outcome then carries: the reward is computed from
         exactly the facts it is stored with. If ``score`` raises, nothing is concluded.
         """
-        self._refuse_if_concluded("it cannot be concluded again")
-        facts = RolloutOutcome(
-            decisions=tuple(self._decisions),
-            **{name: name in self._flags for name in _FLAGS},
-            **self._result,
-        )
-        outcome = facts if score is None else replace(facts, reward=score(facts))
-        object.__setattr__(self, "_outcome", outcome)  # the one write of the frozen record: closing it
-        return outcome
+        with self._lock:
+            self._refuse_if_concluded("it cannot be concluded again")
+            facts = RolloutOutcome(
+                decisions=tuple(self._decisions),
+                **{name: name in self._flags for name in _FLAGS},
+                **self._result,
+            )
+            outcome = facts if score is None else replace(facts, reward=score(facts))
+            object.__setattr__(self, "_outcome", outcome)  # the one write of the frozen record: closing it
+            return outcome
 
     # ------------------------------------------------------------------ spans held back
     def take_deferred_spans(self) -> List[SpanCoreFields]:
