@@ -352,7 +352,8 @@ class RuleRow:
 def measure_rules(n: int, seed: int, freeze: bool) -> Tuple[List[RuleRow], Series, Series, float]:
     queries = build_workload(n + WARMUP_QUERIES, seed)
     workload, warmup = [q.sql for q in queries[:n]], [q.sql for q in queries[n:]]
-    cache_size = len(queries)
+    # cache_size only turns the shared analysis cache on (> 0) or off (0); its size is fixed.
+    cache_size = 1
     rows: List[RuleRow] = []
 
     def kernel_row(config: str, rules: int, policies: List[Policy]) -> RuleRow:
@@ -606,11 +607,10 @@ def measure_lengths(texts: Dict[int, List[str]], seed: int, freeze: bool) -> Tup
     started = time.perf_counter()
     warm_r = random.Random(seed + 1)
     warm_texts = [long_select(warm_r, t) for t in (50, 200, 1_000, 5_000) for _ in range(3)]
-    cache_size = sum(len(q) for q in texts.values()) + len(warm_texts)
     # First-seen: policies that bypass the process-wide analysis cache (the warm kernel fills it).
     cold_policy = SQLPolicy(deny=DENY, cache_size=0)
     cold_kernel = GovernanceKernel([SQLPolicy(deny=DENY, cache_size=0)])
-    warm_kernel = GovernanceKernel([SQLPolicy(deny=DENY, cache_size=cache_size)])
+    warm_kernel = GovernanceKernel([SQLPolicy(deny=DENY)])  # the shared analysis cache (fixed size), as by default
     engine = PolicyEngine()
     engine.add_constraint(ROLE, [TOOL])
     for _ in range(2):

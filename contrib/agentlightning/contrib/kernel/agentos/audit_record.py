@@ -32,7 +32,7 @@ import json
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from .actions import Decision, Verdict
-from .violations import VIOLATION_FIELDS, one_of
+from .violations import VIOLATION_FIELDS, any_value, missing_fields, one_of
 
 __all__ = [
     "RecordFormatError",
@@ -134,10 +134,6 @@ def _strings(value: Any) -> Optional[str]:
     return f"must be a list of strings, got {value!r}"
 
 
-def _anything(value: Any) -> Optional[str]:
-    return None
-
-
 #: The envelope's keys and what each must hold (``violations`` is checked as a list here, and each
 #: of its items against :data:`VIOLATION_FIELDS`); a missing key is None, or its default below.
 _ENVELOPE_FIELDS: Dict[str, Callable[[Any], Optional[str]]] = {
@@ -147,7 +143,7 @@ _ENVELOPE_FIELDS: Dict[str, Callable[[Any], Optional[str]]] = {
     "attempt_id": _string_or_null,
     "violations": lambda value: None if isinstance(value, list) else f"must be a list, got {type(value).__name__}",
     "signals": _strings,
-    "original_args": _anything,
+    "original_args": any_value,
 }
 _ENVELOPE_DEFAULTS: Dict[str, Any] = {"violations": [], "signals": []}
 
@@ -162,7 +158,7 @@ def _check_violation(violation: Any, at: str, strict: bool) -> Tuple[Dict[str, A
     """``violation`` with its declared keys (in declared order), and its unknown keys."""
     if not isinstance(violation, dict):
         raise RecordFormatError(f"{at} must be an object, got {type(violation).__name__}")
-    missing = [name for name, declared in VIOLATION_FIELDS.items() if declared.required and name not in violation]
+    missing = missing_fields(violation)
     if missing:
         raise RecordFormatError(f"{at} is missing field(s) {missing}")
     unknown = sorted(set(violation) - set(VIOLATION_FIELDS))

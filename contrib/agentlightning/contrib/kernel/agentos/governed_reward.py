@@ -51,7 +51,7 @@ from .semconv import (
     REWARD_POLICY_PENALTY,
     REWARD_SPAN_NAME,
 )
-from .spans import annotation_span, readable_number
+from .spans import annotation_span, readable_number, span_kind
 from .violations import GovernanceConfigError, PolicyViolation, Severity, constraint_cost
 
 __all__ = [
@@ -274,11 +274,9 @@ def reward_core_fields(reward: GovernedReward) -> SpanCoreFields:
 
 
 def emit_reward_span(reward: GovernedReward) -> SpanCoreFields:
-    """Send the reward span of ``reward`` to the active tracer (inside a rollout)."""
-    fields = emit_reward(
-        reward.dimensions(), primary_key=REWARD_FINAL, attributes=reward.span_attributes(), propagate=False
-    )
-    return annotation_span(reward_span_name(reward), dict(fields.attributes))
+    """Send the reward span of ``reward`` (:func:`reward_core_fields`) to the active tracer (inside a rollout)."""
+    fields = reward_core_fields(reward)
+    return annotation_span(fields.name, dict(fields.attributes))
 
 
 def is_governed_reward_span(span: Any) -> bool:
@@ -288,4 +286,4 @@ def is_governed_reward_span(span: Any) -> bool:
     >>> is_governed_reward_span(SimpleNamespace(attributes={"agentos.kind": "reward"}))
     True
     """
-    return (getattr(span, "attributes", None) or {}).get(AGENTOS_KIND) == KIND_REWARD
+    return span_kind(span) == KIND_REWARD

@@ -283,8 +283,8 @@ class GovernanceKernel:
                 violations.extend(found)
 
         verdict = self._verdict(violations)
-        if verdict is not Verdict.BLOCKED:
-            verdict = self._commit(policies, action, context, violations)
+        if verdict is not Verdict.BLOCKED and not self._commit(policies, action, context, violations):
+            verdict = Verdict.BLOCKED
         return self._decide(action, context, verdict, violations, original, started)
 
     def refuse(
@@ -351,23 +351,22 @@ class GovernanceKernel:
             return Verdict.BLOCKED
         if any(v.violation_type is ViolationType.MODIFIED for v in violations):
             return Verdict.MODIFIED
-        if violations:
-            return Verdict.WARNED
-        return Verdict.ALLOWED
+        return Verdict.WARNED
 
     def _commit(
         self, policies: Sequence[Policy], action: Action, context: ActionContext, violations: List[PolicyViolation]
-    ) -> Verdict:
-        """Tell the policies the action is allowed (budgets are spent here). A policy whose
-        ``on_allowed`` raises cannot have committed its state: the action is blocked instead."""
+    ) -> bool:
+        """Tell the policies the action is allowed (budgets are spent here); False when a policy's
+        ``on_allowed`` raised: it cannot have committed its state, so the action is blocked instead
+        (the failure is added to ``violations``)."""
         for policy in policies:
             try:
                 policy.on_allowed(action, context)
             except Exception as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
                 logger.exception("policy %s.on_allowed raised", policy.name)
                 violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
-                return Verdict.BLOCKED
-        return self._verdict(violations)
+                return False
+        return True
 
     def _failure(self, policy: Policy, what: str) -> PolicyViolation:
         return PolicyViolation(

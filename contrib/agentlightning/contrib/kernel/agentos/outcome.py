@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from .actions import Decision
 from .governed_reward import GovernedReward
 from .violations import PolicyViolation, constraint_cost
 
-__all__ = ["GovernanceOutcome", "decisions_summary"]
+__all__ = ["GovernanceOutcome"]
 
 
 @dataclass(frozen=True)
@@ -64,39 +64,29 @@ class GovernanceOutcome:
         return self.reward.cost if self.reward is not None else constraint_cost(self.violations)
 
     def summary(self) -> Dict[str, Any]:
-        """Plain data, as stored in the attempt's metadata under ``"agentos"``.
+        """Plain data, as stored in the attempt's metadata under ``"agentos"`` by the runner and
+        the environment alike.
 
         >>> summary = GovernanceOutcome().summary()
         >>> summary["checks"], summary["violations"], summary["input_blocked"], summary["cost"], summary["reward"]
         (0, 0, False, 0.0, None)
+        >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
+        >>> from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome as Outcome
+        >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+        >>> outcome = Outcome((kernel.check(Action.sql("SELECT 1")), kernel.check(Action.sql("DROP TABLE t"))))
+        >>> outcome.summary()  # doctest: +NORMALIZE_WHITESPACE
+        {'checks': 2, 'violations': 1, 'blocked_actions': 1, 'total_penalty': -100.0, 'signals': [],
+         'violations_by_policy': {'SQLPolicy': 1}, 'input_blocked': False, 'cost': 10.0, 'reward': None}
         """
+        violations = self.violations
         return {
-            **decisions_summary(self.decisions),
+            "checks": len(self.decisions),
+            "violations": len(violations),
+            "blocked_actions": sum(d.blocked for d in self.decisions),
+            "total_penalty": self.total_penalty,
+            "signals": list(self.signals),
+            "violations_by_policy": dict(Counter(v.policy_name for v in violations)),
             "input_blocked": self.input_blocked,
             "cost": self.cost,
             "reward": self.reward.to_dict() if self.reward is not None else None,
         }
-
-
-def decisions_summary(decisions: Sequence[Decision]) -> Dict[str, Any]:
-    """The governance summary of one rollout's (or episode's) decisions, as stored in the
-    attempt's metadata under ``"agentos"`` by the runner and the environment alike (the
-    first keys of :meth:`GovernanceOutcome.summary`).
-
-    >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
-    >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
-    >>> decisions_summary(  # doctest: +NORMALIZE_WHITESPACE
-    ...     [kernel.check(Action.sql("SELECT 1")), kernel.check(Action.sql("DROP TABLE t"))]
-    ... )
-    {'checks': 2, 'violations': 1, 'blocked_actions': 1, 'total_penalty': -100.0, 'signals': [],
-     'violations_by_policy': {'SQLPolicy': 1}}
-    """
-    violations = [v for d in decisions for v in d.violations]
-    return {
-        "checks": len(decisions),
-        "violations": len(violations),
-        "blocked_actions": sum(d.blocked for d in decisions),
-        "total_penalty": float(sum(d.total_penalty for d in decisions)),
-        "signals": [s for d in decisions for s in d.signals],
-        "violations_by_policy": dict(Counter(v.policy_name for v in violations)),
-    }

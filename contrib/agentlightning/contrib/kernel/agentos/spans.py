@@ -18,7 +18,7 @@ constants in :mod:`.semconv`; the reward span is built in :mod:`.governed_reward
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Sequence
 
 from agentlightning.store.base import LightningStore
 from agentlightning.tracer.base import get_active_tracer
@@ -52,6 +52,7 @@ from .semconv import (
     KIND_VIOLATION,
     VIOLATION_SPAN_NAME,
 )
+from .sql_effects import snippet
 
 __all__ = [
     "annotation_span",
@@ -59,6 +60,7 @@ __all__ = [
     "violation_span_name",
     "check_span_attributes",
     "violation_span_attributes",
+    "span_kind",
     "is_check_span",
     "is_violation_span",
     "decision_core_fields",
@@ -67,13 +69,9 @@ __all__ = [
     "readable_number",
 ]
 
-#: Names are for the dashboard's table: long policy or tool names are cut there (never in attributes).
+#: Names are for the dashboard's table: policy and tool names go on one line there (a newline or tab
+#: would break it) and long ones are cut (never in attributes).
 _MAX_NAME_PART_CHARS = 80
-
-
-def _name_part(text: Any) -> str:
-    text = " ".join(str(text).split())  # one line: newlines or tabs in a tool name would break the table
-    return text if len(text) <= _MAX_NAME_PART_CHARS else text[: _MAX_NAME_PART_CHARS - 3] + "..."
 
 
 def readable_number(value: float) -> str:
@@ -87,15 +85,17 @@ def readable_number(value: float) -> str:
 
 def check_span_name(decision: Decision) -> str:
     """``agentos.check: <verdict> <tool>``, the name of a check span in the dashboard."""
-    return f"{CHECK_SPAN_NAME}: {decision.verdict.value} {_name_part(decision.action.tool_name)}"
+    tool = snippet(decision.action.tool_name, _MAX_NAME_PART_CHARS)
+    return f"{CHECK_SPAN_NAME}: {decision.verdict.value} {tool}"
 
 
 def violation_span_name(decision: Decision, index: int) -> str:
     """``agentos.violation: <policy> (<severity>) penalty <p>, <blocked|not blocked>``."""
     violation = decision.violations[index]
     outcome = "blocked" if violation.action_blocked else "not blocked"
+    policy = snippet(violation.policy_name, _MAX_NAME_PART_CHARS)
     return (
-        f"{VIOLATION_SPAN_NAME}: {_name_part(violation.policy_name)} ({violation.severity.value}) "
+        f"{VIOLATION_SPAN_NAME}: {policy} ({violation.severity.value}) "
         f"penalty {readable_number(violation.penalty)}, {outcome}"
     )
 
@@ -131,18 +131,25 @@ def violation_span_attributes(decision: Decision, index: int) -> Dict[str, Any]:
     }
 
 
-def _kind(attributes: Mapping[str, Any]) -> Any:
-    return attributes.get(AGENTOS_KIND) if attributes else None
+def span_kind(span: Any) -> Any:
+    """The ``agentos.kind`` of a span (any object with ``.attributes``): ``"check"``,
+    ``"violation"``, ``"reward"``, or None for a span this plugin did not write.
+
+    >>> from types import SimpleNamespace
+    >>> span_kind(SimpleNamespace(attributes={"agentos.kind": "check"})), span_kind(SimpleNamespace(attributes=None))
+    ('check', None)
+    """
+    return (getattr(span, "attributes", None) or {}).get(AGENTOS_KIND)
 
 
 def is_check_span(span: Any) -> bool:
     """True for a span written with :func:`check_span_attributes` (any object with ``.attributes``)."""
-    return _kind(getattr(span, "attributes", None) or {}) == KIND_CHECK
+    return span_kind(span) == KIND_CHECK
 
 
 def is_violation_span(span: Any) -> bool:
     """True for a span written with :func:`violation_span_attributes`."""
-    return _kind(getattr(span, "attributes", None) or {}) == KIND_VIOLATION
+    return span_kind(span) == KIND_VIOLATION
 
 
 def annotation_span(name: str, annotation: Dict[str, Any], *, propagate: bool = True) -> SpanCoreFields:
@@ -179,7 +186,13 @@ def decision_core_fields(decision: Decision) -> List[SpanCoreFields]:
 
 
 def emit_decision_spans(decision: Decision) -> None:
-    """Send the check span and one span per violation of ``decision`` to the active tracer."""
+    """Send the check span and one span per violation of ``decision`` to the active tracer.
+
+    Outside a trace (a governed tool used with an explicit kernel and no runner) there is nowhere
+    to put spans, and nothing is sent; the decision is still in the kernel's audit trail.
+    """
+    if get_active_tracer() is None:
+        return
     annotation_span(check_span_name(decision), check_span_attributes(decision))
     for index in range(len(decision.violations)):
         annotation_span(violation_span_name(decision, index), violation_span_attributes(decision, index))

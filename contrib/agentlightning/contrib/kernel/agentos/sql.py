@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import sqlglot
 from sqlglot.errors import SqlglotError
@@ -64,15 +64,12 @@ _POSTGRES = frozenset({"postgres", "postgresql"})
 #: Dialects offered in the hint when the generic reading cannot parse a text.
 _HINT_DIALECTS = ("postgres", "mysql", "sqlite", "tsql")
 
-Describe = Optional[Callable[[FrozenSet[str]], bool]]
 
-
-def analyze_sql(query: str, dialect: Optional[str] = None, *, describe: Describe = None) -> SQLAnalysis:
+def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
     """Read ``query`` into statements and name the kinds each contains (see the module doc).
 
-    ``describe(kinds)`` may say which statements need their text (the others get an empty
-    text). ``.error`` is set when the text could not be read, ``.unverifiable`` when it was
-    read but runs SQL that cannot be known in advance.
+    ``.error`` is set when the text could not be read, ``.unverifiable`` when it was read but
+    runs SQL that cannot be known in advance.
 
     >>> analyze_sql("SELECT 'DROP TABLE users'").kinds == {"SELECT"}
     True
@@ -85,36 +82,63 @@ def analyze_sql(query: str, dialect: Optional[str] = None, *, describe: Describe
     >>> sorted(analyze_sql("INSERT OR REPLACE INTO t SELECT * FROM u", "sqlite").kinds)
     ['DELETE', 'INSERT', 'REPLACE', 'SELECT']
     """
+    return _read(query, _dialect_name(dialect)).shown(query)
+
+
+class _Reading(NamedTuple):
+    """An analysis, and whether its error is the generic reading's failure on a text no dialect
+    was named for: shown to people, that error names the dialects that can read the text
+    (:func:`_dialect_hint`). The hint costs four more parses, so it is only written where the
+    error is shown, never for text that is then dismissed as not SQL."""
+
+    analysis: SQLAnalysis
+    hint_wanted: bool = False
+
+    def shown(self, query: str) -> SQLAnalysis:
+        """The analysis as people see it: with the hint, when it wants one."""
+        if not self.hint_wanted:
+            return self.analysis
+        return SQLAnalysis((), f"{self.analysis.error}; {_dialect_hint(query)}")
+
+
+def _dialect_name(dialect: Optional[str]) -> Optional[str]:
+    """The dialect's name in lower case; PostgreSQL's two names are one (one reading, one
+    cache entry)."""
     name = dialect.lower() if isinstance(dialect, str) else dialect
-    if name in _POSTGRES:
-        return read_postgres(query, describe)
+    return "postgres" if name in _POSTGRES else name
+
+
+def _read(query: str, name: Optional[str]) -> _Reading:
+    """:func:`analyze_sql` of a normalised dialect name, without writing the hint."""
+    if name == "postgres":
+        return _Reading(read_postgres(query))
     if name is not None:
-        return read_generic(query, name, describe)
-    analysis = read_generic(query, None, describe)
+        return _Reading(read_generic(query, name))
+    analysis = read_generic(query, None)
     readings = _other_readings(query)
     if analysis.error == EMPTY_SQL and readings:
         analysis = SQLAnalysis(())  # all comments to the generic reading; another may see code
     if analysis.error is not None:
-        return SQLAnalysis((), f"{analysis.error}; {_dialect_hint(query)}")
+        return _Reading(analysis, hint_wanted=True)
     if analysis.unverifiable is not None:
-        return analysis
+        return _Reading(analysis)
     statements = list(analysis.statements)
     for reading in readings:
-        other = read_generic(query, reading, describe)
+        other = read_generic(query, reading)
         if other.error == EMPTY_SQL:
             continue
         if other.problem is not None:
-            return other
+            return _Reading(other)
         statements.extend(s for s in other.statements if s not in statements)
     if _postgres_may_differ(query):
-        postgres = read_postgres(query, describe)
+        postgres = read_postgres(query)
         if postgres.unverifiable is not None:
-            return postgres
+            return _Reading(postgres)
         if postgres.error is None:  # PostgreSQL rejecting the text is harmless there
             statements.extend(s for s in postgres.statements if s not in statements)
     if not statements:
-        return SQLAnalysis((), EMPTY_SQL)
-    return SQLAnalysis(tuple(statements))
+        return _Reading(SQLAnalysis((), EMPTY_SQL))
+    return _Reading(SQLAnalysis(tuple(statements)))
 
 
 #: What makes PostgreSQL read a text differently from sqlglot's generic reading: dollar quoting,
@@ -128,8 +152,12 @@ def _postgres_may_differ(query: str) -> bool:
     return _POSTGRES_MARKS.search(query) is not None
 
 
+@functools.lru_cache(maxsize=64)
 def _dialect_hint(query: str) -> str:
-    readers = [d for d in _HINT_DIALECTS if analyze_sql(query, d).error is None]
+    """Which dialects read a text the generic reading cannot (four parses: written only when
+    the error is shown, and kept for the few texts an agent repeats; 64 entries, as many as
+    the cache of long texts, so the memory held stays bounded)."""
+    readers = [d for d in _HINT_DIALECTS if _read(query, d).analysis.error is None]
     if readers:
         named = ", ".join(f"dialect={d!r}" for d in readers)
         return f"it reads as SQL with {named}: name the dialect your database speaks (SQLPolicy(dialect=...))"
@@ -216,23 +244,23 @@ def _keywords(name: str, values: Optional[Iterable[str]]) -> Optional[FrozenSet[
 _SHORT_QUERY_CHARS = 10_000
 
 
-def _checked_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
-    """The analysis of a text, or why it is not text a database reads as the parser does."""
+def _checked_analysis(query: str, dialect: Optional[str]) -> _Reading:
+    """The reading of a text, or why it is not text a database reads as the parser does."""
     junk = _not_sql_text(query)
     if junk is not None:
-        return SQLAnalysis((), junk)
-    return analyze_sql(query, dialect)
+        return _Reading(SQLAnalysis((), junk))
+    return _read(query, dialect)
 
 
 @functools.lru_cache(maxsize=8192)
-def _shared_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
+def _shared_analysis(query: str, dialect: Optional[str]) -> _Reading:
     """One parse per (text, dialect) for every policy in the process: N SQL policies on one tool
     share it (the analysis names every statement's kinds; each policy applies its own lists)."""
     return _checked_analysis(query, dialect)
 
 
 @functools.lru_cache(maxsize=64)
-def _shared_long_analysis(query: str, dialect: Optional[str]) -> SQLAnalysis:
+def _shared_long_analysis(query: str, dialect: Optional[str]) -> _Reading:
     """The same for texts over ``_SHORT_QUERY_CHARS`` characters, in few entries."""
     return _checked_analysis(query, dialect)
 
@@ -249,16 +277,19 @@ class SQLPolicy(Policy):
     Applies to actions whose tool is in ``tools`` (compared case-insensitively, ``-`` and ``_``
     alike); the SQL is ``args[arg]``. With ``detect=True`` (the default) it also judges SQL that
     reaches *other* tools under an argument named ``query``, ``sql``, ``statement`` or
-    ``sql_query`` when that text reads as SQL (a search for "delete my account" does not), so
-    a tool the list forgot is not a way around it; to refuse unknown tools outright, add a
+    ``sql_query`` when that text reads as a statement, so a tool the list forgot is not a way
+    around it. Such text is judged as the statement it reads as, fail closed: a search for
+    "delete my account" reads as a ``DELETE`` and is judged as one, while prose that does not
+    parse ("delete my account please") is left alone. To refuse unknown tools outright, add a
     ``ToolAllowListPolicy``. What each statement counts as (``REPLACE`` as ``DELETE``, ...) is
     the table in ``sql_effects``; the reason names the effect that was denied.
 
     One action yields at most one violation, at the highest severity among what it found.
     ``severities`` sets a severity per keyword (default: the policy's ``severity``); SQL that
     does not parse, cannot be verified, is not a string, or is longer than ``max_query_chars``
-    is blocked at ``unparseable_severity``. Analyses are cached per (text, dialect) and shared
-    by every policy (``cache_size=0`` turns that off for this policy).
+    is blocked at ``unparseable_severity``. Analyses are cached per (text, dialect) in caches of
+    a fixed size shared by every policy; ``cache_size`` only says whether this policy uses them:
+    ``0`` turns that off for this policy, any other value leaves it on (it sizes nothing).
 
     >>> policy = SQLPolicy(deny=["DROP", "DELETE"])
     >>> ctx = ActionContext()
@@ -297,6 +328,7 @@ class SQLPolicy(Policy):
         super().__init__(severity=severity, **kwargs)
         self.deny = _keywords("deny", deny) or frozenset()
         self.allow = _keywords("allow", allow)
+        self._allow_list = sorted(self.allow) if self.allow is not None else None  # as reasons show it
         if not self.deny and self.allow is None:
             raise GovernanceConfigError("SQLPolicy needs deny=[...] or allow=[...]; with neither it checks nothing")
         if isinstance(tools, str) or not all(isinstance(t, str) and t for t in tools):
@@ -318,13 +350,16 @@ class SQLPolicy(Policy):
             raise GovernanceConfigError(f"max_query_chars must be a positive int, got {max_query_chars!r}")
         self.max_query_chars = max_query_chars
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            raise GovernanceConfigError(f"cache_size must be an int >= 0, got {cache_size!r}")
+            raise GovernanceConfigError(
+                "cache_size must be an int >= 0 (0: this policy does not use the shared analysis cache; "
+                f"any other value: it does; the cache's size is fixed), got {cache_size!r}"
+            )
         self.cache_size = cache_size
 
     def applies_to(self, tool_name: str) -> bool:
         return self.detect or _tool_key(tool_name) in self._tool_keys
 
-    def _analyze(self, query: str) -> SQLAnalysis:
+    def _analyze(self, query: str) -> _Reading:
         if not self.cache_size:
             return _checked_analysis(query, self.dialect)
         if len(query) <= _SHORT_QUERY_CHARS:
@@ -347,13 +382,16 @@ class SQLPolicy(Policy):
                     severity=self.unparseable_severity,
                 )
             ]
-        return self._judge(self._analyze(query))
+        return self._judge(self._analyze(query).shown(query))
 
-    def _judge(self, analysis: SQLAnalysis) -> List[PolicyViolation]:
+    def _judge(self, analysis: SQLAnalysis, prefix: str = "") -> List[PolicyViolation]:
+        """At most one violation for ``analysis``, its description starting with ``prefix``."""
         if analysis.error is not None:
-            return [self.violation(analysis.error, severity=self.unparseable_severity)]
+            return [self.violation(f"{prefix}{analysis.error}", severity=self.unparseable_severity)]
         if analysis.unverifiable is not None:
-            return [self.violation(f"cannot verify: {analysis.unverifiable}", severity=self.unparseable_severity)]
+            return [
+                self.violation(f"{prefix}cannot verify: {analysis.unverifiable}", severity=self.unparseable_severity)
+            ]
         findings: List[Tuple[str, str]] = []  # (keyword, message)
         for statement in analysis.statements:
             for kind in sorted(statement.kinds & self.deny):
@@ -362,14 +400,12 @@ class SQLPolicy(Policy):
                 findings.append((kind, f"{kind} statement denied{reason}: {statement.text}"))
             if self.allow is not None:
                 for kind in sorted(statement.kinds - self.allow):
-                    findings.append(
-                        (kind, f"{kind} statement not in allow-list {sorted(self.allow)}: {statement.text}")
-                    )
+                    findings.append((kind, f"{kind} statement not in allow-list {self._allow_list}: {statement.text}"))
         if not findings:
             return []
         severity = max((self.severities.get(k, self.severity) for k, _ in findings), key=lambda s: s.rank)
         messages = list(dict.fromkeys(message for _, message in findings))
-        return [self.violation("; ".join(messages), severity=severity)]
+        return [self.violation(prefix + "; ".join(messages), severity=severity)]
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
         if action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys:
@@ -394,18 +430,12 @@ class SQLPolicy(Policy):
             value = action.args.get(name)
             if not isinstance(value, str) or not value.strip() or len(value) > self.max_query_chars:
                 continue
-            analysis = self._analyze(value)
+            analysis = self._analyze(value).analysis
             if analysis.error is not None:  # not SQL (or not text at all): not this policy's business
                 continue
-            found = self._judge(analysis)
+            found = self._judge(analysis, prefix=f"SQL in argument {name!r} of tool {action.tool_name!r}: ")
             if found:
-                (violation,) = found
-                return [
-                    self.violation(
-                        f"SQL in argument {name!r} of tool {action.tool_name!r}: {violation.description}",
-                        severity=violation.severity,
-                    )
-                ]
+                return found
         return []
 
 
@@ -415,8 +445,8 @@ def _dialect(dialect: Optional[str]) -> Optional[str]:
         return None
     if not isinstance(dialect, str):
         raise TypeError(f"dialect must be a dialect name such as 'postgres', 'mysql' or 'sqlite', got {dialect!r}")
-    name = dialect.strip().lower()
-    if name in _POSTGRES or name == "mariadb":
+    name = _dialect_name(dialect.strip())
+    if name == "postgres" or name == "mariadb":
         return name
     try:
         sqlglot.Dialect.get_or_raise(name)

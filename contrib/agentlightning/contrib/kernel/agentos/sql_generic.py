@@ -19,10 +19,11 @@ frozenset({'SHOW'})
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import re
 import threading
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
 import sqlglot
 from sqlglot import exp
@@ -55,8 +56,6 @@ from .sql_effects import (
 )
 
 __all__ = ["read_generic", "MYSQL_FAMILY", "prepare_mysql_text"]
-
-Describe = Optional[Callable[[FrozenSet[str]], bool]]
 
 #: Statement kinds and the sqlglot node classes that are that kind.
 _KIND_NODES: Dict[str, Tuple[Type[exp.Expression], ...]] = {
@@ -139,14 +138,10 @@ class _QuietWhilePolicyParses(logging.Filter):
 _QUIET_FILTER = _QuietWhilePolicyParses()
 
 
-_QUIETED: List[bool] = []
-
-
+@functools.cache
 def _quiet_sqlglot() -> None:
-    """Installed on first use, not at import: importing this module changes no logger."""
-    if not _QUIETED:
-        logging.getLogger("sqlglot").addFilter(_QUIET_FILTER)
-        _QUIETED.append(True)
+    """Installed on first use (once), not at import: importing this module changes no logger."""
+    logging.getLogger("sqlglot").addFilter(_QUIET_FILTER)
 
 
 _PARSERS = threading.local()
@@ -188,7 +183,7 @@ _DELIMITER_LINE = re.compile(r"^[ \t]*DELIMITER[ \t]+(\S+)[ \t]*$", re.IGNORECAS
 _EXECUTABLE_OPEN = re.compile(r"/\*M?!(\d{5,6})?")
 
 
-def prepare_mysql_text(text: str, mariadb: bool = True) -> str:
+def prepare_mysql_text(text: str) -> str:
     """The text a MySQL/MariaDB server runs: ``DELIMITER`` lines (a client command) applied,
     and executable comments opened (their content is code).
 
@@ -200,7 +195,7 @@ def prepare_mysql_text(text: str, mariadb: bool = True) -> str:
     if "DELIMITER" in text.upper():
         text = _apply_delimiters(text)
     if "/*" in text:
-        text = _open_executable_comments(text, mariadb)
+        text = _open_executable_comments(text)
     return text
 
 
@@ -216,7 +211,7 @@ def _apply_delimiters(text: str) -> str:
     return "".join(out)
 
 
-def _open_executable_comments(text: str, mariadb: bool) -> str:
+def _open_executable_comments(text: str) -> str:
     """Blank the markers of ``/*!NNNNN ... */`` (and ``/*M!NNNNN ... */``) outside strings, so
     the content is read as the code it is; ordinary comments stay comments."""
     chars = list(text)
@@ -237,7 +232,7 @@ def _open_executable_comments(text: str, mariadb: bool) -> str:
             continue
         if text.startswith("/*", i):
             marker = _EXECUTABLE_OPEN.match(text, i)
-            if marker and (mariadb or text[i + 2] == "!") and not in_code_comment:
+            if marker and not in_code_comment:
                 for j in range(marker.start(), marker.end()):
                     chars[j] = " "
                 in_code_comment = True
@@ -312,15 +307,12 @@ class _Reader:
         self.dialect, self.parser = _dialect_and_parser(dialect)
         self.prepared: Set[str] = set()
 
-    def statements(self, describe: Describe) -> List[SQLStatement]:
+    def statements(self) -> List[SQLStatement]:
         tokens = self.dialect.tokenize(self.text)
         result = []
         for statement_tokens in _split_statements(tokens):
             kinds = self.statement(statement_tokens)
-            frozen = frozenset(kinds.kinds)
-            shown = ""
-            if describe is None or describe(frozen):
-                shown = snippet(self.text[statement_tokens[0].start : statement_tokens[-1].end + 1])
+            shown = snippet(self.text[statement_tokens[0].start : statement_tokens[-1].end + 1])
             result.append(kinds.statement(shown))
         return result
 
@@ -505,14 +497,14 @@ class _Reader:
             elif words[header_end] == "EVENT" and "DO" in words[header_end:]:
                 header_end = words.index("DO", header_end)  # ON SCHEDULE ... DO <body>
         body_tokens = tokens[header_end + 1 :]
-        body_words = [_word(t) for t in body_tokens]
+        read_words = words[header_end + 1 :]  # the body's words, as read
         # PostgreSQL's trigger action EXECUTE FUNCTION/PROCEDURE f() calls a function (read where
         # it is created); it is no dynamic SQL.
         body_words = [
             "CALL"
-            if w == "EXECUTE" and i + 1 < len(body_words) and body_words[i + 1] in ("FUNCTION", "PROCEDURE")
+            if w == "EXECUTE" and i + 1 < len(read_words) and read_words[i + 1] in ("FUNCTION", "PROCEDURE")
             else w
-            for i, w in enumerate(body_words)
+            for i, w in enumerate(read_words)
         ]
         if _DYNAMIC_WORDS.intersection(body_words):
             raise Unverifiable("a routine or trigger body that runs SQL with PREPARE/EXECUTE cannot be checked")
@@ -633,7 +625,7 @@ def _string_body_kinds(body: str, dialect: Any) -> FrozenSet[str]:
         raise Unverifiable(analysis.unverifiable)
     if analysis.error:  # not plain SQL (a procedural body): scan its words, conservatively
         try:
-            tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(body)
+            tokens = _dialect_and_parser(dialect)[0].tokenize(body)
         except SqlglotError:
             raise Unverifiable("a routine body that cannot be read cannot be checked") from None
         words = {_word(t) for t in tokens}
@@ -658,11 +650,8 @@ def _writes_sqlite_schema(node: exp.Expression) -> bool:
     return isinstance(target, exp.Table) and target.name.lower() in SQLITE_SCHEMA_TABLES
 
 
-def read_generic(text: str, dialect: Any = None, describe: Describe = None) -> SQLAnalysis:
-    """Statements of ``text`` as sqlglot's ``dialect`` reads them, with their kinds.
-
-    ``describe(kinds)`` says which statements need their text (rendering is not free).
-    """
+def read_generic(text: str, dialect: Any = None) -> SQLAnalysis:
+    """Statements of ``text`` as sqlglot's ``dialect`` reads them, with their kinds."""
     _quiet_sqlglot()
     name = dialect if isinstance(dialect, str) else None
     if name is not None and name.lower() in MYSQL_FAMILY:
@@ -671,7 +660,7 @@ def read_generic(text: str, dialect: Any = None, describe: Describe = None) -> S
             dialect = "mysql"
     token = _POLICY_PARSING.set(True)
     try:
-        statements = _Reader(text, dialect).statements(describe)
+        statements = _Reader(text, dialect).statements()
     except Unverifiable as err:
         return SQLAnalysis((), unverifiable=str(err))
     except SqlglotError as err:

@@ -16,7 +16,7 @@ frozenset({'EXPLAIN'})
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set
 
 from pglast import parser as pg_parser
 
@@ -37,9 +37,7 @@ from .sql_effects import (
     snippet,
 )
 
-__all__ = ["read_postgres", "postgres_reads"]
-
-Describe = Optional[Callable[[FrozenSet[str]], bool]]
+__all__ = ["read_postgres"]
 
 #: Parse-tree node types named by the kind they are (the rest are named by prefix, below).
 _NODE_KINDS: Dict[str, str] = {
@@ -121,25 +119,8 @@ def _node_kind(node_type: str, node: Dict[str, Any]) -> Optional[str]:
     return node_type[: -len("Stmt")].upper()
 
 
-def postgres_reads(text: str) -> bool:
-    """Whether PostgreSQL's parser accepts ``text`` (a syntax check, nothing more).
-
-    >>> postgres_reads("NOTIFY jobs, 'done'"), postgres_reads("SELEC 1")
-    (True, False)
-    """
-    try:
-        pg_parser.parse_sql_json(text)
-    except pg_parser.ParseError:
-        return False
-    return True
-
-
-def read_postgres(text: str, describe: Describe = None) -> SQLAnalysis:
-    """Statements of ``text`` as PostgreSQL reads them, with their kinds (see ``sql_effects``).
-
-    ``describe(kinds)`` says which statements need their text for a report (rendering it is
-    not free); the others get an empty text.
-    """
+def read_postgres(text: str) -> SQLAnalysis:
+    """Statements of ``text`` as PostgreSQL reads them, with their kinds (see ``sql_effects``)."""
     try:
         tree = json.loads(pg_parser.parse_sql_json(text))
     except pg_parser.ParseError as err:
@@ -154,11 +135,9 @@ def read_postgres(text: str, describe: Describe = None) -> SQLAnalysis:
             kinds = KindSet()
             start = raw.get("stmt_location", 0)
             length = raw.get("stmt_len") or len(encoded) - start
-            reader.statement_text = lambda: encoded[start : start + length].decode("utf-8", "replace")
+            reader.statement_text = encoded[start : start + length].decode("utf-8", "replace")
             reader.walk(raw.get("stmt", {}), kinds)
-            frozen = frozenset(kinds.kinds)
-            statement_text = snippet(reader.statement_text()) if describe is None or describe(frozen) else ""
-            statements.append(kinds.statement(statement_text))
+            statements.append(kinds.statement(snippet(reader.statement_text)))
     except Unverifiable as err:
         return SQLAnalysis((), unverifiable=str(err))
     except RecursionError:
@@ -178,7 +157,7 @@ class _Reader:
     def __init__(self) -> None:
         self.prepared: Set[str] = set()
         #: The text of the top-level statement being walked (PL/pgSQL is parsed from it).
-        self.statement_text: Callable[[], str] = lambda: ""
+        self.statement_text = ""
 
     def walk(self, value: Any, kinds: KindSet) -> None:
         if isinstance(value, list):
@@ -248,8 +227,7 @@ class _Reader:
                 raise Unverifiable(
                     f"EXECUTE {name} runs a statement prepared elsewhere; its text cannot be checked here"
                 )
-        elif node_type == "CreateStmt" and node.get("oncommit") == "ONCOMMIT_DROP":
-            pass  # ON COMMIT DROP drops only the temporary table this statement creates
+        # A CreateStmt's ON COMMIT DROP is an option of the table it creates, no DropStmt: only CREATE.
         if node_type in _QUERY_STATEMENTS:
             # PostgreSQL allows a data-modifying statement only at the top of a query or in its
             # WITH; expressions and subqueries hold SELECTs at most: only those children matter.
@@ -276,10 +254,8 @@ class _Reader:
         if language == "plpgsql":
             # PL/pgSQL is parsed from the CREATE statement itself, whose return type decides
             # what RETURN may say (a trigger function returns NEW or OLD).
-            own = _read_plpgsql_function(self.statement_text())
-            if own is not None:
-                self._take(language, own, kinds)
-                return
+            self._take(language, _plpgsql_statements(self.statement_text), kinds)
+            return
         self._body(language, body, kinds)
 
     def _do_body(self, node: Dict[str, Any], kinds: KindSet) -> None:
@@ -327,14 +303,6 @@ def _explain_analyzes(options: Any) -> bool:
         )
         return word not in _FALSE_WORDS and word != "{}"
     return False
-
-
-def _read_plpgsql_function(create_statement: str) -> Optional[SQLAnalysis]:
-    """The PL/pgSQL body of a ``CREATE FUNCTION/PROCEDURE`` statement, or None when the
-    statement's text alone is not one (then the body is read on its own)."""
-    if not create_statement.strip():
-        return None
-    return _plpgsql_statements(create_statement)
 
 
 def _read_plpgsql(body: str) -> SQLAnalysis:

@@ -35,7 +35,9 @@ __all__ = [
     "RecordedField",
     "VIOLATION_FIELDS",
     "recorded",
+    "any_value",
     "one_of",
+    "missing_fields",
     "distinct_names",
     "worst_severity",
     "total",
@@ -174,7 +176,8 @@ def _same(value: Any) -> Any:
     return value
 
 
-def _no_problem(value: Any) -> Optional[str]:
+def any_value(value: Any) -> Optional[str]:
+    """A ``check`` that accepts every value (a :class:`RecordedField`'s default)."""
     return None
 
 
@@ -200,7 +203,7 @@ class RecordedField:
     """
 
     required: bool = True
-    check: Callable[[Any], Optional[str]] = _no_problem
+    check: Callable[[Any], Optional[str]] = any_value
     attribute: Optional[str] = None
     attribute_value: Callable[[Any], Any] = _same
     summary: Optional[str] = None
@@ -381,7 +384,7 @@ class PolicyViolation:
         >>> PolicyViolation.from_dict(v.to_dict()) == v
         True
         """
-        missing = [name for name, declared in VIOLATION_FIELDS.items() if declared.required and name not in data]
+        missing = missing_fields(data)
         if missing:
             raise ValueError(f"a recorded violation needs the field(s) {missing}; got {sorted(data)}")
         arguments = {}
@@ -429,6 +432,15 @@ def _declarations(cls: type) -> Mapping[str, RecordedField]:
 
 #: The declaration of every :class:`PolicyViolation` field, in field order (the order of the record's keys).
 VIOLATION_FIELDS: Mapping[str, RecordedField] = _declarations(PolicyViolation)
+
+
+def missing_fields(record: Mapping[str, Any]) -> List[str]:
+    """The required fields of a recorded violation that ``record`` lacks, in field order.
+
+    >>> missing_fields({"violation_type": "blocked", "description": "d"})
+    ['policy_name', 'severity', 'action_blocked', 'penalty']
+    """
+    return [name for name, declared in VIOLATION_FIELDS.items() if declared.required and name not in record]
 
 
 def constraint_cost(violations: Iterable["PolicyViolation"], weights: Optional[Mapping[Any, float]] = None) -> float:
