@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence
 
 from agentlightning.store.base import LightningStore
 
@@ -16,7 +16,43 @@ from .semconv import (
 )
 from .spans import is_check_span, is_violation_span
 
-__all__ = ["governance_stats"]
+__all__ = ["governance_stats", "governance_spans", "GovernanceSpans"]
+
+
+class GovernanceSpans(NamedTuple):
+    """The governance spans among some spans, as attribute mappings."""
+
+    checks: List[Mapping[str, Any]]  #: one per kernel check
+    violations: List[Mapping[str, Any]]  #: one per violation (a span written twice counts once)
+    duplicates: int  #: violation spans seen more than once (it should be 0)
+
+
+def governance_spans(spans: Iterable[Any]) -> GovernanceSpans:
+    """Sort ``spans`` into check and violation spans; a violation is identified by its attempt,
+    decision and index, so a span written twice is counted once (and reported in ``duplicates``).
+
+    >>> from types import SimpleNamespace
+    >>> v = SimpleNamespace(attempt_id="a", attributes={"agentos.kind": "violation", "agentos.decision_id": "d"})
+    >>> found = governance_spans([v, v, SimpleNamespace(attempt_id="a", attributes={"agentos.kind": "check"})])
+    >>> len(found.checks), len(found.violations), found.duplicates
+    (1, 1, 1)
+    """
+    checks: List[Mapping[str, Any]] = []
+    violations: List[Mapping[str, Any]] = []
+    seen = set()
+    duplicates = 0
+    for span in spans:
+        attributes = span.attributes or {}
+        if is_check_span(span):
+            checks.append(attributes)
+        elif is_violation_span(span):
+            key = (span.attempt_id, attributes.get(AGENTOS_DECISION_ID), attributes.get(AGENTOS_VIOLATION_INDEX))
+            if key in seen:
+                duplicates += 1
+            else:
+                seen.add(key)
+                violations.append(attributes)
+    return GovernanceSpans(checks, violations, duplicates)
 
 
 async def governance_stats(
@@ -44,24 +80,15 @@ async def governance_stats(
     by_severity: Counter = Counter()
     for rollout_id in rollout_ids:
         spans = await store.query_spans(rollout_id, "latest" if attempt == "latest" else None)
-        seen = set()
-        rollout_violations = 0
-        for span in spans:
-            attributes = span.attributes or {}
-            if is_check_span(span):
-                checks += 1
-                blocked += attributes.get(AGENTOS_VERDICT) == "blocked"
-            elif is_violation_span(span):
-                key = (span.attempt_id, attributes.get(AGENTOS_DECISION_ID), attributes.get(AGENTOS_VIOLATION_INDEX))
-                if key in seen:
-                    duplicates += 1
-                    continue
-                seen.add(key)
-                rollout_violations += 1
-                by_policy[attributes.get(AGENTOS_POLICY_NAME)] += 1
-                by_severity[attributes.get(AGENTOS_SEVERITY)] += 1
-        violations += rollout_violations
-        rollouts_with_violations += rollout_violations > 0
+        found = governance_spans(spans)
+        checks += len(found.checks)
+        blocked += sum(attributes.get(AGENTOS_VERDICT) == "blocked" for attributes in found.checks)
+        duplicates += found.duplicates
+        for attributes in found.violations:
+            by_policy[attributes.get(AGENTOS_POLICY_NAME)] += 1
+            by_severity[attributes.get(AGENTOS_SEVERITY)] += 1
+        violations += len(found.violations)
+        rollouts_with_violations += bool(found.violations)
     total = len(rollout_ids)
     return {
         "total_rollouts": total,

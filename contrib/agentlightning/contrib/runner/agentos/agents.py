@@ -90,7 +90,7 @@ def needs_resource(agent: LitAgent[Any], name: str) -> bool:
     """Whether a function agent asks for the resource ``name`` (``llm`` or ``prompt_template``)."""
     if not isinstance(agent, FunctionalLitAgent):
         return False
-    return name in inspect.signature(agent._rollout_func).parameters  # type: ignore[attr-defined]
+    return name in agent._sig.parameters  # agentlightning's own cached signature of the function
 
 
 def task_action(task: Any, tool_name: str, arg_name: str) -> Action:
@@ -177,12 +177,18 @@ class TaskActionAgent(LitAgent[Any]):
             raise RuntimeError(
                 "TaskActionAgent governs its task with the runner's kernel; run it with AgentOSRunner.step(task)"
             )
-        decision = record.decide(task_action(task, self.tool_name, self.arg_name))
-        if decision.blocked:
-            record.record_input_blocked()
-            if record.fail_on_violation:
-                raise PolicyViolationError(decision)
-        return ActionOutcome(decision)
+        return ActionOutcome(govern_task(record, task_action(task, self.tool_name, self.arg_name)))
+
+
+def govern_task(record: Any, action: Action) -> Decision:
+    """Check the task itself, as ``action``, in the attempt ``record``: a blocked task is recorded
+    as such (the agent does not act on it) and, with ``fail_on_violation``, fails the rollout."""
+    decision = record.decide(action)
+    if decision.blocked:
+        record.record_input_blocked()
+        if record.fail_on_violation:
+            raise PolicyViolationError(decision)
+    return decision
 
 
 def describe(agent: Optional[LitAgent[Any]]) -> str:

@@ -49,10 +49,9 @@ from agentlightning.contrib.kernel.agentos import (
 )
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
-from agentlightning.contrib.kernel.agentos.spans import decision_core_fields
-from agentlightning.contrib.kernel.agentos.spans import emit_decision_spans as _emit_decision_spans
+from agentlightning.contrib.kernel.agentos.spans import decision_core_fields, emit_decision_spans
 
-__all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout", "emit_decision_spans"]
+__all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout"]
 
 
 @dataclass(frozen=True)
@@ -127,17 +126,14 @@ class RolloutGovernance:
                     context=self.context,
                     refused_by="AgentOSRunner",
                 )
-        if refused:
-            emit_decision_spans(decision)
-            if self.on_decision is not None:
-                self.on_decision(decision)
-            self._refuse_if_concluded(f"the action {action.tool_name!r} is refused")
         if self.defer_clean_check_spans and not decision.violations and get_active_tracer() is not None:
             self._deferred.append((decision, time.time()))
         else:
             emit_decision_spans(decision)
         if self.on_decision is not None:
             self.on_decision(decision)
+        if refused:
+            self._refuse_if_concluded(f"the action {action.tool_name!r} is refused")
         return decision
 
     def record_agent_started(self) -> None:
@@ -247,15 +243,3 @@ _ACTIVE: contextvars.ContextVar[Optional[RolloutGovernance]] = contextvars.Conte
 def active_rollout() -> Optional[RolloutGovernance]:
     """The governance record of the rollout running in this task, or None outside a governed rollout."""
     return _ACTIVE.get()
-
-
-def emit_decision_spans(decision: Decision) -> None:
-    """One annotation span for the check and one per violation, in the active trace (named for
-    the dashboard, see :mod:`agentlightning.contrib.kernel.agentos.semconv`).
-
-    Outside a trace (a governed tool used with an explicit kernel and no runner) there is nowhere
-    to put spans; the decision is still in the kernel's audit trail.
-    """
-    if get_active_tracer() is None:
-        return
-    _emit_decision_spans(decision)

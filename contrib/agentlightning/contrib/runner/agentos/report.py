@@ -15,19 +15,17 @@ import json
 import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from agentlightning.emitter import find_final_reward
 from agentlightning.store.base import LightningStore
 
 from agentlightning.contrib.kernel.agentos.semconv import (
-    AGENTOS_DECISION_ID,
     AGENTOS_PENALTY,
     AGENTOS_POLICY_NAME,
     AGENTOS_SEVERITY,
-    AGENTOS_VIOLATION_INDEX,
 )
-from agentlightning.contrib.kernel.agentos.spans import is_check_span, is_violation_span
+from agentlightning.contrib.kernel.agentos.stats import governance_spans
 
 __all__ = ["RolloutViolations", "rollout_violations_report", "main"]
 
@@ -67,35 +65,29 @@ async def rollout_violations_report(
         if rollout_ids is not None
         else await store.query_rollouts()
     )
+    return await _rows(store, rollouts, only_violating)
+
+
+async def _rows(store: LightningStore, rollouts: Sequence[Any], only_violating: bool) -> List[RolloutViolations]:
     rows: List[RolloutViolations] = []
     for rollout in sorted(rollouts, key=lambda r: (r.start_time or 0.0, r.rollout_id), reverse=True):
         spans = await store.query_spans(rollout.rollout_id, "latest")
-        seen = set()
-        checks = 0
-        penalty = 0.0
-        by_policy: Counter = Counter()
-        for span in spans:
-            attributes = span.attributes or {}
-            if is_check_span(span):
-                checks += 1
-            elif is_violation_span(span):
-                key = (attributes.get(AGENTOS_DECISION_ID), attributes.get(AGENTOS_VIOLATION_INDEX))
-                if key in seen:
-                    continue
-                seen.add(key)
-                by_policy[f"{attributes.get(AGENTOS_POLICY_NAME)} ({attributes.get(AGENTOS_SEVERITY)})"] += 1
-                penalty += float(attributes.get(AGENTOS_PENALTY) or 0.0)
-        if only_violating and not seen:
+        found = governance_spans(spans)
+        if only_violating and not found.violations:
             continue
+        by_policy = Counter(
+            f"{attributes.get(AGENTOS_POLICY_NAME)} ({attributes.get(AGENTOS_SEVERITY)})"
+            for attributes in found.violations
+        )
         rows.append(
             RolloutViolations(
                 rollout_id=rollout.rollout_id,
                 attempt_id=spans[-1].attempt_id if spans else None,
                 status=str(rollout.status),
                 mode=rollout.mode,
-                checks=checks,
-                violations=len(seen),
-                total_penalty=penalty,
+                checks=len(found.checks),
+                violations=len(found.violations),
+                total_penalty=sum(float(attributes.get(AGENTOS_PENALTY) or 0.0) for attributes in found.violations),
                 final_reward=find_final_reward(spans),
                 by_policy=dict(by_policy),
             )
@@ -125,9 +117,8 @@ async def _report(store_url: str, show_all: bool) -> tuple:
 
     client = LightningStoreClient(store_url)
     try:
-        total = len(await client.query_rollouts())
-        rows = await rollout_violations_report(client, only_violating=not show_all)
-        return rows, total
+        rollouts = await client.query_rollouts()
+        return await _rows(client, rollouts, only_violating=not show_all), len(rollouts)
     finally:
         await client.close()
 

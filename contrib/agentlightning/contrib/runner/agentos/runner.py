@@ -23,7 +23,6 @@ from agentlightning.types import AttemptedRollout, PromptTemplate, Rollout
 from agentlightning.types.core import RolloutConfig, TaskInput
 
 from agentlightning.contrib.kernel.agentos import (
-    Action,
     ActionContext,
     Decision,
     GovernanceConfigError,
@@ -33,9 +32,8 @@ from agentlightning.contrib.kernel.agentos import (
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, emit_reward_span, reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
-from .agents import TaskActionAgent, as_agent, describe, needs_resource, task_action
+from .agents import TaskActionAgent, as_agent, describe, govern_task, needs_resource, task_action
 from .attempt import RolloutGovernance, RolloutOutcome, active_rollout
-from .tools import PolicyViolationError
 
 __all__ = ["AgentOSRunner", "GovernedRunner", "GovernedRollout", "normalize_mode"]
 
@@ -333,13 +331,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             return True
         if isinstance(self._agent, TaskActionAgent):  # it governs the task itself
             return True
-        decision = record.decide(Action(self.input_tool, {self.input_arg: task}))
-        if decision.allowed:
-            return True
-        record.record_input_blocked()
-        if self.fail_on_violation:
-            raise PolicyViolationError(decision)
-        return False
+        return govern_task(record, task_action(task, self.input_tool, self.input_arg)).allowed
 
     # ------------------------------------------------------------------ rollouts
     async def _step_impl(self, next_rollout: AttemptedRollout, raise_on_exception: bool = False) -> str:

@@ -45,10 +45,12 @@ class PolicyViolationError(RuntimeError):
         super().__init__(f"policy violation in {decision.action.tool_name!r}: {decision.reason}")
 
 
-def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel]) -> Decision:
+def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel]) -> Tuple[Decision, GovernanceKernel]:
+    """The decision on one call, and the kernel that made it (which records the call's outcome)."""
     record = active_rollout()
     action = Action(tool_name, call_args)
     if record is not None:
+        kernel = kernel or record.kernel
         decision = record.decide(action, kernel)
         fail = record.fail_on_violation
     elif kernel is not None:
@@ -61,17 +63,14 @@ def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel])
         )
     if decision.blocked:
         raise PolicyViolationError(decision) if fail else ActionBlockedError(decision)
-    return decision
+    return decision, kernel
 
 
 def _record(
-    kernel: Optional[GovernanceKernel], decision: Decision, started: float, result: Any = None, error: Any = None
+    kernel: GovernanceKernel, decision: Decision, started: float, result: Any = None, error: Any = None
 ) -> None:
-    record = active_rollout()
-    owner = kernel or (record.kernel if record is not None else None)
-    if owner is not None:
-        elapsed_ms = (time.perf_counter() - started) * 1e3
-        owner.record_outcome(decision, result=result, error=error, execution_time_ms=elapsed_ms)
+    elapsed_ms = (time.perf_counter() - started) * 1e3
+    kernel.record_outcome(decision, result=result, error=error, execution_time_ms=elapsed_ms)
 
 
 _BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -159,36 +158,36 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
     arguments_of = _argument_binder(signature, by_name)
     call_arguments_of = _call_arguments(signature, by_name)
 
-    def start(args: tuple, kwargs: dict) -> Tuple[Decision, tuple, dict, float]:
+    def start(args: tuple, kwargs: dict) -> Tuple[Decision, GovernanceKernel, tuple, dict, float]:
         """Decide on the call; the arguments to run with are the (possibly rewritten) action's."""
-        decision = _decide(tool_name, arguments_of(args, kwargs), kernel)
+        decision, owner = _decide(tool_name, arguments_of(args, kwargs), kernel)
         call_args, call_kwargs = call_arguments_of(decision.action.args)
-        return decision, call_args, call_kwargs, time.perf_counter()
+        return decision, owner, call_args, call_kwargs, time.perf_counter()
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            decision, call_args, call_kwargs, started = start(args, kwargs)
+            decision, owner, call_args, call_kwargs, started = start(args, kwargs)
             try:
                 result = await fn(*call_args, **call_kwargs)
             except Exception as err:
-                _record(kernel, decision, started, error=err)
+                _record(owner, decision, started, error=err)
                 raise
-            _record(kernel, decision, started, result=result)
+            _record(owner, decision, started, result=result)
             return result
 
         return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        decision, call_args, call_kwargs, started = start(args, kwargs)
+        decision, owner, call_args, call_kwargs, started = start(args, kwargs)
         try:
             result = fn(*call_args, **call_kwargs)
         except Exception as err:
-            _record(kernel, decision, started, error=err)
+            _record(owner, decision, started, error=err)
             raise
-        _record(kernel, decision, started, result=result)
+        _record(owner, decision, started, result=result)
         return result
 
     return wrapper
