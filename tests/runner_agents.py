@@ -7,10 +7,8 @@ processes (fork or spawn) can import them.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -26,6 +24,7 @@ if str(RECIPE_DIR) not in sys.path:
     # Kept on the path: a spawned runner process imports the agent by its module name.
     sys.path.insert(0, str(RECIPE_DIR))
 
+from grpo import wait_for_rollouts  # noqa: E402
 from scripted_sql_agent import ScriptedSQLAgent as SQLAgent  # noqa: E402
 from scripted_sql_agent import execute_query  # noqa: E402
 
@@ -67,14 +66,7 @@ def make_collecting_algorithm(tasks: List[Dict[str, Any]], result_path: str, por
     async def collect(*, store: agl.LightningStore) -> None:
         await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
         ids = [(await store.enqueue_rollout(input=task, mode="train")).rollout_id for task in tasks]
-        finished: Dict[str, str] = {}
-        deadline = time.time() + 120
-        while len(finished) < len(ids) and time.time() < deadline:
-            for rollout in await store.wait_for_rollouts(
-                rollout_ids=[i for i in ids if i not in finished], timeout=0.1
-            ):
-                finished[rollout.rollout_id] = rollout.status
-            await asyncio.sleep(0.05)
+        finished = await wait_for_rollouts(store, ids, 120)
         per_rollout = {}
         for index, rollout_id in enumerate(ids):
             attempt = await store.get_latest_attempt(rollout_id)

@@ -100,7 +100,7 @@ def span_row(span: Any) -> Dict[str, Any]:
         "decision_id": a.get(semconv.AGENTOS_DECISION_ID),
         "index": a.get(semconv.AGENTOS_VIOLATION_INDEX),
         "audit": is_audit_span(span),
-        "audit_blocked": a.get("agent_os.blocked"),
+        "audit_blocked": a.get(semconv.AGENT_OS_BLOCKED),
     }
 
 

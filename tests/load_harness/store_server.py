@@ -9,9 +9,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
+
+# The recipes' agl store helpers (the tests run the recipes' own code).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "contrib" / "recipes" / "agentos"))
+from agl_store_server import agl_store_command, store_healthy  # noqa: E402
 
 
 class StoreServer:
@@ -24,23 +27,6 @@ class StoreServer:
         self.process: Optional[subprocess.Popen] = None
         self._starting_since: Optional[float] = None
 
-    def command(self) -> List[str]:
-        agl_bin = Path(sys.executable).with_name("agl")
-        if agl_bin.exists():
-            return [str(agl_bin), "store", "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "WARNING"]
-        return [
-            sys.executable,
-            "-c",
-            "from agentlightning.cli import main; main()",
-            "store",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--log-level",
-            "WARNING",
-        ]
-
     def launch(self) -> None:
         """Start the process (returns at once; :meth:`wait_healthy` waits for it)."""
         if self.process is not None and self.process.poll() is None:
@@ -50,16 +36,16 @@ class StoreServer:
             log.write(f"\n--- agl store start {datetime.datetime.now().isoformat()} ---\n")
             log.flush()
             self.process = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(), start_new_session=True
+                agl_store_command(self.port),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=os.environ.copy(),
+                start_new_session=True,
             )
         self._starting_since = time.monotonic()
 
     def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/v1/agl/health", timeout=1) as response:
-                return response.status == 200
-        except OSError:
-            return False
+        return store_healthy(self.url)
 
     def wait_healthy(self, timeout: float = 180.0) -> float:
         """Seconds from :meth:`launch` until ``/v1/agl/health`` answers."""

@@ -8,12 +8,22 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 import portpicker
 
 
-def _healthy(url: str) -> bool:
+def agl_store_command(port: int) -> List[str]:
+    """The command line of ``agl store`` on 127.0.0.1:``port``, from this interpreter's environment."""
+    agl_bin = Path(sys.executable).with_name("agl")
+    program = (
+        [str(agl_bin)] if agl_bin.exists() else [sys.executable, "-c", "from agentlightning.cli import main; main()"]
+    )
+    return [*program, "store", "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"]
+
+
+def store_healthy(url: str) -> bool:
+    """Whether the ``agl store`` at ``url`` answers its health check."""
     try:
         with urllib.request.urlopen(f"{url}/v1/agl/health", timeout=1) as response:
             return response.status == 200
@@ -28,14 +38,11 @@ def agl_store_server(log_path: Path, *, port: Optional[int] = None, timeout: flo
     The server's output goes to ``log_path``."""
     port = port or portpicker.pick_unused_port()
     url = f"http://127.0.0.1:{port}"
-    agl_bin = Path(sys.executable).with_name("agl")  # the agl of this interpreter's environment
-    agl = str(agl_bin) if agl_bin.exists() else "agl"
-    command = [agl, "store", "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"]
     with open(log_path, "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(agl_store_command(port), stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout
-        while not _healthy(url):
+        while not store_healthy(url):
             if process.poll() is not None:
                 raise RuntimeError(f"agl store exited with code {process.returncode}; see {log_path}")
             if time.monotonic() > deadline:

@@ -53,10 +53,11 @@ from agentlightning.emitter import find_final_reward  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agl_store_server import agl_store_server, stop_process  # noqa: E402
+from grpo import sql_kernel, wait_for_rollouts  # noqa: E402
 from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
-from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noqa: E402
-from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
+from agentlightning.contrib.adapter.agentos import adapters_for_directory, is_audit_span  # noqa: E402
+from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_BLOCKED  # noqa: E402
 from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import (  # noqa: E402
@@ -87,8 +88,6 @@ CHROMIUM_FLAGS = [
 VIOLATION_NAME_PREFIX = "agentos.violation: SQLPolicy (critical) penalty -100.0"
 REWARD_NAME_PREFIX = "agentos.reward: final"
 CHECK_NAME_PREFIX = "agentos.check:"
-#: How an audit (FlightRecorder) violation span is named (see agentlightning.contrib.adapter.agentos.span_name).
-AUDIT_VIOLATION_NAME_PREFIX = "agent_os.policy_check: blocked by"
 NAME_PREFIXES = ("agentos.", "agent_os.", "agentlightning.")
 
 TASKS = [
@@ -133,12 +132,10 @@ def run_governed_training(store_url: str, workdir: Path, n_runners: int = 2) -> 
     async def enqueue_and_wait(*, store: agl.LightningStore) -> None:
         await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
         ids = [(await store.enqueue_rollout(input=task, mode="train")).rollout_id for task in tasks]
-        deadline = time.time() + 120
-        while len(await store.wait_for_rollouts(rollout_ids=ids, timeout=0.1)) < len(ids) and time.time() < deadline:
-            await asyncio.sleep(0.05)
+        await wait_for_rollouts(store, ids, 120)
         ids_path.write_text(json.dumps(ids))
 
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")])
+    kernel = sql_kernel()
     runner = AgentOSRunner(
         kernel, audit_dir=workdir / "audit", poll_interval=0.1, log_violations=False, reward_fn=PolicyReward(kernel)
     )
@@ -167,10 +164,7 @@ async def emit_audit(store_url: str, audit_dir: Path) -> Dict[str, Any]:
         audit_violations = 0
         for rollout in await store.query_rollouts():
             for span in await store.query_spans(rollout.rollout_id):
-                attributes = span.attributes or {}
-                audit_violations += (
-                    attributes.get("agentos.kind") == "audit" and attributes.get("agent_os.blocked") is True
-                )
+                audit_violations += is_audit_span(span) and (span.attributes or {}).get(AGENT_OS_BLOCKED) is True
         stats = await governance_stats(store)
         for adapter in adapters:
             adapter.close()

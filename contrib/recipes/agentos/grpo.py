@@ -47,11 +47,17 @@ from sql_agent import (
     softmax,
 )
 
-from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, SQLWorld
+from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, SQLTask, SQLWorld
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_stats
 
-#: What counts as a destructive statement, in both arms (the governed arm's kernel denies these).
+#: What counts as a destructive statement, in every arm (the governed arms' kernel denies these).
 DENIED_STATEMENTS = ("DROP", "DELETE", "TRUNCATE")
+
+
+def sql_kernel() -> GovernanceKernel:
+    """The kernel of the governed arms (and of the measuring instruments): SQLite's SQL, the
+    destructive statements denied."""
+    return GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
 
 
 @dataclass
@@ -84,7 +90,7 @@ def violation_classifier() -> Callable[[str], bool]:
     """The measuring instrument for attempted violations, identical for both arms: the kernel's
     SQLPolicy used offline (it decides nothing about the run; it only classifies the SQL the
     agent reported having attempted)."""
-    kernel = GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
+    kernel = sql_kernel()
     return lambda sql: kernel.check(Action.sql(sql)).blocked
 
 
@@ -102,6 +108,32 @@ async def wait_for_rollouts(store: agl.LightningStore, ids: List[str], timeout_s
     return finished
 
 
+def first_tasks(tasks: Sequence[SQLTask], n: int) -> List[SQLTask]:
+    """The first ``n`` of ``tasks`` by task number, one of each family before the next of any, so
+    a small subset still covers every family (``n`` = 0: all of them, in their order)."""
+    if not n:
+        return list(tasks)
+    return sorted(tasks, key=lambda t: (int(t.task_id.rsplit("-", 1)[1]), t.task_id))[:n]
+
+
+def group_advantages(values: Sequence[float], std_floor: float = 0.0, eps: float = 1e-6) -> List[float]:
+    """``(v - mean) / max(std, std_floor)`` within one group (population std); all zeros if the group is flat.
+
+    ``std_floor`` (in reward units) keeps differences far smaller than a task's worth of reward
+    (the agent's brevity bonus: hundredths) from being blown up into full-size advantages when a
+    group is otherwise uniform; without it GRPO trains for shorter SQL whether it is right or not.
+
+    >>> [round(a, 3) for a in group_advantages([1.0, 0.0, 0.0, 0.0])]
+    [1.732, -0.577, -0.577, -0.577]
+    >>> [round(a, 3) for a in group_advantages([5.2, 5.1, 5.1, 5.1], std_floor=0.5)]
+    [0.15, -0.05, -0.05, -0.05]
+    """
+    mean, std = statistics.fmean(values), statistics.pstdev(values)
+    if std < 1e-9:
+        return [0.0] * len(values)
+    return [(v - mean) / (max(std, std_floor) + eps) for v in values]
+
+
 async def enqueue_group(
     store: agl.LightningStore,
     task_id: str,
@@ -110,14 +142,16 @@ async def enqueue_group(
     *,
     labels: Dict[str, Any],
     metadata: Optional[Dict[str, Any]] = None,
+    mode: str = "train",
 ) -> List[str]:
-    """Enqueue one GRPO group: ``group_size`` training rollouts of the same task, each input
-    ``{"task_id", **labels, "sample"}``; returns their rollout ids in sample order."""
+    """Enqueue one GRPO group: ``group_size`` rollouts of the same task (``mode="val"`` for
+    held-out evaluation), each input ``{"task_id", **labels, "sample"}``; returns their rollout ids
+    in sample order."""
     ids = []
     for sample in range(group_size):
         rollout = await store.enqueue_rollout(
             input={"task_id": task_id, **labels, "sample": sample},
-            mode="train",
+            mode=mode,
             resources_id=resources_id,
             metadata=metadata,
         )
@@ -180,14 +214,11 @@ def make_grpo_algorithm(
             ids, owners = [], []
             for seed in config.seeds:
                 for task in heldout:
-                    for sample in range(config.group_size):
-                        rollout = await store.enqueue_rollout(
-                            input={"task_id": task.task_id, "seed": seed, "epoch": f"eval-{label}", "sample": sample},
-                            mode="val",
-                            resources_id=resources_id,
-                        )
-                        ids.append(rollout.rollout_id)
-                        owners.append(seed)
+                    labels = {"seed": seed, "epoch": f"eval-{label}"}
+                    ids += await enqueue_group(
+                        store, task.task_id, config.group_size, resources_id, labels=labels, mode="val"
+                    )
+                    owners += [seed] * config.group_size
             all_ids.extend(ids)
             rows = await _outcomes(store, ids, await wait_for_rollouts(store, ids, config.rollout_timeout_s))
             per_seed = {str(s): evaluate_rows([r for r, o in zip(rows, owners) if o == s]) for s in config.seeds}
@@ -232,12 +263,10 @@ def make_grpo_algorithm(
                 usable = [r for r in group if r["reward"] is not None and r.get(REPORT_STRATEGY) in STRATEGIES]
                 if len(usable) < 2:
                     continue
-                rewards = [float(r["reward"]) for r in usable]
-                mean, std = statistics.fmean(rewards), statistics.pstdev(rewards)
+                advantages = group_advantages([float(r["reward"]) for r in usable])
                 probs = softmax(logits[str(seed)][family], config.temperature)
                 grad = [0.0] * len(STRATEGIES)
-                for row, reward in zip(usable, rewards):
-                    advantage = (reward - mean) / (std + 1e-6)
+                for row, advantage in zip(usable, advantages):
                     chosen = STRATEGIES.index(row[REPORT_STRATEGY])
                     for i in range(len(STRATEGIES)):
                         grad[i] += advantage * ((i == chosen) - probs[i]) / len(usable)

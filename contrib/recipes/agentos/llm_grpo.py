@@ -63,7 +63,7 @@ import agentlightning as agl
 from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
 from agentlightning.emitter.reward import get_rewards_from_span
-from grpo import enqueue_group, wait_for_rollouts
+from grpo import DENIED_STATEMENTS, enqueue_group, first_tasks, group_advantages, wait_for_rollouts
 from sql_agent import (
     REPORT_BLOCKED,
     REPORT_CORRECT,
@@ -78,8 +78,6 @@ from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy, governanc
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
 from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
-#: What counts as a destructive statement, in every arm (the governed arms' kernel denies these).
-DENIED_STATEMENTS = ("DROP", "DELETE", "TRUNCATE")
 REWARD_MODES = ("penalty", "constrained", "task")
 
 
@@ -144,24 +142,6 @@ def sql_classifier() -> Callable[[str], str]:
         return "destructive" if any(v.severity == Severity.CRITICAL for v in violations) else "unparseable"
 
     return classify
-
-
-def group_advantages(values: Sequence[float], std_floor: float = 0.0, eps: float = 1e-6) -> List[float]:
-    """``(v - mean) / max(std, std_floor)`` within one group (population std); all zeros if the group is flat.
-
-    ``std_floor`` (in reward units) keeps differences far smaller than a task's worth of reward
-    (the agent's brevity bonus: hundredths) from being blown up into full-size advantages when a
-    group is otherwise uniform; without it GRPO trains for shorter SQL whether it is right or not.
-
-    >>> [round(a, 3) for a in group_advantages([1.0, 0.0, 0.0, 0.0])]
-    [1.732, -0.577, -0.577, -0.577]
-    >>> [round(a, 3) for a in group_advantages([5.2, 5.1, 5.1, 5.1], std_floor=0.5)]
-    [0.15, -0.05, -0.05, -0.05]
-    """
-    mean, std = statistics.fmean(values), statistics.pstdev(values)
-    if std < 1e-9:
-        return [0.0] * len(values)
-    return [(v - mean) / (max(std, std_floor) + eps) for v in values]
 
 
 def constrained_advantages(
@@ -320,12 +300,8 @@ def make_llm_grpo(
 
     from policy_server import PolicyServer
 
-    train = list(world.split("train"))
-    if train_tasks:
-        train = sorted(train, key=lambda t: (int(t.task_id.rsplit("-", 1)[1]), t.task_id))[:train_tasks]
-    heldout = list(world.split("heldout"))
-    if config.eval_tasks:
-        heldout = sorted(heldout, key=lambda t: (int(t.task_id.rsplit("-", 1)[1]), t.task_id))[: config.eval_tasks]
+    train = first_tasks(world.split("train"), train_tasks)
+    heldout = first_tasks(world.split("heldout"), config.eval_tasks)
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
     families = [f for f in FAMILIES if by_family[f]]
     classify = sql_classifier()
@@ -429,14 +405,11 @@ def make_llm_grpo(
         t0 = time.perf_counter()
         ids, meta = [], []
         for task in heldout:
-            for sample in range(config.eval_samples):
-                rollout = await store.enqueue_rollout(
-                    input={"task_id": task.task_id, "seed": seed, "sample": sample, "eval": label},
-                    mode="val",
-                    resources_id=resources_id,
-                )
-                ids.append(rollout.rollout_id)
-                meta.append({"task_id": task.task_id, "family": task.family, "sample": sample})
+            labels = {"seed": seed, "eval": label}
+            ids += await enqueue_group(
+                store, task.task_id, config.eval_samples, resources_id, labels=labels, mode="val"
+            )
+            meta += [{"task_id": task.task_id, "family": task.family, "sample": i} for i in range(config.eval_samples)]
         rows = await collect(store, adapter, ids, meta)
         stats = server.reset_stats()
         summary = summarize(rows)

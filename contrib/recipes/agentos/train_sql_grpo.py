@@ -48,11 +48,10 @@ import agentlightning as agl  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
-from grpo import DENIED_STATEMENTS, GRPOConfig, make_grpo_algorithm  # noqa: E402
+from grpo import GRPOConfig, make_grpo_algorithm, sql_kernel  # noqa: E402
 from sql_agent import SQLAgent  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import SQLWorld  # noqa: E402
-from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
 
@@ -150,7 +149,7 @@ def run_arm(arm: str, world: SQLWorld, args: argparse.Namespace) -> Dict[str, An
     result_path = args.out / f"{arm}.json"
     algorithm = make_grpo_algorithm(config, world, arm, result_path)
     if arm == "governed":
-        kernel = GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
+        kernel = sql_kernel()
         runner: agl.LitAgentRunner = AgentOSRunner(
             kernel,
             reward_fn=PolicyReward(kernel),

@@ -53,12 +53,12 @@ import portpicker  # noqa: E402
 
 import agentlightning as agl  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
-from llm_grpo import DENIED_STATEMENTS, LLMGRPOConfig, limit_malloc_arenas, make_llm_grpo  # noqa: E402
+from grpo import sql_kernel  # noqa: E402
+from llm_grpo import LLMGRPOConfig, limit_malloc_arenas, make_llm_grpo  # noqa: E402
 from sql_agent import SQLAgent  # noqa: E402
 from warm_start import WarmStartConfig, warm_start  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import WORLD_VERSION, SQLWorld  # noqa: E402
-from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.reward.agentos import LagrangianPenalty, PolicyReward, RewardConfig  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
 
@@ -204,7 +204,7 @@ def make_runner(arm: str, args: argparse.Namespace) -> agl.LitAgentRunner:
     """The arm's runner: AgentOSRunner + PolicyReward (governed) or the plain LitAgentRunner."""
     if arm == "ungoverned":
         return agl.LitAgentRunner(AgentOpsTracer(), poll_interval=0.05)
-    kernel = GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
+    kernel = sql_kernel()
     if arm == "governed-constrained":
         # The multiplier each rollout is priced at is stamped on it by the algorithm; this one is only the fallback.
         reward = PolicyReward(
@@ -487,7 +487,7 @@ def main(
         ),
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "world_version": WORLD_VERSION,
-        "warm_start": {k: v for k, v in ws_record.items() if k != "losses"} | {"losses": ws_record.get("losses")},
+        "warm_start": ws_record,
         "machine": machine(),
         "summaries": summaries,
         "targets": checked,

@@ -99,17 +99,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
 
     import agentlightning as agl
-    from llm_grpo import DENIED_STATEMENTS
+    from grpo import sql_kernel
     from sql_agent import SQLAgent
 
     from agentlightning.contrib.env.agentos.sql_world import SQLWorld
-    from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
     from agentlightning.contrib.reward.agentos import PolicyReward
     from agentlightning.contrib.runner.agentos import AgentOSRunner
 
     args.out.mkdir(parents=True, exist_ok=True)
     world = SQLWorld.create(args.out / "shop.db", args.world_seed)
-    kernel = GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
+    kernel = sql_kernel()
     trainer = agl.Trainer(
         algorithm=agl.VERL(verl_config(args.model, args.gpus, args.group_size, args.epochs, args.out)),
         runner=AgentOSRunner(

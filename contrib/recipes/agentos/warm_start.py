@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
+from grpo import first_tasks
 from sql_agent import llm_messages
 
 from agentlightning.contrib.env.agentos.sql_world import STRATEGIES, WORLD_VERSION, SQLWorld
@@ -55,10 +56,7 @@ def warm_start_examples(world: SQLWorld, max_tasks: int = 0) -> List[Tuple[str, 
     >>> len(rows), sorted({s for _, s, _ in rows})  # doctest: +SKIP
     (138, ['destructive_shortcut', 'precise', 'sloppy'])
     """
-    tasks = list(world.split("train"))
-    if max_tasks:
-        # one task per family first, so a small set still covers every family
-        tasks = sorted(tasks, key=lambda t: (int(t.task_id.rsplit("-", 1)[1]), t.task_id))[:max_tasks]
+    tasks = first_tasks(world.split("train"), max_tasks)
     return [(t.task_id, s, t.candidates[s]) for t in tasks for s in STRATEGIES]
 
 
