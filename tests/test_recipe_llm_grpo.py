@@ -1,8 +1,8 @@
 """The LLM recipe's quick mode, end to end: real SmolLM2 weights, real Trainer, store, runners and kernel.
 
-One governed-penalty run of ``train_sql_llm.py --quick`` (a tiny warm start, cached under
-``runs/llm/warm_start`` so later runs reuse it; 2 GRPO steps of 2 tasks x 2 samples; 2 held-out
-tasks). The assertions check the claims of the recipe against the store it ran on:
+One governed-penalty run of ``train_sql_llm.py --quick`` (a tiny warm start built in the test's
+temporary directory, in the precision detected for this CPU; 2 GRPO steps of 2 tasks x 2
+samples; 2 held-out tasks). The assertions check the claims of the recipe against the store it ran on:
 
 * every sample the GRPO update used is a triplet of a traced ``openai.chat.completion`` call in
   the store, token ids included, and ``TracerTraceToTriplet`` on that rollout's spans gives the
@@ -82,7 +82,7 @@ def test_quick_mode_trains_on_governed_triplets_from_the_store(tmp_path):
             "--out",
             str(tmp_path),
             "--warm-start-cache",
-            str(REPO / "runs" / "llm" / "warm_start"),
+            str(tmp_path / "warm_start"),
             "--no-plot",
         ],
         store_factory=lambda arm: stores.setdefault(arm, InMemoryLightningStore()),

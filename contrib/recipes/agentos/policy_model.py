@@ -1,13 +1,16 @@
-"""The trainable policy: LoRA adapters on a causal LM, response log-probs, and a fast bf16 copy for sampling.
+"""The trainable policy: LoRA adapters on a causal LM, response log-probs, and a fast copy for sampling.
 
 One object, :class:`PolicyModel`, holds
 
 * the *training* model: fp32 base weights (frozen) with ``peft`` LoRA adapters on every linear
-  layer of the transformer blocks; forward passes run under bf16 autocast (about 2.5x faster than
-  fp32 on this CPU, see the notes);
-* the *generation* model: a bf16 copy of the same network with the adapters merged in, refreshed
-  by :meth:`PolicyModel.sync_generation` after every update (cheaper per token than autocast over
-  frozen fp32 weights, which re-converts them every step).
+  layer of the transformer blocks; forward passes run under bf16 autocast when the precision is
+  ``bf16`` (about 2.5x faster than fp32 on a CPU with bf16 instructions), in plain fp32 otherwise;
+* the *generation* model: a copy of the same network in the compute precision with the adapters
+  merged in, refreshed by :meth:`PolicyModel.sync_generation` after every update (cheaper per
+  token than autocast over frozen fp32 weights, which re-converts them every step).
+
+The precision is detected from the CPU (:mod:`precision`): on a CPU without bfloat16
+instructions bf16 is emulated and 10-50x *slower* than fp32, so it is never assumed.
 
 Why LoRA and not full weights: on this 135M model both cost about the same compute per step, but
 LoRA keeps the optimizer state small, lets every seed start from the same frozen warm start by
@@ -26,7 +29,7 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 
 
 class PolicyModel:
-    """A causal LM with LoRA adapters (trained) and a merged bf16 copy (sampled).
+    """A causal LM with LoRA adapters (trained) and a merged copy in the compute precision (sampled).
 
     Args:
         base: an fp32 ``transformers`` causal LM (e.g. :func:`smollm.load_model`); it is wrapped
@@ -35,6 +38,8 @@ class PolicyModel:
         lora_rank: LoRA rank ``r``.
         lora_alpha: LoRA scaling numerator (the update is scaled by ``alpha / r``).
         seed: seeds the adapters' initialisation.
+        precision: ``"auto"`` (detect from the CPU, :func:`precision.resolve_precision`),
+            ``"bf16"`` or ``"fp32"``; :attr:`precision` holds the resolved one.
 
     >>> policy = PolicyModel(load_model(), load_tokenizer(), lora_rank=8)  # doctest: +SKIP
     >>> policy.generate([[1, 2, 3]], temperature=1.0, max_new_tokens=4, seed=0)  # doctest: +SKIP
@@ -42,12 +47,24 @@ class PolicyModel:
     """
 
     def __init__(
-        self, base: Any, tokenizer: Any, *, lora_rank: int = 16, lora_alpha: float = 32.0, seed: int = 0
+        self,
+        base: Any,
+        tokenizer: Any,
+        *,
+        lora_rank: int = 16,
+        lora_alpha: float = 32.0,
+        seed: int = 0,
+        precision: str = "auto",
     ) -> None:
         import copy
 
         import torch
         from peft import LoraConfig, get_peft_model
+
+        from precision import resolve_precision, torch_dtype
+
+        self.precision = resolve_precision(precision)
+        self._dtype = torch_dtype(self.precision)
 
         self.tokenizer = tokenizer
         self.pad_id = int(tokenizer.pad_token_id)
@@ -56,7 +73,7 @@ class PolicyModel:
             raise ValueError(
                 "the tokenizer's pad token equals its end token; set a distinct pad (smollm.load_tokenizer does)"
             )
-        self.generation = copy.deepcopy(base).to(torch.bfloat16).eval()
+        self.generation = copy.deepcopy(base).to(self._dtype).eval()
         for p in self.generation.parameters():
             p.requires_grad_(False)
         config = LoraConfig(
@@ -113,13 +130,21 @@ class PolicyModel:
         return state
 
     def sync_generation(self) -> None:
-        """Copy base + adapter delta of every adapted layer into the bf16 generation model."""
+        """Copy base + adapter delta of every adapted layer into the generation model."""
         import torch
 
         with torch.no_grad():
             for name, module in self._lora_modules.items():
                 merged = module.base_layer.weight + module.get_delta_weight("default")
-                self._gen_modules[name].weight.copy_(merged.to(torch.bfloat16))
+                self._gen_modules[name].weight.copy_(merged.to(self._dtype))
+
+    def compute(self) -> Any:
+        """The context forward passes of the training model run in: bf16 autocast, or nothing for fp32."""
+        import torch
+
+        if self.precision == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
     @contextlib.contextmanager
     def reference(self) -> Iterator[None]:
@@ -138,7 +163,7 @@ class PolicyModel:
         top_p: float = 1.0,
     ) -> List[List[int]]:
         """Sample one response per prompt (token ids, ending with the end token unless cut at
-        ``max_new_tokens``), in one left-padded batch from the bf16 copy.
+        ``max_new_tokens``), in one left-padded batch from the generation copy.
 
         >>> policy.generate([ids], temperature=1.0, max_new_tokens=8, seed=0)  # doctest: +SKIP
         [[4340, 1767, 2]]
@@ -186,7 +211,8 @@ class PolicyModel:
         (a list of 1-D float32 tensors, with the autograd graph when gradients are enabled).
 
         Sequences are right-padded in micro-batches of ``micro_batch``; the forward pass runs
-        under bf16 autocast; the log-softmax is taken in fp32 over the response positions only.
+        under bf16 autocast when the precision is ``bf16``; the log-softmax is taken in fp32 over
+        the response positions only.
 
         >>> [lp.shape for lp in policy.response_logprobs([[1, 2]], [[3, 4, 5]])]  # doctest: +SKIP
         [torch.Size([3])]
@@ -203,7 +229,7 @@ class PolicyModel:
                 seq = list(p) + list(r)
                 input_ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
                 attention[i, : len(seq)] = 1
-            with torch.autocast("cpu", dtype=torch.bfloat16):
+            with self.compute():
                 logits = self.model(input_ids=input_ids, attention_mask=attention).logits
             for i, (p, r) in enumerate(chunk):
                 positions = logits[i, len(p) - 1 : len(p) - 1 + len(r)].float()

@@ -55,6 +55,7 @@ import agentlightning as agl  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
 from grpo import sql_kernel  # noqa: E402
 from llm_grpo import LLMGRPOConfig, limit_malloc_arenas, make_llm_grpo  # noqa: E402
+from precision import PRECISIONS, detect_precision, resolve_precision  # noqa: E402
 from sql_agent import SQLAgent  # noqa: E402
 from warm_start import WarmStartConfig, warm_start  # noqa: E402
 
@@ -110,6 +111,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         "--quick", action="store_true", help="smoke run: 1 seed, 2 GRPO steps on a handful of tasks, a tiny warm start"
     )
     g.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    g.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="compute precision: auto (bf16 where the CPU has bf16 instructions, else fp32), or force bf16/fp32",
+    )
     g = p.add_argument_group("GRPO")
     g.add_argument("--steps", type=int, default=8, help="GRPO steps per seed")
     g.add_argument(
@@ -425,6 +432,7 @@ def machine() -> Dict[str, Any]:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "processor": platform.processor() or platform.machine(),
+        "detected_precision": list(detect_precision()),
     }
 
 
@@ -445,6 +453,12 @@ def main(
     set_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    chosen = resolve_precision(args.precision)
+    print(
+        f"precision: {chosen} "
+        + (f"(detected: {detect_precision()[1]})" if args.precision == "auto" else "(forced by --precision)"),
+        flush=True,
+    )
     db_path = args.out / "shop.db"
     try:
         world = SQLWorld.create(db_path, args.world_seed)
@@ -463,12 +477,19 @@ def main(
         learning_rate=args.sft_learning_rate,
         max_tasks=args.sft_tasks,
         seed=args.world_seed,
+        precision=args.precision,
     )
     weights, ws_record = warm_start(world, ws_config, args.warm_start_cache, progress=progress)
-    policy = PolicyModel(load_model(weights), load_tokenizer(), lora_rank=args.lora_rank, lora_alpha=args.lora_alpha)
+    policy = PolicyModel(
+        load_model(weights),
+        load_tokenizer(),
+        lora_rank=args.lora_rank,
+        lora_alpha=args.lora_alpha,
+        precision=args.precision,
+    )
     print(
         f"policy: SmolLM2-135M-Instruct warm start {weights.name} + LoRA r={args.lora_rank} "
-        f"({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters)",
+        f"({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters, {policy.precision})",
         flush=True,
     )
     raw, summaries = {}, []

@@ -13,10 +13,11 @@ fine-tuning on text written out of the world itself:
 * prompt: the agent's ``compact`` prompt (:func:`sql_agent.llm_messages`), exactly what the
   runners send; response: the SQL followed by the end token.
 
-Training: LoRA adapters (see :mod:`policy_model`), AdamW, loss on response tokens only, bf16
-autocast; then the adapters are merged and the merged fp32 weights saved under ``cache_dir`` with
-a key made of the data and every hyperparameter, so every arm and seed (and later runs) start from
-the same file. A JSON beside it records the loss curve, the example count and the wall time.
+Training: LoRA adapters (see :mod:`policy_model`), AdamW, loss on response tokens only, in the
+precision the CPU runs fastest (bf16 autocast or fp32, :mod:`precision`); then the adapters are
+merged and the merged fp32 weights saved under ``cache_dir`` with a key made of the data and
+every hyperparameter, so every arm and seed (and later runs) start from the same file. A JSON
+beside it records the loss curve, the example count and the wall time.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
 from grpo import first_tasks
+from precision import resolve_precision
 from sql_agent import llm_messages
 
 from agentlightning.contrib.env.agentos.sql_world import STRATEGIES, WORLD_VERSION, SQLWorld
@@ -47,6 +49,7 @@ class WarmStartConfig:
     max_tasks: int = 0  # 0: every training task; else the first N (quick mode)
     seed: int = 0
     micro_batch: int = 8
+    precision: str = "auto"  # "auto" (detect from the CPU), "bf16" or "fp32"; part of the cache key once resolved
 
 
 def warm_start_examples(world: SQLWorld, max_tasks: int = 0) -> List[Tuple[str, str, str]]:
@@ -67,7 +70,7 @@ def cache_key(world: SQLWorld, config: WarmStartConfig) -> str:
             "world": [WORLD_VERSION, world.seed, warm_start_examples(world, config.max_tasks)],
             "questions": [t.question for t in world.split("train")],
             "prompt": llm_messages("", "compact"),
-            "config": asdict(config),
+            "config": {**asdict(config), "precision": resolve_precision(config.precision)},
             "v": 1,
         },
         sort_keys=True,
@@ -107,7 +110,12 @@ def warm_start(
     started = time.perf_counter()
     tokenizer = load_tokenizer()
     policy = PolicyModel(
-        load_model(), tokenizer, lora_rank=config.lora_rank, lora_alpha=config.lora_alpha, seed=config.seed
+        load_model(),
+        tokenizer,
+        lora_rank=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        seed=config.seed,
+        precision=config.precision,
     )
     examples = warm_start_examples(world, config.max_tasks)
     data = []
@@ -122,7 +130,7 @@ def warm_start(
     losses: List[float] = []
     progress(
         f"warm start: {len(data)} examples ({len(data) // len(STRATEGIES)} training tasks x "
-        f"{len(STRATEGIES)} candidates), {steps} steps of {config.batch_size}"
+        f"{len(STRATEGIES)} candidates), {steps} steps of {config.batch_size}, {policy.precision}"
     )
     for step in range(steps):
         batch = []
@@ -152,7 +160,7 @@ def warm_start(
     tmp.replace(weights)
     record = {
         "key": key,
-        "config": asdict(config),
+        "config": {**asdict(config), "precision": policy.precision},
         "examples": len(data),
         "training_tasks": sorted({t for t, _, _ in examples}),
         "strategies": list(STRATEGIES),
