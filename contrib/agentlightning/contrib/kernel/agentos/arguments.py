@@ -121,16 +121,24 @@ def freeze_arguments(args: Mapping[str, Any]) -> FrozenArgs:
     """The snapshot of an action's arguments (see the module doc); ``ArgumentError`` if one
     cannot be taken.
 
-    >>> freeze_arguments({"rows": (r for r in [1])})
-    Traceback (most recent call last):
-    ...
-    agentlightning.contrib.kernel.agentos.arguments.ArgumentError: argument 'rows' is a generator, ...
+    >>> try:
+    ...     freeze_arguments({"rows": (r for r in [1])})
+    ... except ArgumentError as err:
+    ...     print(err)  # doctest: +ELLIPSIS
+    argument 'rows' is a generator, which can be read only once: ...; pass list(...) of it
     """
     budget = [MAX_ARGUMENT_NODES]
     frozen = {}
     for name, value in args.items():
         key = _plain_str(name) if isinstance(name, str) else name
-        frozen[key] = _freeze(value, key, 0, budget)
+        try:
+            frozen[key] = _freeze(value, key, 0, budget)
+        except ArgumentError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a value whose own methods fail cannot be snapshot
+            raise ArgumentError(
+                str(key), f"could not be read: its {type(err).__name__} was raised while taking the snapshot"
+            ) from None
     return FrozenArgs(frozen)
 
 
@@ -158,12 +166,9 @@ def _freeze(value: Any, path: str, depth: int, budget: List[int]) -> Any:
     if isinstance(value, Mapping):
         frozen = {}
         for key, item in list(value.items()):
-            plain_key = _freeze(key, f"{path} key {key!r}"[:200], depth + 1, budget)
-            try:
-                hash(plain_key)
-            except TypeError:
-                raise ArgumentError(path, f"has a key of type {type(key).__name__} that is not hashable") from None
-            frozen[plain_key] = _freeze(item, f"{path}.{key}", depth + 1, budget)
+            plain_key = _freeze(key, f"{path} key", depth + 1, budget)
+            label = plain_key if isinstance(plain_key, (str, int)) else f"<{type(key).__name__}>"
+            frozen[plain_key] = _freeze(item, f"{path}.{label}", depth + 1, budget)
         return FrozenArgs(frozen)
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(item, f"{path}[{i}]", depth + 1, budget) for i, item in enumerate(list(value)))
@@ -212,9 +217,12 @@ def string_leaves(args: Mapping[str, Any]) -> Iterator[Leaf]:
     mappings, items of tuples and sets, bytes decoded, and the strings of JSON text (after the
     text itself). Expects a snapshot (:func:`freeze_arguments`), whose depth is bounded.
 
-    >>> [leaf for leaf in string_leaves({"q": b"DROP", "p": '{"sql": "DELETE"}'})]  # doctest: +NORMALIZE_WHITESPACE
-    [Leaf(path='q', text='DROP', source='bytes'), Leaf(path='p', text='{"sql": "DELETE"}', source='str'),
-     Leaf(path='p<json>.sql', text='DELETE', source='json')]
+    >>> for leaf in string_leaves({"q": b"DROP", "p": '{"sql": "DELETE"}'}):
+    ...     print(leaf.path, leaf.text, leaf.source)
+    q DROP bytes
+    p {"sql": "DELETE"} str
+    p<json> key sql key
+    p<json>.sql DELETE json
     """
     stack: List[Tuple[str, Any, str]] = [(name, value, "str") for name, value in reversed(list(args.items()))]
     while stack:
