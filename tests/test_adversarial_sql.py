@@ -614,7 +614,7 @@ def test_query_nested_ten_thousand_levels_deep_in_the_arguments(governed):
     # than the snapshot's limit cannot be, so the call is refused (in bounded time, recorded).
     outcome, detail, seconds = governed.call(query="SELECT 1", options=deep)
     assert_refused_without_running(governed, outcome, detail, seconds, "SELECT 1 next to a 10,000-deep argument")
-    assert "nests deeper than 100 levels" in detail.decision.reason
+    assert "nests deeper than 100 levels" in detail.reason
     assert governed.kernel.verify_audit()["valid"] is True
 
 

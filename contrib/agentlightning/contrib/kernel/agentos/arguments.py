@@ -13,8 +13,9 @@ string in it, and tool names compared the way people read them.
 * :func:`string_leaves` yields every string of a snapshot with its path: at any depth, mapping
   keys included, bytes decoded, and JSON text parsed (its strings are leaves too).
 * :func:`tool_key` is the one comparison of tool names: Unicode NFKC, zero-width and other
-  invisible characters removed, Cyrillic and Greek letters that look like Latin ones read as
-  those, case, ``-``, ``.``, spaces and ``_`` folded. ``Dаtabase‐Query`` (a Cyrillic ``а``),
+  invisible characters removed, letters of other scripts drawn like Latin ones read as those
+  (Unicode's confusables, from ``confusable_homoglyphs``), case, ``-``, ``.``, spaces and ``_``
+  folded. ``Dаtabase‐Query`` (a Cyrillic ``а``),
   ``database\u200b_query`` and fullwidth ``ｄａｔａｂａｓｅ_query`` are all ``database_query``.
 
 >>> args = freeze_arguments({"query": "SELECT ?", "params": [1, ["x"]]})
@@ -70,6 +71,7 @@ _KEPT_TYPES = frozenset(
         uuid.UUID,
     }
 )
+_SCALARS = frozenset({type(None), bool, int, float, str, bytes})
 _FIX = (
     "pass plain values (str, int, float, bool, None, bytes, lists/tuples, dicts, sets; datetime, "
     "Decimal, UUID), and bind anything else (a connection, a client) to the tool with "
@@ -127,6 +129,8 @@ def freeze_arguments(args: Mapping[str, Any]) -> FrozenArgs:
     ...     print(err)  # doctest: +ELLIPSIS
     argument 'rows' is a generator, which can be read only once: ...; pass list(...) of it
     """
+    if type(args) is dict and all(type(v) in _SCALARS and type(k) is str for k, v in args.items()):
+        return FrozenArgs(args)  # the common call: flat plain values, nothing to convert
     budget = [MAX_ARGUMENT_NODES]
     frozen = {}
     for name, value in args.items():
@@ -224,7 +228,17 @@ def string_leaves(args: Mapping[str, Any]) -> Iterator[Leaf]:
     p<json> key sql key
     p<json>.sql DELETE json
     """
-    stack: List[Tuple[str, Any, str]] = [(name, value, "str") for name, value in reversed(list(args.items()))]
+    stack: List[Tuple[str, Any, str]] = []
+    for name, value in args.items():
+        if type(value) is str and not value[:1].isspace() and value[:1] not in ("[", "{"):
+            yield Leaf(name, value)  # the common argument: plain text that is not JSON
+            continue
+        stack.append((name, value, "str"))
+        yield from _leaves_under(stack)
+
+
+def _leaves_under(stack: List[Tuple[str, Any, str]]) -> Iterator[Leaf]:
+    """The leaves of what is on ``stack`` (path, value, source), depth first."""
     while stack:
         path, value, source = stack.pop()
         if isinstance(value, str):
@@ -246,66 +260,33 @@ def string_leaves(args: Mapping[str, Any]) -> Iterator[Leaf]:
             stack.extend((f"{path} item", item, source) for item in value)
 
 
-#: Letters of other scripts drawn like a Latin letter (Unicode's confusables for the Cyrillic,
-#: Greek and other letters an agent can type in a tool name), read as that letter.
-_LOOK_ALIKES = str.maketrans(
-    {
-        # Cyrillic
-        "а": "a",
-        "в": "b",
-        "г": "r",
-        "д": "d",
-        "е": "e",
-        "ё": "e",
-        "и": "u",
-        "і": "i",
-        "ї": "i",
-        "ј": "j",
-        "к": "k",
-        "л": "n",
-        "м": "m",
-        "н": "h",
-        "о": "o",
-        "п": "n",
-        "р": "p",
-        "с": "c",
-        "т": "t",
-        "у": "y",
-        "х": "x",
-        "ѕ": "s",
-        "ԁ": "d",
-        "ԛ": "q",
-        "ԝ": "w",
-        "ү": "y",
-        "һ": "h",
-        "ӏ": "l",
-        "ь": "b",
-        "ԍ": "g",
-        # Greek
-        "α": "a",
-        "β": "b",
-        "γ": "y",
-        "ε": "e",
-        "η": "n",
-        "ι": "i",
-        "κ": "k",
-        "ν": "v",
-        "ο": "o",
-        "ρ": "p",
-        "τ": "t",
-        "υ": "u",
-        "χ": "x",
-        "ω": "w",
-        "ϲ": "c",
-        "ϳ": "j",
-        # Latin letters drawn like other Latin letters
-        "ı": "i",
-        "ȷ": "j",
-        "ɡ": "g",
-        "ɑ": "a",
-        "ℓ": "l",
-    }
-)
+@functools.lru_cache(maxsize=None)
+def _look_alike(char: str) -> str:
+    """The ASCII letter or digit ``char`` is drawn like, by Unicode's confusables data (its lower
+    case first, then itself, following a few prototype steps), or ``char`` itself. Only non-ASCII
+    characters are asked, so ``m`` never becomes ``rn``.
+
+    >>> [_look_alike(c) for c in "аКο数"]  # Cyrillic a, Cyrillic capital Ka, Greek omicron
+    ['a', 'k', 'o', '数']
+    """
+    from confusable_homoglyphs.confusables import confusables_data  # a 10k-entry table: loaded when needed
+
+    for start in (char.casefold(), char):
+        frontier, seen = [start], {start}
+        for _ in range(4):
+            following = []
+            for c in frontier:
+                for homoglyph in confusables_data.get(c, ()):
+                    glyph = homoglyph["c"]
+                    if glyph.isascii() and glyph.isalnum():
+                        return glyph.casefold()
+                    if glyph not in seen:
+                        seen.add(glyph)
+                        following.append(glyph)
+            frontier = following
+    return char
+
+
 #: What reads as nothing or as a separator in a tool name.
 _SEPARATORS = re.compile(r"[\s\-._\u2010-\u2015\u2212]+")
 
@@ -323,5 +304,6 @@ def tool_key(name: str) -> str:
     # Invisible characters (zero-width spaces and joiners, direction marks, soft hyphens,
     # variation selectors) and accents on letters are dropped; look-alike letters read as Latin.
     text = "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Cc", "Mn", "Me"))
-    text = text.casefold().translate(_LOOK_ALIKES)
-    return _SEPARATORS.sub("_", text).strip("_")
+    if not text.isascii():
+        text = "".join(c if c.isascii() else _look_alike(c) for c in text)
+    return _SEPARATORS.sub("_", text.casefold()).strip("_")

@@ -53,8 +53,8 @@ class Policy(ABC):
         mode: PolicyMode = "block",
         **unknown: Any,
     ) -> None:
-        if unknown:
-            raise GovernanceConfigError(
+        if unknown:  # a TypeError, as Python's own for an unexpected keyword, naming the valid ones
+            raise TypeError(
                 f"{type(self).__name__} got unknown argument(s) {', '.join(sorted(unknown))}; "
                 f"its arguments are: {', '.join(_parameter_names(type(self)))}"
             )
