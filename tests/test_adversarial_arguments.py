@@ -110,6 +110,7 @@ UNLISTED_SHAPES = {
     "json-string": {"job": json.dumps({"steps": [{"run": DROP}]})},
     "json-in-bytes": {"job": json.dumps([DROP]).encode()},
     "mapping-key": {"columns": {DROP: 1}},
+    "argument-name": {DROP: 1},
     "tuple-in-set": {"batch": frozenset({("SELECT 1", DROP)})},
 }
 
@@ -351,6 +352,24 @@ def test_a_reservation_is_given_back_when_another_policy_blocks():
     assert kernel.check(Action("shell", {}, cost_usd=0.75), context=context).blocked
     assert budget.spent(context) == 0.0
     assert kernel.check(Action("llm", {}, cost_usd=1.00), context=context).allowed
+
+
+def test_a_reservation_is_given_back_when_an_earlier_policy_cannot_commit():
+    class CannotCommit(Policy):
+        runs_inline = True
+
+        def evaluate(self, action, context):
+            return []
+
+        def on_allowed(self, action, context):
+            raise OSError("disk full")
+
+    budget = CostControlPolicy(max_cost_usd=1.00)
+    kernel = GovernanceKernel([CannotCommit(), budget])
+    context = ActionContext(rollout_id="ro-1")
+    decision = kernel.check(Action("llm", {}, cost_usd=0.75), context=context)
+    assert decision.blocked and "on_allowed raised OSError" in decision.reason
+    assert budget.spent(context) == 0.0
 
 
 def test_signal_dispatchers_are_bounded_for_ever_new_agent_ids():

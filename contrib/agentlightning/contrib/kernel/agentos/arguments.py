@@ -216,6 +216,9 @@ def _json_values(text: str) -> Any:
         return None
 
 
+_IDENTIFIER = re.compile(r"\w+")
+
+
 def string_leaves(args: Mapping[str, Any]) -> Iterator[Leaf]:
     """Every string in ``args`` with its path, depth first in argument order: values and keys of
     mappings, items of tuples and sets, bytes decoded, and the strings of JSON text (after the
@@ -230,6 +233,8 @@ def string_leaves(args: Mapping[str, Any]) -> Iterator[Leaf]:
     """
     stack: List[Tuple[str, Any, str]] = []
     for name, value in args.items():
+        if isinstance(name, str) and not _IDENTIFIER.fullmatch(name):
+            yield Leaf(f"{name} (its name)", name, "key")  # a name a tool's **kwargs may read
         if type(value) is str and not value[:1].isspace() and value[:1] not in ("[", "{"):
             yield Leaf(name, value)  # the common argument: plain text that is not JSON
             continue
