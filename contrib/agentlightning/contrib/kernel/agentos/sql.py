@@ -284,13 +284,14 @@ def _tool_key(name: str) -> str:
 class SQLPolicy(Policy):
     """Deny (or allow only) kinds of SQL statement, decided on the parsed statements.
 
-    Applies to actions whose tool is in ``tools`` (compared case-insensitively, ``-`` and ``_``
-    alike); the SQL is ``args[arg]``. With ``detect=True`` (the default) it also judges SQL that
-    reaches *other* tools under an argument named ``query``, ``sql``, ``statement`` or
-    ``sql_query`` when that text reads as a statement, so a tool the list forgot is not a way
-    around it. Such text is judged as the statement it reads as, fail closed: a search for
-    "delete my account" reads as a ``DELETE`` and is judged as one, while prose that does not
-    parse ("delete my account please") is left alone. To refuse unknown tools outright, add a
+    Applies to actions whose tool is in ``tools`` (names compared by ``tool_key``: case,
+    separators, invisible characters and look-alike letters folded); their SQL is every argument
+    named ``arg``, ``query``, ``sql``, ``statement`` or ``sql_query``. Every other string of the
+    arguments, at any depth, is judged too (:meth:`evaluate`), and with ``detect=True`` (the
+    default) so is every string of *other* tools' arguments that reads as SQL, so a tool the list
+    forgot is not a way around it. Such text is judged as the statement it reads as, fail
+    closed: a search for "delete my account" reads as a ``DELETE`` and is judged as one, while
+    prose that does not parse ("delete my account please") is left alone. To refuse unknown tools outright, add a
     ``ToolAllowListPolicy``. What each statement counts as (``REPLACE`` as ``DELETE``, ...) is
     the table in ``sql_effects``; the reason names the effect that was denied.
 
