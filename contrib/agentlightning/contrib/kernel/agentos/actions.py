@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterator, Mapping, Optional, Tuple
 
+from .arguments import ArgumentError, freeze_arguments, tool_key
 from .violations import PolicyViolation
 
 __all__ = [
@@ -28,9 +29,16 @@ MAX_TOOL_NAME_CHARS = 256
 class Action:
     """A tool call the agent wants to make: a tool name, its arguments and what it will cost.
 
-    >>> a = Action("database_query", {"query": "SELECT 1"})
-    >>> a.tool_name, a.args["query"], a.cost_usd
-    ('database_query', 'SELECT 1', 0.0)
+    ``args`` is a frozen snapshot of the arguments (:func:`.arguments.freeze_arguments`): plain
+    values, lists as tuples, mappings as :class:`.arguments.FrozenArgs`, a ``str`` subclass as
+    the plain ``str`` it holds. What the policies judge is what the tool receives; an argument
+    that cannot be snapshot (a generator, a connection) is an ``ArgumentError`` naming it.
+    :meth:`of_call` builds the action of an agent's call instead, which the kernel refuses (and
+    records) when its arguments cannot be snapshot.
+
+    >>> a = Action("database_query", {"query": "SELECT 1", "params": [1, 2]})
+    >>> a.tool_name, a.args["query"], a.args["params"], a.cost_usd
+    ('database_query', 'SELECT 1', (1, 2), 0.0)
     >>> Action.sql("DROP TABLE users").args
     {'query': 'DROP TABLE users'}
     """
@@ -38,6 +46,8 @@ class Action:
     tool_name: str
     args: Mapping[str, Any] = field(default_factory=dict)
     cost_usd: float = 0.0
+    #: Why the kernel must refuse this action without asking the policies (see :meth:`of_call`).
+    refusal: Optional[str] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_name, str) or not self.tool_name.strip():
@@ -58,9 +68,40 @@ class Action:
             raise TypeError(f"Action.cost_usd must be a number, got {type(self.cost_usd).__name__}")
         if not math.isfinite(self.cost_usd) or self.cost_usd < 0:
             raise ValueError(f"Action.cost_usd must be finite and >= 0, got {self.cost_usd}")
-        # Own a plain dict so later mutation of the caller's mapping cannot change a decided action.
-        object.__setattr__(self, "args", dict(self.args))
+        # A snapshot of plain values, so that nothing (the caller's mapping, a mutable value, a
+        # str subclass, a later policy) can change the decided action afterwards.
+        object.__setattr__(self, "tool_name", str.__str__(self.tool_name))
+        object.__setattr__(self, "args", freeze_arguments(self.args))
         object.__setattr__(self, "cost_usd", float(self.cost_usd))
+
+    @property
+    def tool_key(self) -> str:
+        """The tool's name as policies compare it (:func:`.arguments.tool_key`): look-alike
+        letters, invisible characters, case and separators folded."""
+        return tool_key(self.tool_name)
+
+    @classmethod
+    def of_call(cls, tool_name: str, args: Mapping[str, Any], cost_usd: float = 0.0) -> "Action":
+        """The action of an agent's call. When an argument cannot be snapshot, the action holds
+        each argument that can and a note in place of each that cannot, and ``refusal`` says why:
+        the kernel then blocks and records it without running any policy.
+
+        >>> action = Action.of_call("database_query", {"query": "SELECT 1", "rows": iter([1])})
+        >>> action.args["rows"], action.refusal.split(";")[0]
+        ('<not snapshot: list_iterator>', "argument 'rows' is an iterator (list_iterator), which ...")
+        """
+        try:
+            return cls(tool_name, args, cost_usd)
+        except ArgumentError as err:
+            if not isinstance(args, Mapping):
+                raise
+            kept = {}
+            for name, value in args.items():
+                try:
+                    kept[str(name)] = freeze_arguments({name: value})[name]
+                except (ArgumentError, TypeError):
+                    kept[str(name)] = f"<not snapshot: {type(value).__name__}>"
+            return cls(tool_name, kept, cost_usd, refusal=str(err))
 
     @classmethod
     def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = 0.0) -> "Action":

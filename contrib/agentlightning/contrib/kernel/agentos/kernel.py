@@ -9,12 +9,14 @@ import logging
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
 from .actions import Action, ActionContext, Decision, Verdict, current_context
+from .arguments import tool_key
 from .audit import AuditTrail, open_flight_recorder
 from .engine import AgentOSPolicy
 from .policies import CostControlPolicy, Policy
@@ -27,11 +29,15 @@ logger = logging.getLogger(__name__)
 
 KERNEL_POLICY_NAME = "GovernanceKernel"
 _MAX_CACHED_TOOL_NAMES = 1024
+#: Agents whose Agent OS signal dispatcher the kernel keeps (the most recently used ones).
+MAX_DISPATCHERS = 1024
 
 
 def _applies(policy: Policy, tool_name: str) -> bool:
+    """Whether ``policy`` concerns ``tool_name``, asked of the name as called and of its
+    :func:`tool_key`, so a look-alike of a tool a policy names is never left out."""
     try:
-        return bool(policy.applies_to(tool_name))
+        return bool(policy.applies_to(tool_name)) or bool(policy.applies_to(tool_key(tool_name)))
     except Exception:  # noqa: BLE001 - when unsure, consult the policy (it fails closed there)
         logger.exception("policy %s.applies_to raised; consulting it for %r", policy.name, tool_name)
         return True
@@ -198,7 +204,8 @@ class GovernanceKernel:
         self.signal_map = _parse_signals(signals)
         self.audit: Optional[AuditTrail] = None if recorder is None else _audit_trail(recorder)
         self._rewriters = tuple(p for p in self.policies if type(p).rewrite is not Policy.rewrite)
-        self._dispatchers: Dict[str, SignalDispatcher] = {}
+        self._dispatchers: "OrderedDict[str, SignalDispatcher]" = OrderedDict()
+        self._dispatchers_lock = threading.Lock()
         # Decision ids: a random per-kernel prefix plus a counter, unique across processes and
         # far cheaper on the hot path than a uuid4 per decision.
         self._id_prefix = uuid.uuid4().hex[:16]
@@ -255,13 +262,15 @@ class GovernanceKernel:
         action). ``context`` defaults to the one set by :func:`governance_context`.
         """
         if not isinstance(action, Action):
-            action = Action(action, {} if args is None else args, cost_usd)
+            action = Action.of_call(action, {} if args is None else args, cost_usd)
         elif args is not None:
             raise TypeError("pass args only together with a tool name, not with an Action")
         if context is None:
             context = current_context()
         elif not isinstance(context, ActionContext):
             raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
+        if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
+            return self.refuse(action, action.refusal, context=context)
         started = time.perf_counter()
 
         violations: List[PolicyViolation] = []
@@ -283,8 +292,10 @@ class GovernanceKernel:
                 violations.extend(found)
 
         verdict = self._verdict(violations)
-        if verdict is not Verdict.BLOCKED and not self._commit(policies, action, context, violations):
+        committed = 0 if verdict is Verdict.BLOCKED else self._commit(policies, action, context, violations)
+        if committed < len(policies):
             verdict = Verdict.BLOCKED
+            self._release(policies[committed:], action, context)
         return self._decide(action, context, verdict, violations, original, started)
 
     def refuse(
@@ -355,18 +366,28 @@ class GovernanceKernel:
 
     def _commit(
         self, policies: Sequence[Policy], action: Action, context: ActionContext, violations: List[PolicyViolation]
-    ) -> bool:
-        """Tell the policies the action is allowed (budgets are spent here); False when a policy's
-        ``on_allowed`` raised: it cannot have committed its state, so the action is blocked instead
-        (the failure is added to ``violations``)."""
-        for policy in policies:
+    ) -> int:
+        """Tell the policies the action is allowed (budgets are spent here); returns how many
+        committed. A policy whose ``on_allowed`` raised cannot have committed its state, so the
+        action is blocked instead (the failure is added to ``violations``) and it and the
+        policies after it are released."""
+        for done, policy in enumerate(policies):
             try:
                 policy.on_allowed(action, context)
             except Exception as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
                 logger.exception("policy %s.on_allowed raised", policy.name)
                 violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
-                return False
-        return True
+                return done
+        return len(policies)
+
+    def _release(self, policies: Sequence[Policy], action: Action, context: ActionContext) -> None:
+        """Tell the policies the action is blocked, so they undo what ``evaluate`` reserved (a
+        budget's amount). A failure here is logged: the action is blocked either way."""
+        for policy in policies:
+            try:
+                policy.on_blocked(action, context)
+            except Exception:  # noqa: BLE001 - the action is already blocked
+                logger.exception("policy %s.on_blocked raised", policy.name)
 
     def _failure(self, policy: Policy, what: str) -> PolicyViolation:
         return PolicyViolation(
@@ -468,10 +489,21 @@ class GovernanceKernel:
         return (signal.name,)
 
     def dispatcher(self, agent_id: str) -> SignalDispatcher:
-        """The Agent OS signal dispatcher of ``agent_id`` (``is_stopped``, ``is_terminated``, history)."""
-        if agent_id not in self._dispatchers:
-            self._dispatchers[agent_id] = SignalDispatcher(agent_id)
-        return self._dispatchers[agent_id]
+        """The Agent OS signal dispatcher of ``agent_id`` (``is_stopped``, ``is_terminated``, history).
+
+        The kernel keeps the dispatchers of the :data:`MAX_DISPATCHERS` agents most recently
+        signalled or asked about; an older one is forgotten (its agent starts afresh), so a run
+        with ever new agent ids holds bounded memory. Each decision carries its own signals.
+        """
+        with self._dispatchers_lock:
+            found = self._dispatchers.get(agent_id)
+            if found is None:
+                found = self._dispatchers[agent_id] = SignalDispatcher(agent_id)
+                while len(self._dispatchers) > MAX_DISPATCHERS:
+                    self._dispatchers.popitem(last=False)
+            else:
+                self._dispatchers.move_to_end(agent_id)
+            return found
 
     def _record(self, decision: Decision) -> Decision:
         if self.audit is None:
@@ -532,7 +564,8 @@ class GovernanceKernel:
         """Forget all policy state (e.g. between runs)."""
         for policy in self.policies:
             policy.reset()
-        self._dispatchers.clear()
+        with self._dispatchers_lock:
+            self._dispatchers.clear()
 
     def verify_audit(self) -> Dict[str, Any]:
         """Agent OS's integrity check of the audit file (``{"valid": bool, ...}``)."""

@@ -7,12 +7,15 @@ a policy raises or times out, and writes the decision to the audit trail.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from abc import ABC, abstractmethod
+from collections import Counter
 from decimal import Decimal
-from typing import ClassVar, Dict, Iterable, List, Literal, Optional, Union
+from typing import Any, ClassVar, Dict, Iterable, List, Literal, Optional, Tuple, Union
 
 from .actions import Action, ActionContext
+from .arguments import tool_key
 from .violations import GovernanceConfigError, PolicyViolation, Severity, ViolationType
 
 __all__ = ["Policy", "ToolAllowListPolicy", "CostControlPolicy", "PolicyMode"]
@@ -48,7 +51,13 @@ class Policy(ABC):
         name: Optional[str] = None,
         severity: Union[Severity, str] = Severity.HIGH,
         mode: PolicyMode = "block",
+        **unknown: Any,
     ) -> None:
+        if unknown:  # a TypeError, as Python's own for an unexpected keyword, naming the valid ones
+            raise TypeError(
+                f"{type(self).__name__} got unknown argument(s) {', '.join(sorted(unknown))}; "
+                f"its arguments are: {', '.join(_parameter_names(type(self)))}"
+            )
         if name is not None and (not isinstance(name, str) or not name):
             raise TypeError(f"policy name must be a non-empty str, got {name!r}")
         if mode not in ("block", "warn"):
@@ -76,6 +85,10 @@ class Policy(ABC):
     def on_allowed(self, action: Action, context: ActionContext) -> None:
         """Called once the kernel has allowed ``action``: commit state such as spent budget."""
 
+    def on_blocked(self, action: Action, context: ActionContext) -> None:
+        """Called when the kernel blocked ``action`` after consulting this policy (another policy
+        blocked it, or an ``on_allowed`` failed): undo what :meth:`evaluate` reserved."""
+
     def end_rollout(self, rollout_id: str) -> None:
         """Forget per-rollout state once ``rollout_id`` is over."""
 
@@ -91,8 +104,25 @@ class Policy(ABC):
         return f"{type(self).__name__}(name={self.name!r}, severity={self.severity.value!r}, mode={self.mode!r})"
 
 
+def _parameter_names(cls: type) -> List[str]:
+    """The keyword arguments ``cls(...)`` takes, its own and its bases' (for error messages)."""
+    names: Dict[str, None] = {}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        for parameter in list(inspect.signature(init).parameters.values())[1:]:
+            if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
+                names.setdefault(parameter.name)
+    return list(names)
+
+
 class ToolAllowListPolicy(Policy):
     """Only the listed tools may be called; everything else is blocked (deny by default).
+
+    Names are compared as :func:`.arguments.tool_key` reads them: ``Database-Query``, a name with
+    a zero-width character or a Cyrillic look-alike letter is the listed tool it looks like;
+    ``database_query_v2`` is another tool, so it is not allowed unless listed.
 
     For role-based allow-lists and attribute conditions, plug Agent OS's own ``PolicyEngine``
     in with :class:`AgentOSPolicy` instead.
@@ -115,10 +145,11 @@ class ToolAllowListPolicy(Policy):
         if bad:
             raise TypeError(f"allowed_tools entries must be non-empty str, got {bad[:3]!r}")
         self.allowed_tools = frozenset(tools)
+        self._allowed_keys = frozenset(tool_key(t) for t in tools)
         self._listing = ", ".join(sorted(self.allowed_tools)) or "nothing"
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
-        if action.tool_name in self.allowed_tools:
+        if action.tool_key in self._allowed_keys:
             return []
         return [self.violation(f"tool {action.tool_name!r} is not in the allow-list (allowed: {self._listing})")]
 
@@ -134,6 +165,10 @@ class CostControlPolicy(Policy):
     ``spent + action.cost_usd <= max_cost_usd``: landing exactly on the limit is allowed, going
     over it is blocked, and a blocked action spends nothing. Amounts are summed as decimals so
     ten actions of $0.10 reach $1.00 exactly.
+
+    The check and the spending are one step: :meth:`evaluate` reserves the action's cost under
+    the policy's lock, :meth:`on_allowed` keeps it and :meth:`on_blocked` gives it back, so
+    checks running at the same time can never spend past the limit together.
 
     >>> budget = CostControlPolicy(max_cost_usd=1.0)
     >>> ctx = ActionContext(rollout_id="r1")
@@ -167,6 +202,7 @@ class CostControlPolicy(Policy):
         self.scope = scope
         self._limit = Decimal(repr(self.max_cost_usd))
         self._spent: Dict[str, Decimal] = {}
+        self._reserved: Counter[Tuple[str, int]] = Counter()  # (scope key, id(action)) -> held
         self._lock = threading.Lock()
 
     def _key(self, context: ActionContext) -> str:
@@ -181,19 +217,41 @@ class CostControlPolicy(Policy):
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
         key = self._key(context)
-        with self._lock:
-            spent = self._spent.get(key, Decimal(0))
         cost = Decimal(repr(action.cost_usd))
-        if spent + cost <= self._limit:
-            return []
+        with self._lock:  # check and reserve in one step
+            spent = self._spent.get(key, Decimal(0))
+            if spent + cost <= self._limit:
+                if cost:
+                    self._spent[key] = spent + cost
+                    self._reserved[(key, id(action))] += 1
+                return []
         where = "this run" if key == RUN_SCOPE else f"rollout {key}"
         return [
             self.violation(f"budget exceeded in {where}: spent ${spent} + this action ${cost} > max ${self._limit}")
         ]
 
+    def _settle(self, action: Action, context: ActionContext) -> bool:
+        """Forget one reservation of ``action``; whether there was one."""
+        held = (self._key(context), id(action))
+        if self._reserved[held] <= 0:
+            self._reserved.pop(held, None)
+            return False
+        self._reserved[held] -= 1
+        if not self._reserved[held]:
+            del self._reserved[held]
+        return True
+
     def on_allowed(self, action: Action, context: ActionContext) -> None:
-        if action.cost_usd:
-            self._add(self._key(context), action.cost_usd)
+        with self._lock:
+            if self._settle(action, context) or not action.cost_usd:
+                return  # spent when it was reserved
+        self._add(self._key(context), action.cost_usd)  # evaluated without a reservation
+
+    def on_blocked(self, action: Action, context: ActionContext) -> None:
+        key = self._key(context)
+        with self._lock:
+            if self._settle(action, context) and key in self._spent:
+                self._spent[key] -= Decimal(repr(action.cost_usd))
 
     def report_cost(self, cost_usd: float, context: Optional[ActionContext] = None) -> None:
         """Add a cost already incurred outside a governed action (e.g. an LLM call)."""
@@ -209,7 +267,10 @@ class CostControlPolicy(Policy):
         if self.scope == "rollout":
             with self._lock:
                 self._spent.pop(rollout_id, None)
+                for held in [h for h in self._reserved if h[0] == rollout_id]:
+                    del self._reserved[held]
 
     def reset(self) -> None:
         with self._lock:
             self._spent.clear()
+            self._reserved.clear()

@@ -32,6 +32,7 @@ import sqlglot
 from sqlglot.errors import SqlglotError
 
 from .actions import Action, ActionContext
+from .arguments import string_leaves, tool_key
 from .policies import Policy
 from .sql_effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement
 from .sql_generic import read_generic
@@ -58,8 +59,16 @@ DEFAULT_SQL_TOOLS = (
     "query_database",
     "run_query",
 )
-#: Argument names that hold SQL on tools a policy does not name (see ``SQLPolicy(detect=...)``).
+#: Argument names that hold SQL: on a tool the policy names, every one present must be a string
+#: of SQL (see ``SQLPolicy.evaluate``).
 SQL_ARG_NAMES = ("query", "sql", "statement", "sql_query")
+#: Distinct strings one action's arguments may hold for the policy to judge; more is blocked.
+MAX_JUDGED_STRINGS = 10_000
+#: A string with none of these cannot read as a statement (every statement starts with a word).
+_HAS_LETTER = re.compile(r"[A-Za-z]")
+#: The databases' own readings of a string pasted into SQL, when no dialect is named and the
+#: generic reading cannot parse it (``--'`` ends a line comment in SQLite, not in MySQL).
+_PASTED_READINGS = ("sqlite", "postgres", "mysql")
 _POSTGRES = frozenset({"postgres", "postgresql"})
 #: Dialects offered in the hint when the generic reading cannot parse a text.
 _HINT_DIALECTS = ("postgres", "mysql", "sqlite", "tsql")
@@ -265,22 +274,24 @@ def _shared_long_analysis(query: str, dialect: Optional[str]) -> _Reading:
     return _checked_analysis(query, dialect)
 
 
-@functools.lru_cache(maxsize=1024)
 def _tool_key(name: str) -> str:
-    """Tool names compared loosely: ``Database-Query`` and ``database_query`` are one tool."""
-    return re.sub(r"[\s\-.]+", "_", name.strip()).lower()
+    """Tool names compared as people read them (:func:`.arguments.tool_key`): ``Database-Query``,
+    ``database_query`` with a Cyrillic ``а`` or a zero-width space, and fullwidth letters are one
+    tool; ``database_query_v2`` is another."""
+    return tool_key(name)
 
 
 class SQLPolicy(Policy):
     """Deny (or allow only) kinds of SQL statement, decided on the parsed statements.
 
-    Applies to actions whose tool is in ``tools`` (compared case-insensitively, ``-`` and ``_``
-    alike); the SQL is ``args[arg]``. With ``detect=True`` (the default) it also judges SQL that
-    reaches *other* tools under an argument named ``query``, ``sql``, ``statement`` or
-    ``sql_query`` when that text reads as a statement, so a tool the list forgot is not a way
-    around it. Such text is judged as the statement it reads as, fail closed: a search for
-    "delete my account" reads as a ``DELETE`` and is judged as one, while prose that does not
-    parse ("delete my account please") is left alone. To refuse unknown tools outright, add a
+    Applies to actions whose tool is in ``tools`` (names compared by ``tool_key``: case,
+    separators, invisible characters and look-alike letters folded); their SQL is every argument
+    named ``arg``, ``query``, ``sql``, ``statement`` or ``sql_query``. Every other string of the
+    arguments, at any depth, is judged too (:meth:`evaluate`), and with ``detect=True`` (the
+    default) so is every string of *other* tools' arguments that reads as SQL, so a tool the list
+    forgot is not a way around it. Such text is judged as the statement it reads as, fail
+    closed: a search for "delete my account" reads as a ``DELETE`` and is judged as one, while
+    prose that does not parse ("delete my account please") is left alone. To refuse unknown tools outright, add a
     ``ToolAllowListPolicy``. What each statement counts as (``REPLACE`` as ``DELETE``, ...) is
     the table in ``sql_effects``; the reason names the effect that was denied.
 
@@ -360,6 +371,8 @@ class SQLPolicy(Policy):
         return self.detect or _tool_key(tool_name) in self._tool_keys
 
     def _analyze(self, query: str) -> _Reading:
+        if type(query) is not str:  # the cache is keyed on plain text: a subclass's __eq__ cannot hit it
+            query = str.__str__(query)
         if not self.cache_size:
             return _checked_analysis(query, self.dialect)
         if len(query) <= _SHORT_QUERY_CHARS:
@@ -368,6 +381,8 @@ class SQLPolicy(Policy):
 
     def check_sql(self, query: Any) -> List[PolicyViolation]:
         """Decide on SQL text directly (for notebooks and other frameworks)."""
+        if isinstance(query, str) and type(query) is not str:
+            query = str.__str__(query)  # judge the text it holds, not what its methods say
         if not isinstance(query, str):
             return [
                 self.violation(
@@ -408,35 +423,102 @@ class SQLPolicy(Policy):
         return [self.violation(prefix + "; ".join(messages), severity=severity)]
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
-        if action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys:
-            # A SQL tool's argument under another usual name (``sql=``) is still its SQL.
-            name = next((n for n in self._detect_args if n in action.args), None)
-            if name is None:
+        """Every argument judged. On a tool this policy names, each SQL-named argument present
+        (``arg``, ``query``, ``sql``, ``statement``, ``sql_query``) must be a string of SQL and is
+        judged whole. Every other string of the arguments, at any depth, on this tool and (with
+        ``detect=True``) on any other, is judged as SQL when it reads as SQL, and as the
+        statements it would add if pasted into SQL (see :meth:`_detected`). One violation at
+        most, naming everything found."""
+        sql_args: Tuple[str, ...] = ()
+        found: List[PolicyViolation] = []
+        listed = action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys
+        if listed:
+            sql_args = tuple(n for n in self._detect_args if n in action.args)
+            if not sql_args:
                 return [
                     self.violation(
                         f"tool {action.tool_name!r} called without its SQL argument {self.arg!r}",
                         severity=self.unparseable_severity,
                     )
                 ]
-            return self.check_sql(action.args[name])
-        if not self.detect:
+            for name in sql_args:
+                value = action.args[name]
+                prefix = f"argument {name!r}: " if len(sql_args) > 1 else ""
+                if not isinstance(value, str):
+                    found.append(
+                        self.violation(
+                            f"{prefix}argument {name!r} must be a string of SQL, got {type(value).__name__}",
+                            severity=self.unparseable_severity,
+                        )
+                    )
+                    continue
+                for violation in self.check_sql(value):
+                    found.append(self.violation(prefix + violation.description, severity=violation.severity))
+        elif not self.detect:
             return []
-        return self._detected(action)
+        found.extend(self._detected(action, skip=sql_args, listed=listed))
+        if len(found) <= 1:
+            return found
+        severity = max((v.severity for v in found), key=lambda s: s.rank)
+        return [self.violation("; ".join(dict.fromkeys(v.description for v in found)), severity=severity)]
 
-    def _detected(self, action: Action) -> List[PolicyViolation]:
-        """SQL under a SQL-named argument of a tool this policy does not name: judged when it
-        reads as SQL; text that does not is not SQL and is none of this policy's business."""
-        for name in self._detect_args:
-            value = action.args.get(name)
-            if not isinstance(value, str) or not value.strip() or len(value) > self.max_query_chars:
+    def _detected(self, action: Action, skip: Sequence[str] = (), listed: bool = False) -> List[PolicyViolation]:
+        """Every string of the arguments (at any depth, mapping keys too, bytes decoded, JSON text
+        parsed; the SQL arguments named in ``skip`` are judged whole elsewhere) that reads as SQL
+        is judged as SQL; text that does not parse is not SQL and is left alone.
+
+        A string with a ``;`` is also read as it would be if a tool pasted it into its SQL: bare
+        (``SELECT <text>``) and inside quotes (``'<text>'``, ``"<text>"``), and the statements it
+        would add there are judged: a parameter such as ``1; DROP TABLE users`` or
+        ``x'; DROP TABLE users; --`` is blocked whether the tool binds its parameters or pastes
+        them. On a ``listed`` tool (it runs SQL), a string over ``max_query_chars`` is blocked.
+        """
+        findings: List[PolicyViolation] = []
+        seen = set()
+        for leaf in string_leaves(action.args):
+            if leaf.source == "str" and leaf.path in skip:
                 continue
-            analysis = self._analyze(value).analysis
-            if analysis.error is not None:  # not SQL (or not text at all): not this policy's business
-                continue
-            found = self._judge(analysis, prefix=f"SQL in argument {name!r} of tool {action.tool_name!r}: ")
-            if found:
-                return found
-        return []
+            readings = [(leaf.text, "")]
+            if ";" in leaf.text:
+                readings.append((f"SELECT {leaf.text}", ", pasted into SQL,"))
+                for quote in ("'", '"'):
+                    if quote in leaf.text or "\\" in leaf.text:
+                        readings.append(
+                            (f"SELECT {quote}{leaf.text}{quote}", f", pasted into SQL inside {quote}...{quote},")
+                        )
+            for text, pasted in readings:
+                if text in seen or not _HAS_LETTER.search(text):
+                    continue
+                seen.add(text)
+                if len(seen) > MAX_JUDGED_STRINGS:
+                    return [
+                        self.violation(
+                            f"the arguments of tool {action.tool_name!r} hold over {MAX_JUDGED_STRINGS:,} distinct "
+                            "strings to judge; pass fewer per call",
+                            severity=self.unparseable_severity,
+                        )
+                    ]
+                prefix = f"SQL in argument {leaf.path!r}{pasted} of tool {action.tool_name!r}: "
+                if len(text) > self.max_query_chars:
+                    if listed:  # a tool that runs SQL takes no text the policy could not judge
+                        findings.append(
+                            self.violation(
+                                f"{prefix}{len(text):,} characters, over max_query_chars={self.max_query_chars:,}",
+                                severity=self.unparseable_severity,
+                            )
+                        )
+                    continue
+                analyses = [self._analyze(text).analysis]
+                if pasted and analyses[0].error is not None and self.dialect is None:
+                    # Unknown database: pasted text may be read by one database and not another.
+                    analyses = [analyze_sql(text, dialect) for dialect in _PASTED_READINGS]
+                for analysis in analyses:
+                    if analysis.error is not None:  # not SQL (or not text at all): not this policy's business
+                        continue
+                    if pasted and analysis.unverifiable is None:  # only what pasting adds after the SELECT
+                        analysis = SQLAnalysis(analysis.statements[1:])
+                    findings.extend(self._judge(analysis, prefix=prefix))
+        return findings
 
 
 def _dialect(dialect: Optional[str]) -> Optional[str]:

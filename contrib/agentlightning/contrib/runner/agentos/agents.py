@@ -106,7 +106,7 @@ def task_action(task: Any, tool_name: str, arg_name: str) -> Action:
     if isinstance(task, str):
         return Action(tool_name, {arg_name: task})
     if isinstance(task, Mapping) and all(isinstance(k, str) for k in task):
-        return Action(tool_name, dict(task))
+        return Action.of_call(tool_name, dict(task))  # refused and recorded if it cannot be snapshot
     raise TypeError(
         f"with no agent, the task itself is the action to govern, so it must be a string (checked as "
         f"{tool_name}({arg_name}=task)), a dict of {tool_name}'s arguments or an Action; got {type(task).__name__}. "

@@ -5,6 +5,12 @@
 that rollout and attempt, and executed only when allowed. A blocked call does not run: it raises
 :class:`ActionBlockedError`, whose message names the policy, so an LLM agent can read it and try
 something else.
+
+What was checked is what runs: the call's arguments are bound to the tool's signature, frozen
+into the action's snapshot (plain values; lists become tuples, dicts read-only), checked, and the
+tool is called with exactly the snapshot's values, so neither the agent nor a policy can change
+them after the check. The wrapper has no ``__wrapped__``: the only way to the tool through it is
+the governed one (its ``__signature__`` is the tool's, for frameworks that read it).
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ class PolicyViolationError(RuntimeError):
 def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel]) -> Tuple[Decision, GovernanceKernel]:
     """The decision on one call, and the kernel that made it (which records the call's outcome)."""
     record = active_rollout()
-    action = Action(tool_name, call_args)
+    action = Action.of_call(tool_name, call_args)  # refused and recorded if it cannot be snapshot
     if record is not None:
         kernel = kernel or record.kernel
         decision = record.decide(action, kernel)
@@ -130,8 +136,10 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
 
     The action's arguments are ``fn``'s bound arguments by parameter name, so
     ``query = governed_tool("database_query", execute_query)`` with
-    ``def execute_query(query): ...`` is checked by :class:`SQLPolicy` on ``query``. If a policy
-    rewrites the action, ``fn`` receives the rewritten arguments. Works as a decorator too.
+    ``def execute_query(query): ...`` is checked by :class:`SQLPolicy` on ``query``. ``fn``
+    receives the frozen snapshot the kernel judged (a list argument arrives as a tuple, a dict as
+    a read-only dict); if a policy rewrites the action, the rewritten snapshot. Works as a
+    decorator too. The returned function has no ``__wrapped__`` (no ungoverned way to ``fn``).
     ``kernel`` is optional inside :class:`AgentOSRunner` (the runner's kernel is used).
 
     >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
@@ -177,7 +185,7 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
             _record(owner, decision, started, result=result)
             return result
 
-        return async_wrapper
+        return _without_wrapped(async_wrapper, signature)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -190,4 +198,12 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
         _record(owner, decision, started, result=result)
         return result
 
+    return _without_wrapped(wrapper, signature)
+
+
+def _without_wrapped(wrapper: F, signature: inspect.Signature) -> F:
+    """``wrapper`` without the ``__wrapped__`` that ``functools.wraps`` sets: it would be a call
+    to the tool that no policy sees. The tool's signature stays readable as ``__signature__``."""
+    del wrapper.__wrapped__  # type: ignore[attr-defined]
+    wrapper.__signature__ = signature  # type: ignore[attr-defined]
     return wrapper
