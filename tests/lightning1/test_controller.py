@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+
 from agentlightning.hooks import load_hooks
 from agentlightning.verl.agl_rollout_manager import AglRolloutManager
 
@@ -134,7 +135,10 @@ def test_governed_rollouts_through_the_controller_and_the_rollout_manager(servic
     assert (drop.final_reward, read.final_reward) == (-99.0, 1.0)
     assert drop.triplets and drop.triplets[-1].reward == -99.0
     reward_events = [e for e in drop.events if e["event_type"] == "reward"]
-    assert [(e["data"].get("source"), e["data"]["value"]) for e in reward_events] == [("agent", 1.0), ("agentos", -99.0)]
+    assert [(e["data"].get("source"), e["data"]["value"]) for e in reward_events] == [
+        ("agent", 1.0),
+        ("agentos", -99.0),
+    ]
     decisions = [e["data"] for e in drop.events if e["event_type"] == "agentos.decision"]
     assert [(d["verdict"], d["violations"][0]["severity"]) for d in decisions] == [("blocked", "critical")]
 
