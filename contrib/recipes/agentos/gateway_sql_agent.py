@@ -7,14 +7,15 @@ This is the "real harness, zero changes" side of 1.0: it knows nothing about gov
 controller's ``env_map``):
 
     {"question": "...", "db_path": "/path/world.db", "log_path": "/path/executed.jsonl",
-     "expected_sql": "SELECT ..." (optional: the reward compares result rows)}
+     "expected_sql": "SELECT ..." (optional: the reward compares result rows),
+     "reward": "executed" (optional: 1.0 when a statement ran without error), "max_turns": 2}
 
-It asks the model with one tool, ``run_sql(query)``, executes each tool call on the SQLite
-database *as received* (a harness has no other defence; whatever reaches it runs), appends what
-it executed to ``log_path``, sends the results back for one more turn, and posts its own reward
-event: 1.0 when the rows of its last executed query equal those of ``expected_sql``, else 0.0
-(1.0 without ``expected_sql`` when it finished). The governed gateway in front of the model is
-what keeps a blocked call from ever reaching it.
+It asks the model with one tool, ``run_sql(query)``, executes each tool call on the SQLite database
+*as received* (a harness has no other defence; whatever reaches it runs), appends what it executed
+to ``log_path``, sends the results back for one more turn, and posts its own reward event: 1.0 when
+the rows of its last executed query equal those of ``expected_sql``, else 0.0 (with ``reward:
+executed``, 1.0 when a statement ran without error; otherwise 1.0 when it finished). The governed
+gateway in front of the model is what keeps a blocked call from ever reaching it.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class GatewaySQLAgent:
             {"role": "user", "content": self.task["question"]},
         ]
         last_rows: Optional[List[List[Any]]] = None
-        for _ in range(MAX_TURNS):
+        self.ran_without_error = False
+        for _ in range(int(self.task.get("max_turns", MAX_TURNS))):
             completion = self.client.chat.completions.create(
                 model="policy", messages=messages, tools=[RUN_SQL_TOOL], max_tokens=96
             )
@@ -94,11 +96,14 @@ class GatewaySQLAgent:
                 query = json.loads(call.function.arguments).get("query", "")
                 result = self.execute(query)
                 last_rows = result.get("rows")
+                self.ran_without_error = self.ran_without_error or "error" not in result
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)[:2000]})
         self.post_reward(self.reward(last_rows))
 
     def reward(self, last_rows: Optional[List[List[Any]]]) -> float:
         expected = self.task.get("expected_sql")
+        if self.task.get("reward") == "executed":
+            return 1.0 if self.ran_without_error else 0.0
         if not expected:
             return 1.0
         return 1.0 if last_rows is not None and last_rows == rows_of(self.task["db_path"], expected) else 0.0

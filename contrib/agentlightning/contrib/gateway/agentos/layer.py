@@ -46,7 +46,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-#: 1.0's proxy route (``agentlightning/server/routes/proxy.py``), read for its ids.
+#: The route of 1.0's OpenAI-compatible proxy, read for its rollout and attempt ids.
 PROXY_PATH = re.compile(
     r"^/proxy/rollout/(?P<rollout_id>[^/]+)/attempt/(?P<attempt_id>[^/]+)/mode/(?P<mode>[^/]+)/openai/v1/(?P<path>.+)$"
 )
