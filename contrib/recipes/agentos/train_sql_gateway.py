@@ -216,6 +216,9 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--warm-start-cache", type=Path, default=ROOT / "runs" / "llm" / "warm_start")
     parser.add_argument("--quick", action="store_true", help="2 steps of 2 tasks x 2, a 7-task warm start")
+    parser.add_argument(
+        "--no-warm-start", action="store_true", help="sample from SmolLM2 as shipped (it writes little valid SQL)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.tasks_per_step, args.group_size, args.sft_tasks = 2, 2, 2, 7
@@ -225,6 +228,7 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
             "$(pyenv root)/versions/3.12.1/bin/python -m venv .venv312 && .venv312/bin/pip install -e '.[dev10]'"
         )
     started = time.perf_counter()
+    args.out, args.venv312 = args.out.resolve(), args.venv312.resolve()  # the services run in args.out
     args.out.mkdir(parents=True, exist_ok=True)
     import torch
 
@@ -234,7 +238,10 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
 
     torch.set_num_threads(2)
     world = SQLWorld.create(args.out / "shop.db", 0, overwrite=True)
-    weights, ws_record = warm_start(world, WarmStartConfig(max_tasks=args.sft_tasks), args.warm_start_cache)
+    if args.no_warm_start:
+        weights, ws_record = None, {"skipped": True}
+    else:
+        weights, ws_record = warm_start(world, WarmStartConfig(max_tasks=args.sft_tasks), args.warm_start_cache)
     policy = PolicyModel(load_model(weights), load_tokenizer())
     grpo = LLMGRPOConfig(
         steps=args.steps,
