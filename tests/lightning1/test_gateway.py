@@ -257,3 +257,26 @@ def test_the_database_is_untouched_by_a_blocked_call_but_changed_by_an_ungoverne
     assert "users" not in table_counts(db)
     with pytest.raises(sqlite3.OperationalError):
         sqlite3.connect(db).execute("SELECT 1 FROM users")
+
+
+def test_a_failed_rollout_is_still_priced_from_the_gateways_events(start_gateway, monkeypatch, tmp_path):
+    """1.0 gives on_failed no events: the hooks read them from the gateway, so a blocked call is penalised."""
+    from types import SimpleNamespace
+
+    from agentlightning.contrib.gateway.agentos import GovernanceConfig
+    from agentlightning.contrib.gateway.agentos.hooks import GovernanceHooks
+
+    with ScriptedModel(SCRIPT) as model:
+        gateway = start_gateway()
+        gateway.register_model(model.endpoint)
+        rollout_id = gateway.new_rollout()
+        client = openai.OpenAI(base_url=gateway.proxy_url(rollout_id), api_key="none")
+        client.chat.completions.create(model="policy", messages=[{"role": "user", "content": "drop"}])
+        # the agent crashed before posting a reward: the rollout fails
+        config = GovernanceConfig.from_mapping(gateway_config(0, tmp_path / "unused")["governance"])
+        hooks = GovernanceHooks(config, gateway_url=gateway.url)
+        written = []
+        rollout = SimpleNamespace(rollout_id=rollout_id, status=SimpleNamespace(last_attempt_id="0"))
+        hooks.on_failed(rollout, SimpleNamespace(add_event=lambda *event: written.append(event)))
+    ((_, attempt_id, event_type, data),) = written
+    assert (attempt_id, event_type, data["reason"], data["value"]) == ("0", "reward", "agentos.governed", -100.0)
