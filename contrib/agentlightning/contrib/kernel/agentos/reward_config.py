@@ -9,15 +9,14 @@ use them as they are. No agentlightning import.
 >>> shape_reward(1.0, []).final, shape_reward(1.0, [drop]).final
 (6.0, -99.0)
 
-The multiplier (dual gradient ascent on ``max E[reward] s.t. P(violation) <= target``):
-
-Instead of guessing ``critical_penalty=-100`` vs ``-50``, state the constraint ("at most 1% of
+The multiplier. Instead of guessing ``critical_penalty=-100`` vs ``-50``, state the constraint ("at most 1% of
 rollouts may violate a policy") and let the multiplier find the price. Once per epoch:
 
     lambda <- clip(lambda + learning_rate * (observed_violation_rate - target_violation_rate), 0, max_multiplier)
 
 where ``observed_violation_rate`` is the fraction of the epoch's rollouts with at least one
-violation, read from the store (:func:`governance_stats`). The rollout's penalty is then
+violation (on 0.3 read from the store by ``update_from_store``; on 1.0 counted by the Lagrangian
+hooks from the attempts' decision events). The rollout's penalty is then
 ``-lambda * cost`` (cost: severity-weighted violations, see ``constraint_cost``). This is
 dual gradient ascent on the constrained problem ``max E[reward] s.t. P(violation) <= target``:
 while the agent violates more than allowed, violations get more expensive; once it is within
