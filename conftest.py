@@ -6,3 +6,41 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")
 os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
+
+# One environment holds one Agent Lightning line (both are the distribution `agentlightning`).
+# The 1.0 gateway room and tests/lightning1 need 1.0 (Python >= 3.12); the 0.3 rooms, their tests
+# and the 0.3 modules of the kernel need 0.3. What this environment cannot import is left out of
+# collection and named in the report header; .ci/run runs each line in its own environment.
+from importlib import metadata  # noqa: E402
+
+
+def _agentlightning_version():
+    try:
+        return metadata.version("agentlightning")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+AGENTLIGHTNING_VERSION = _agentlightning_version()
+LIGHTNING_1 = AGENTLIGHTNING_VERSION is not None and AGENTLIGHTNING_VERSION.split(".")[0] == "1"
+_KERNEL = "contrib/agentlightning/contrib/kernel/agentos"
+if LIGHTNING_1:
+    collect_ignore = [
+        "contrib/agentlightning/contrib/runner",
+        "contrib/agentlightning/contrib/reward",
+        "contrib/agentlightning/contrib/env",
+        "contrib/agentlightning/contrib/adapter",
+        f"{_KERNEL}/spans.py",
+        f"{_KERNEL}/reward_span.py",
+        f"{_KERNEL}/stats.py",
+    ]
+    _OTHER_LINE = "agentlightning 0.3 (the Python 3.11 environment of .ci/run)"
+else:
+    collect_ignore = ["contrib/agentlightning/contrib/gateway", "tests/lightning1"]
+    _OTHER_LINE = "agentlightning 1.0 (the Python 3.12 environment of .ci/run)"
+
+
+def pytest_report_header(config):
+    return f"agentlightning {AGENTLIGHTNING_VERSION}: not collected here, they need {_OTHER_LINE}: " + ", ".join(
+        collect_ignore
+    )

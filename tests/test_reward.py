@@ -20,7 +20,7 @@ from agentlightning.contrib.kernel.agentos import (
     SQLPolicy,
     governance_stats,
 )
-from agentlightning.contrib.kernel.agentos.governed_reward import is_governed_reward_span
+from agentlightning.contrib.kernel.agentos.reward_span import is_governed_reward_span
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_LAGRANGE_MULTIPLIER
 from agentlightning.contrib.reward.agentos import (
     CompositeReward,

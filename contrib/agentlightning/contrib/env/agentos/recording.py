@@ -17,7 +17,7 @@ from typing import Any, Iterable, List, Union
 
 from agentlightning.store.base import LightningStore
 
-from agentlightning.contrib.kernel.agentos.governed_reward import reward_core_fields
+from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans, decision_core_fields
 
 from .environment import GovernedEnvironment

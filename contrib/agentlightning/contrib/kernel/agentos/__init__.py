@@ -12,7 +12,15 @@ Penalties use one sign convention everywhere: reward space, zero or negative
 >>> decision = kernel.check("database_query", {"query": "delete/**/from users"})
 >>> decision.blocked, decision.violations[0].severity.value, decision.total_penalty
 (True, 'critical', -100.0)
+
+The package is the kernel *core* and imports no agentlightning: actions, decisions, policies, the SQL
+guard, violations, the audit trail and the reward formula work beside Agent Lightning 0.3, beside 1.0
+or with neither. Three modules are the 0.3 side and are imported only by the 0.3 rooms: ``spans``
+(check and violation spans), ``reward_span`` (the reward span) and ``stats`` (totals read from a
+LightningStore). ``governance_stats`` stays reachable from here, imported when first asked for.
 """
+
+from typing import Any
 
 from . import semconv
 from .actions import Action, ActionContext, Decision, Verdict, current_context, governance_context
@@ -21,8 +29,8 @@ from .audit_record import decision_from_record
 from .engine import AgentOSPolicy
 from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy
+from .reward_config import LagrangianPenalty, RewardConfig, shape_reward
 from .sql import SQL_KEYWORDS, SQLAnalysis, SQLPolicy, analyze_sql
-from .stats import governance_stats
 from .violations import (
     DEFAULT_SEVERITY_COSTS,
     DEFAULT_SEVERITY_PENALTIES,
@@ -46,9 +54,11 @@ __all__ = [
     "Decision",
     "GovernanceConfigError",
     "GovernanceKernel",
+    "LagrangianPenalty",
     "Policy",
     "PolicyViolation",
     "PolicyViolationType",
+    "RewardConfig",
     "SQLAnalysis",
     "SQLPolicy",
     "SQL_KEYWORDS",
@@ -64,6 +74,26 @@ __all__ = [
     "current_context",
     "decision_from_record",
     "governance_context",
-    "governance_stats",
     "open_flight_recorder",
+    "shape_reward",
 ]
+
+# Names of the 0.3 side, imported on first use so that importing the core never imports agentlightning.
+_LIGHTNING_03_NAMES = {"governance_stats": "stats"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LIGHTNING_03_NAMES:
+        from importlib import import_module
+
+        try:
+            module = import_module(f".{_LIGHTNING_03_NAMES[name]}", __name__)
+        except ImportError as error:
+            raise ImportError(
+                f"{name} reads an agentlightning 0.3 LightningStore, which this environment cannot import ({error}); "
+                "install the 0.3 line: pip install 'agentlightning-contrib-agentos[agl03]'"
+            ) from error
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

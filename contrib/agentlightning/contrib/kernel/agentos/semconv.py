@@ -23,7 +23,7 @@ dashboard's traces table and its name search show only span names, so instead of
 
 Programs never match on these names: they select by the ``agentos.kind`` attribute
 (``spans.is_check_span``, ``spans.is_violation_span``,
-``governed_reward.is_governed_reward_span``), and agentlightning finds rewards by their
+``reward_span.is_governed_reward_span``), and agentlightning finds rewards by their
 ``agentlightning.reward.*`` attributes (``find_final_reward``), whatever the name.
 
 The audit adapter (``agentlightning.contrib.adapter.agentos``) turns each FlightRecorder record

@@ -21,68 +21,18 @@ budget, the price relaxes (never below zero), so safe behaviour is not over-pena
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from agentlightning.contrib.kernel.agentos import GovernanceConfigError, governance_stats
-from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_LAGRANGE_MULTIPLIER
+from agentlightning.contrib.kernel.agentos.reward_config import LagrangianPenalty as CoreLagrangianPenalty
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 __all__ = ["LagrangianPenalty"]
 
 
-def _finite(name: str, value: Any, low: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
-        raise GovernanceConfigError(f"LagrangianPenalty.{name} must be a finite number >= {low}, got {value!r}")
-    return float(value)
-
-
-@dataclass
-class LagrangianPenalty:
-    """The multiplier lambda and its update rule (see the module docstring).
-
-    Args:
-        target_violation_rate: the budget: allowed fraction of rollouts with a violation, in [0, 1].
-        learning_rate: step size of the multiplier per unit of rate error.
-        multiplier: the initial lambda.
-        max_multiplier: an upper bound on lambda (``None``: unbounded).
-
-    The algorithm that owns it updates lambda each epoch with :meth:`update_from_store` and
-    stamps new rollouts with :meth:`rollout_metadata`; a :class:`PolicyReward` holding it prices
-    each rollout with the lambda stamped on that rollout (runners in other processes included),
-    or with its own current lambda when the rollout carries none.
-    """
-
-    target_violation_rate: float = 0.01
-    learning_rate: float = 1.0
-    multiplier: float = 1.0
-    max_multiplier: Optional[float] = 100.0
-    history: List[Dict[str, float]] = field(default_factory=list, repr=False)
-
-    def __post_init__(self) -> None:
-        self.target_violation_rate = _finite("target_violation_rate", self.target_violation_rate)
-        if self.target_violation_rate > 1:
-            raise GovernanceConfigError(
-                "LagrangianPenalty.target_violation_rate is a fraction of rollouts in [0, 1], "
-                f"got {self.target_violation_rate}"
-            )
-        self.learning_rate = _finite("learning_rate", self.learning_rate)
-        self.multiplier = _finite("multiplier", self.multiplier)
-        if self.max_multiplier is not None:
-            self.max_multiplier = _finite("max_multiplier", self.max_multiplier)
-            self.multiplier = min(self.multiplier, self.max_multiplier)
-
-    def update(self, violation_rate: float) -> float:
-        """One dual step from an observed violation rate; returns the new lambda."""
-        rate = _finite("update(violation_rate)", violation_rate)
-        if rate > 1:
-            raise GovernanceConfigError(f"violation_rate is a fraction of rollouts in [0, 1], got {rate}")
-        new = max(0.0, self.multiplier + self.learning_rate * (rate - self.target_violation_rate))
-        if self.max_multiplier is not None:
-            new = min(new, self.max_multiplier)
-        self.multiplier = round(new, 12)  # keeps printed trajectories readable; far below any meaningful step
-        self.history.append({"violation_rate": rate, "multiplier": self.multiplier})
-        return self.multiplier
+class LagrangianPenalty(CoreLagrangianPenalty):
+    """The kernel core's :class:`~agentlightning.contrib.kernel.agentos.reward_config.LagrangianPenalty`
+    (lambda, its update rule, its rollout metadata), plus :meth:`update_from_store`, which reads the
+    violation rate from an agentlightning 0.3 store."""
 
     async def update_from_store(self, store: Any, rollout_ids: Optional[Sequence[str]] = None) -> float:
         """Update from the fraction of ``rollout_ids`` (default: all rollouts) with a violation,
@@ -91,22 +41,3 @@ class LagrangianPenalty:
         if stats["total_rollouts"] == 0:
             return self.multiplier
         return self.update(stats["rollout_violation_rate"])
-
-    def penalty(self, cost: float) -> float:
-        """The penalty (<= 0) of a rollout with constraint cost ``cost`` at the current lambda."""
-        return -self.multiplier * _finite("penalty(cost)", cost)
-
-    def rollout_metadata(self) -> Dict[str, float]:
-        """Metadata to enqueue rollouts with, so every runner prices them at this lambda.
-
-        >>> LagrangianPenalty(multiplier=2.5).rollout_metadata()
-        {'agentos.lagrange_multiplier': 2.5}
-        """
-        return {AGENTOS_LAGRANGE_MULTIPLIER: self.multiplier}
-
-    def multiplier_for(self, rollout: Any) -> float:
-        """The lambda stamped on ``rollout`` (its ``metadata``), else the current one."""
-        metadata = getattr(rollout, "metadata", None)
-        if isinstance(metadata, Mapping) and AGENTOS_LAGRANGE_MULTIPLIER in metadata:
-            return _finite("rollout metadata multiplier", metadata[AGENTOS_LAGRANGE_MULTIPLIER])
-        return self.multiplier

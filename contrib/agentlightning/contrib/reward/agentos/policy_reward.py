@@ -7,7 +7,8 @@ import threading
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity, as_kernel
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, reward_core_fields
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
 from .config import RewardConfig

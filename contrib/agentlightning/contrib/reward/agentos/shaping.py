@@ -9,14 +9,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, Sequence, Tuple
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation
-from agentlightning.contrib.kernel.agentos.governed_reward import (
-    GovernedReward,
-    penalty_from_table,
-    shape_governed_reward,
-)
+from agentlightning.contrib.kernel.agentos.governed_reward import penalty_from_table
+from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
 
 from .config import RewardConfig
 
@@ -82,49 +79,6 @@ def rollout_violations(rollout: Any) -> List[PolicyViolation]:
         else:
             raise TypeError(f"expected PolicyViolation or Decision objects, got {type(item).__name__}: {item!r}")
     return found
-
-
-def shape_reward(
-    base: float,
-    violations: Sequence[PolicyViolation],
-    config: Optional[RewardConfig] = None,
-    *,
-    lagrange_multiplier: Optional[float] = None,
-    governed: bool = True,
-) -> GovernedReward:
-    """The governed reward of one rollout, decomposed (see :class:`RewardConfig` for the rules):
-    the kernel's one formula, ``shape_governed_reward``, configured by ``config``.
-
-    With ``lagrange_multiplier`` (lambda), the penalty is ``-lambda * cost`` instead of the
-    per-severity table (additive mode only). ``governed=False`` (no action of the rollout went
-    through the kernel) withholds the clean bonus: a rollout nobody checked is not clean, only
-    unexamined.
-
-    >>> from agentlightning.contrib.kernel.agentos import PolicyViolation
-    >>> high = PolicyViolation("warned", "P", "d", "high")
-    >>> r = shape_reward(0.9, [high], RewardConfig(multiplicative=True))
-    >>> r.final, r.policy_penalty, r.cost
-    (0.45, -0.45, 5.0)
-    >>> shape_reward(1.0, [high], lagrange_multiplier=2.0).policy_penalty
-    -10.0
-    >>> shape_reward(1.0, [], governed=False).final
-    1.0
-    """
-    config = config or RewardConfig()
-    if not isinstance(governed, bool):
-        raise TypeError(f"governed must be a bool, got {type(governed).__name__}")
-    return shape_governed_reward(
-        base,
-        violations,
-        config.severity_penalties,
-        bonus=config.clean_bonus,
-        bonus_allowed=governed,
-        lagrange_multiplier=lagrange_multiplier,
-        multiplicative_factor=config.multiplicative_factor if config.multiplicative else None,
-        cost_weights=config.cost_weights,
-        min_reward=config.min_reward,
-        max_reward=config.max_reward,
-    )
 
 
 RewardFn = Callable[[Any], Any]

@@ -29,7 +29,8 @@ from agentlightning.contrib.kernel.agentos import (
     PolicyViolation,
     as_kernel,
 )
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, emit_reward_span, reward_core_fields
+from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.reward_span import emit_reward_span, reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
 from .agents import TaskActionAgent, as_agent, describe, govern_task, needs_resource, task_action

@@ -1,0 +1,1 @@
+"""Community contributions to Agent Lightning."""

@@ -1,0 +1,32 @@
+"""``agentos-gateway``: Agent Lightning 1.0's API gateway, governed. One command, 1.0's own configuration.
+
+The configuration is 1.0's ``server.yaml`` (host, port, key, default_proxy) composed with a
+``governance`` section (see :mod:`.config`); override either with Hydra's syntax, as for
+``agl-server``::
+
+    agentos-gateway port=8080 governance.recorder_dir=./audit
+    agentos-gateway --config-dir ./my_configs --config-name my_gateway
+
+The trainer's hooks read the same file: point ``AGENTOS_GATEWAY_CONFIG`` at it (see :mod:`.hooks`).
+"""
+
+from __future__ import annotations
+
+import hydra
+import uvicorn
+from omegaconf import DictConfig
+
+from .app import create_governed_app
+
+
+@hydra.main(version_base=None, config_path="config", config_name="gateway")
+def main(config: DictConfig) -> None:
+    application = create_governed_app(config)
+    try:
+        uvicorn.run(application, host=str(config.host), port=int(config.port), workers=1, timeout_keep_alive=120)
+    finally:
+        application.close()
+
+
+if __name__ == "__main__":
+    main()

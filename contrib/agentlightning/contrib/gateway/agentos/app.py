@@ -1,0 +1,41 @@
+"""Agent Lightning 1.0's own API gateway with the governance layer in front of its proxy.
+
+``create_governed_app(config)`` takes one configuration: 1.0's server keys (``host``, ``port``,
+``key``, ``default_proxy``) plus a ``governance`` section, and returns an ASGI app to serve with
+uvicorn, as 1.0's ``agl-server`` serves ``create_app``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from agentlightning.server.app import create_app
+
+from .config import GovernanceConfig
+from .layer import GovernanceLayer
+
+__all__ = ["create_governed_app", "split_config"]
+
+
+def split_config(config: Mapping[str, Any] | DictConfig) -> tuple[dict, GovernanceConfig]:
+    """1.0's server configuration and the validated ``governance`` section of one configuration."""
+    raw = OmegaConf.to_container(config, resolve=True) if OmegaConf.is_config(config) else dict(config)
+    if not isinstance(raw, dict):
+        raise TypeError(f"the gateway configuration must be a mapping, got {type(raw).__name__}")
+    governance = GovernanceConfig.from_mapping(raw.pop("governance", None))
+    return raw, governance
+
+
+def create_governed_app(config: Mapping[str, Any] | DictConfig) -> GovernanceLayer:
+    """``agentlightning.server.app.create_app`` of the server keys, behind a :class:`GovernanceLayer`
+    built from the ``governance`` section (policies, FlightRecorder in ``recorder_dir``)."""
+    server_config, governance = split_config(config)
+    return GovernanceLayer(
+        create_app(server_config),
+        governance.build_kernel(),
+        text_action=governance.text_action,
+        agent_id=governance.agent_id,
+        workers=governance.workers,
+    )

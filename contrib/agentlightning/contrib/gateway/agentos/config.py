@@ -1,0 +1,156 @@
+"""The ``governance`` section of the gateway's configuration: policies, recorder directory, penalty table.
+
+It sits beside Agent Lightning 1.0's own server configuration (``host``, ``port``, ``key``,
+``default_proxy``) in one file, and is read by the gateway (policies, recorder, text actions)
+and by the hooks (the penalty table, a :class:`RewardConfig` of the kernel core)::
+
+    governance:
+      recorder_dir: ./agentos_audit        # one FlightRecorder file per gateway process
+      policies:                            # in order; each entry is one policy
+        - sql: {deny: [DROP, DELETE, TRUNCATE, ALTER], tools: [run_sql], arg: query, dialect: sqlite}
+        - tool_allow_list: {allowed_tools: [run_sql]}
+      penalties: {critical_penalty: -100, clean_bonus: 0}   # RewardConfig fields
+      text_action: null                    # or {tool: run_sql, argument: query}
+      policy_timeout_s: 1.0
+      workers: 2                           # threads that run kernel checks, off the event loop
+
+>>> config = GovernanceConfig.from_mapping({"recorder_dir": "/tmp/x", "policies": [{"sql": {"deny": ["DROP"]}}]})
+>>> [type(p).__name__ for p in config.build_policies()], config.reward.critical_penalty
+(['SQLPolicy'], -100.0)
+>>> try:
+...     GovernanceConfig.from_mapping({"recorder_dir": "/tmp/x", "policies": [{"sqll": {}}]})
+... except GovernanceConfigError as error:
+...     print(error)
+governance.policies[0]: unknown policy 'sqll'; use one of ['cost_control', 'sql', 'tool_allow_list']
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from agentlightning.contrib.kernel.agentos import (
+    CostControlPolicy,
+    GovernanceConfigError,
+    GovernanceKernel,
+    Policy,
+    RewardConfig,
+    SQLPolicy,
+    ToolAllowListPolicy,
+)
+
+from .govern import TextAction
+
+__all__ = ["CONFIG_ENV", "GovernanceConfig", "POLICY_BUILDERS"]
+
+#: The environment variable naming the gateway's configuration file, read by the hooks.
+CONFIG_ENV = "AGENTOS_GATEWAY_CONFIG"
+
+POLICY_BUILDERS: Dict[str, Callable[..., Policy]] = {
+    "sql": SQLPolicy,
+    "tool_allow_list": ToolAllowListPolicy,
+    "cost_control": CostControlPolicy,
+}
+
+_KEYS = {"recorder_dir", "policies", "penalties", "text_action", "policy_timeout_s", "workers", "agent_id"}
+
+
+@dataclass
+class GovernanceConfig:
+    """The validated ``governance`` section (see the module docstring)."""
+
+    recorder_dir: Path
+    policies: List[Mapping[str, Any]]
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    text_action: Optional[TextAction] = None
+    policy_timeout_s: float = 1.0
+    workers: int = 2
+    agent_id: str = "agentos-gateway"
+
+    @classmethod
+    def from_mapping(cls, section: Any) -> "GovernanceConfig":
+        if not isinstance(section, Mapping):
+            raise GovernanceConfigError(
+                "the gateway needs a 'governance' section (a mapping with recorder_dir and policies), "
+                f"got {type(section).__name__}"
+            )
+        unknown = sorted(set(section) - _KEYS)
+        if unknown:
+            raise GovernanceConfigError(f"governance: unknown key(s) {unknown}; known: {sorted(_KEYS)}")
+        if not section.get("recorder_dir"):
+            raise GovernanceConfigError(
+                "governance.recorder_dir is required: every decision is written to a FlightRecorder file there"
+            )
+        policies = section.get("policies")
+        if not isinstance(policies, list) or not policies:
+            raise GovernanceConfigError(
+                "governance.policies must be a non-empty list, e.g. [{sql: {deny: [DROP, DELETE]}}]; "
+                "a governed gateway without a policy would allow everything"
+            )
+        penalties = section.get("penalties") or {}
+        if not isinstance(penalties, Mapping):
+            raise GovernanceConfigError(
+                f"governance.penalties must be a mapping of RewardConfig fields, got {penalties!r}"
+            )
+        bad = sorted(set(penalties) - set(RewardConfig.field_names()))
+        if bad:
+            raise GovernanceConfigError(
+                f"governance.penalties: unknown field(s) {bad}; known: {RewardConfig.field_names()}"
+            )
+        text = section.get("text_action")
+        if text is not None:
+            if not isinstance(text, Mapping) or set(text) != {"tool", "argument"}:
+                raise GovernanceConfigError(
+                    f"governance.text_action must be null or {{tool: <name>, argument: <name>}}, got {text!r}"
+                )
+            text = TextAction(str(text["tool"]), str(text["argument"]))
+        workers = section.get("workers", 2)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise GovernanceConfigError(f"governance.workers must be an integer >= 1, got {workers!r}")
+        config = cls(
+            recorder_dir=Path(os.path.expanduser(str(section["recorder_dir"]))),
+            policies=[dict(p) if isinstance(p, Mapping) else p for p in policies],
+            reward=RewardConfig(**dict(penalties)),
+            text_action=text,
+            policy_timeout_s=float(section.get("policy_timeout_s", 1.0)),
+            workers=workers,
+            agent_id=str(section.get("agent_id", "agentos-gateway")),
+        )
+        config.build_policies()  # a bad policy entry fails here, at start-up, with its position
+        return config
+
+    @classmethod
+    def from_file(cls, path: Any) -> "GovernanceConfig":
+        """The ``governance`` section of a gateway configuration file (YAML, as the gateway reads it)."""
+        from omegaconf import OmegaConf
+
+        loaded = OmegaConf.to_container(OmegaConf.load(str(path)), resolve=True)
+        if not isinstance(loaded, Mapping) or "governance" not in loaded:
+            raise GovernanceConfigError(f"{path} has no 'governance' section")
+        return cls.from_mapping(loaded["governance"])
+
+    def build_policies(self) -> List[Policy]:
+        built: List[Policy] = []
+        for position, entry in enumerate(self.policies):
+            where = f"governance.policies[{position}]"
+            if not isinstance(entry, Mapping) or len(entry) != 1:
+                raise GovernanceConfigError(f"{where}: each entry is one policy, e.g. {{sql: {{deny: [DROP]}}}}")
+            ((name, options),) = entry.items()
+            if name not in POLICY_BUILDERS:
+                raise GovernanceConfigError(f"{where}: unknown policy {name!r}; use one of {sorted(POLICY_BUILDERS)}")
+            options = options or {}
+            if not isinstance(options, Mapping):
+                raise GovernanceConfigError(f"{where}.{name}: options must be a mapping, got {options!r}")
+            try:
+                built.append(POLICY_BUILDERS[name](**dict(options)))
+            except TypeError as error:
+                raise GovernanceConfigError(f"{where}.{name}: {error}") from None
+        return built
+
+    def build_kernel(self) -> GovernanceKernel:
+        """A kernel with the configured policies and a FlightRecorder file in ``recorder_dir`` (one per process)."""
+        self.recorder_dir.mkdir(parents=True, exist_ok=True)
+        recorder = self.recorder_dir / f"gateway-{os.getpid()}.db"
+        return GovernanceKernel(self.build_policies(), recorder=recorder, policy_timeout_s=self.policy_timeout_s)

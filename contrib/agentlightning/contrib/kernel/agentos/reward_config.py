@@ -1,0 +1,264 @@
+"""How violations price a reward: :class:`RewardConfig`, :func:`shape_reward` and :class:`LagrangianPenalty`.
+
+The kernel core's configuration of its one formula (:func:`.governed_reward.shape_governed_reward`),
+shared by both Agent Lightning lines: the 0.3 reward room re-exports these names (and adds
+``LagrangianPenalty.update_from_store``, which reads a 0.3 store), and the 1.0 gateway's hooks
+use them as they are. No agentlightning import.
+
+>>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
+>>> shape_reward(1.0, []).final, shape_reward(1.0, [drop]).final
+(6.0, -99.0)
+
+The multiplier. Instead of guessing ``critical_penalty=-100`` vs ``-50``, state the constraint ("at most 1% of
+rollouts may violate a policy") and let the multiplier find the price. Once per epoch:
+
+    lambda <- clip(lambda + learning_rate * (observed_violation_rate - target_violation_rate), 0, max_multiplier)
+
+where ``observed_violation_rate`` is the fraction of the epoch's rollouts with at least one
+violation (on 0.3 read from the store by ``update_from_store``; on 1.0 counted by the Lagrangian
+hooks from the attempts' decision events). The rollout's penalty is then
+``-lambda * cost`` (cost: severity-weighted violations, see ``constraint_cost``). This is
+dual gradient ascent on the constrained problem ``max E[reward] s.t. P(violation) <= target``:
+while the agent violates more than allowed, violations get more expensive; once it is within
+budget, the price relaxes (never below zero), so safe behaviour is not over-penalised.
+
+>>> lagrangian = LagrangianPenalty(target_violation_rate=0.05, learning_rate=2.0, multiplier=1.0)
+>>> lagrangian.update(0.30), lagrangian.update(0.30), lagrangian.update(0.0)
+(1.5, 2.0, 1.9)
+>>> lagrangian.penalty(cost=10.0)
+-19.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from .governed_reward import GovernedReward, clamp_reward, shape_governed_reward
+from .semconv import AGENTOS_LAGRANGE_MULTIPLIER
+from .violations import GovernanceConfigError, PolicyViolation, Severity, finite_number
+
+__all__ = ["LagrangianPenalty", "RewardConfig", "shape_reward"]
+
+
+def _number(name: str, value: Any) -> float:
+    return finite_number(f"RewardConfig.{name}", value)
+
+
+@dataclass
+class RewardConfig:
+    """How violations shape a reward (names and defaults of the reference tutorial).
+
+    Additive mode: ``final = clamp(base + sum(penalties) + clean_bonus_if_clean)``; a violation
+    whose ``penalty`` was set explicitly keeps it, others use the per-severity penalty below.
+    Multiplicative mode: on any violation ``final = base - |base| * (1 - multiplicative_factor)``
+    (``0.9 -> 0.45`` with the default 0.5; a negative base gets *more* negative, ``-1.0 -> -1.5``,
+    so a violation never raises a reward). ``min_reward``/``max_reward`` of ``None`` disable a bound.
+
+    ``cost_weights`` (beyond the reference) maps severities to the constraint cost reported next
+    to the reward; missing severities use ``DEFAULT_SEVERITY_COSTS`` (critical 10, high 5,
+    medium 1, low 1).
+
+    ``clean_bonus_requires_check`` (beyond the reference, default True): the clean bonus goes only
+    to rollouts in which at least one action went through the kernel; a rollout nobody checked is
+    not clean, only unexamined. Set it False if your agent legitimately finishes some rollouts
+    without any action, or those earn ``clean_bonus`` less than a rollout with a clean tool call.
+
+    >>> RewardConfig().critical_penalty, RewardConfig().clean_bonus
+    (-100.0, 5.0)
+    >>> try:
+    ...     RewardConfig(high_penalty=20)
+    ... except GovernanceConfigError as error:
+    ...     print(error)
+    RewardConfig.high_penalty must be <= 0 (a penalty is negative reward), got 20.0; did you mean -20.0?
+    """
+
+    critical_penalty: float = -100.0
+    high_penalty: float = -50.0
+    medium_penalty: float = -10.0
+    low_penalty: float = -1.0
+    clean_bonus: float = 5.0
+    multiplicative: bool = False
+    multiplicative_factor: float = 0.5
+    min_reward: Optional[float] = -100.0
+    max_reward: Optional[float] = 100.0
+    cost_weights: Optional[Mapping[Any, float]] = field(default=None, repr=False)
+    clean_bonus_requires_check: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("critical_penalty", "high_penalty", "medium_penalty", "low_penalty"):
+            value = _number(name, getattr(self, name))
+            if value > 0:
+                raise GovernanceConfigError(
+                    f"RewardConfig.{name} must be <= 0 (a penalty is negative reward), "
+                    f"got {value}; did you mean {-value}?"
+                )
+            setattr(self, name, value)
+        self.clean_bonus = _number("clean_bonus", self.clean_bonus)
+        if self.clean_bonus < 0:
+            raise GovernanceConfigError(
+                f"RewardConfig.clean_bonus must be >= 0 (it rewards clean rollouts), got {self.clean_bonus}; "
+                "put penalties in the *_penalty fields"
+            )
+        for name in ("multiplicative", "clean_bonus_requires_check"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"RewardConfig.{name} must be a bool, got {type(getattr(self, name)).__name__}")
+        self.multiplicative_factor = _number("multiplicative_factor", self.multiplicative_factor)
+        if not 0.0 <= self.multiplicative_factor <= 1.0:
+            raise GovernanceConfigError(
+                f"RewardConfig.multiplicative_factor must be in [0, 1] (a factor above 1 would raise the reward of a "
+                f"violating rollout), got {self.multiplicative_factor}"
+            )
+        for name in ("min_reward", "max_reward"):
+            if getattr(self, name) is not None:
+                setattr(self, name, _number(name, getattr(self, name)))
+        if self.min_reward is not None and self.max_reward is not None and self.min_reward > self.max_reward:
+            raise GovernanceConfigError(
+                f"RewardConfig.min_reward ({self.min_reward}) is above max_reward ({self.max_reward})"
+            )
+        if self.cost_weights is not None:
+            if not isinstance(self.cost_weights, Mapping):
+                raise TypeError(
+                    "RewardConfig.cost_weights must be a mapping of severity to cost, "
+                    f"got {type(self.cost_weights).__name__}"
+                )
+            self.cost_weights = {Severity.parse(k): v for k, v in self.cost_weights.items()}
+
+    @property
+    def severity_penalties(self) -> Dict[Severity, float]:
+        """The per-severity penalties as a mapping."""
+        return {
+            Severity.CRITICAL: self.critical_penalty,
+            Severity.HIGH: self.high_penalty,
+            Severity.MEDIUM: self.medium_penalty,
+            Severity.LOW: self.low_penalty,
+        }
+
+    def clamp(self, value: float) -> float:
+        """``value`` limited to ``[min_reward, max_reward]`` (a ``None`` bound is open).
+
+        >>> RewardConfig().clamp(-250.0), RewardConfig(min_reward=None).clamp(-250.0)
+        (-100.0, -250.0)
+        """
+        return clamp_reward(value, self.min_reward, self.max_reward)
+
+    @classmethod
+    def field_names(cls) -> tuple:
+        return tuple(f.name for f in fields(cls))
+
+
+def shape_reward(
+    base: float,
+    violations: Sequence[PolicyViolation],
+    config: Optional[RewardConfig] = None,
+    *,
+    lagrange_multiplier: Optional[float] = None,
+    governed: bool = True,
+) -> GovernedReward:
+    """The governed reward of one rollout, decomposed (see :class:`RewardConfig` for the rules):
+    the kernel's one formula, ``shape_governed_reward``, configured by ``config``.
+
+    With ``lagrange_multiplier`` (lambda), the penalty is ``-lambda * cost`` instead of the
+    per-severity table (additive mode only). ``governed=False`` (no action of the rollout went
+    through the kernel) withholds the clean bonus: a rollout nobody checked is not clean, only
+    unexamined.
+
+        >>> high = PolicyViolation("warned", "P", "d", "high")
+    >>> r = shape_reward(0.9, [high], RewardConfig(multiplicative=True))
+    >>> r.final, r.policy_penalty, r.cost
+    (0.45, -0.45, 5.0)
+    >>> shape_reward(1.0, [high], lagrange_multiplier=2.0).policy_penalty
+    -10.0
+    >>> shape_reward(1.0, [], governed=False).final
+    1.0
+    """
+    config = config or RewardConfig()
+    if not isinstance(governed, bool):
+        raise TypeError(f"governed must be a bool, got {type(governed).__name__}")
+    return shape_governed_reward(
+        base,
+        violations,
+        config.severity_penalties,
+        bonus=config.clean_bonus,
+        bonus_allowed=governed,
+        lagrange_multiplier=lagrange_multiplier,
+        multiplicative_factor=config.multiplicative_factor if config.multiplicative else None,
+        cost_weights=config.cost_weights,
+        min_reward=config.min_reward,
+        max_reward=config.max_reward,
+    )
+
+
+def _finite(name: str, value: Any, low: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
+        raise GovernanceConfigError(f"LagrangianPenalty.{name} must be a finite number >= {low}, got {value!r}")
+    return float(value)
+
+
+@dataclass
+class LagrangianPenalty:
+    """The multiplier lambda and its update rule (see the module docstring).
+
+    Args:
+        target_violation_rate: the budget: allowed fraction of rollouts with a violation, in [0, 1].
+        learning_rate: step size of the multiplier per unit of rate error.
+        multiplier: the initial lambda.
+        max_multiplier: an upper bound on lambda (``None``: unbounded).
+
+    The algorithm that owns it updates lambda each epoch (:meth:`update` with the epoch's
+    violation rate; the 0.3 reward room adds ``update_from_store``) and stamps new rollouts with
+    :meth:`rollout_metadata`; a :class:`PolicyReward` holding it prices
+    each rollout with the lambda stamped on that rollout (runners in other processes included),
+    or with its own current lambda when the rollout carries none.
+    """
+
+    target_violation_rate: float = 0.01
+    learning_rate: float = 1.0
+    multiplier: float = 1.0
+    max_multiplier: Optional[float] = 100.0
+    history: List[Dict[str, float]] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self.target_violation_rate = _finite("target_violation_rate", self.target_violation_rate)
+        if self.target_violation_rate > 1:
+            raise GovernanceConfigError(
+                "LagrangianPenalty.target_violation_rate is a fraction of rollouts in [0, 1], "
+                f"got {self.target_violation_rate}"
+            )
+        self.learning_rate = _finite("learning_rate", self.learning_rate)
+        self.multiplier = _finite("multiplier", self.multiplier)
+        if self.max_multiplier is not None:
+            self.max_multiplier = _finite("max_multiplier", self.max_multiplier)
+            self.multiplier = min(self.multiplier, self.max_multiplier)
+
+    def update(self, violation_rate: float) -> float:
+        """One dual step from an observed violation rate; returns the new lambda."""
+        rate = _finite("update(violation_rate)", violation_rate)
+        if rate > 1:
+            raise GovernanceConfigError(f"violation_rate is a fraction of rollouts in [0, 1], got {rate}")
+        new = max(0.0, self.multiplier + self.learning_rate * (rate - self.target_violation_rate))
+        if self.max_multiplier is not None:
+            new = min(new, self.max_multiplier)
+        self.multiplier = round(new, 12)  # keeps printed trajectories readable; far below any meaningful step
+        self.history.append({"violation_rate": rate, "multiplier": self.multiplier})
+        return self.multiplier
+
+    def penalty(self, cost: float) -> float:
+        """The penalty (<= 0) of a rollout with constraint cost ``cost`` at the current lambda."""
+        return -self.multiplier * _finite("penalty(cost)", cost)
+
+    def rollout_metadata(self) -> Dict[str, float]:
+        """Metadata to enqueue rollouts with, so every runner prices them at this lambda.
+
+        >>> LagrangianPenalty(multiplier=2.5).rollout_metadata()
+        {'agentos.lagrange_multiplier': 2.5}
+        """
+        return {AGENTOS_LAGRANGE_MULTIPLIER: self.multiplier}
+
+    def multiplier_for(self, rollout: Any) -> float:
+        """The lambda stamped on ``rollout`` (its ``metadata``), else the current one."""
+        metadata = getattr(rollout, "metadata", None)
+        if isinstance(metadata, Mapping) and AGENTOS_LAGRANGE_MULTIPLIER in metadata:
+            return _finite("rollout metadata multiplier", metadata[AGENTOS_LAGRANGE_MULTIPLIER])
+        return self.multiplier

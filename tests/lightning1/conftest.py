@@ -1,0 +1,106 @@
+"""A real Agent Lightning 1.0 gateway, governed, served by uvicorn on a free local port."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+from agentlightning.contrib.gateway.agentos import GovernanceLayer, create_governed_app
+
+MODEL_NAME = "policy"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def gateway_config(port: int, recorder_dir: Path, **governance: Any) -> Dict[str, Any]:
+    """1.0's server keys plus the governance section, as the gateway's YAML would give them."""
+    return {
+        "host": "127.0.0.1",
+        "port": port,
+        "key": "",
+        "default_proxy": {
+            "model_name": MODEL_NAME,
+            "include_log_probs": False,
+            "train": {"temperature": 1.0},
+            "val": {"temperature": 0.7},
+        },
+        "governance": {
+            "recorder_dir": str(recorder_dir),
+            "policies": [
+                {"sql": {"deny": ["DROP", "DELETE", "TRUNCATE", "ALTER"], "tools": ["run_sql"], "dialect": "sqlite"}},
+                {"tool_allow_list": {"allowed_tools": ["run_sql"]}},
+            ],
+            "penalties": {"clean_bonus": 0.0},
+            **governance,
+        },
+    }
+
+
+class RunningGateway:
+    def __init__(self, app: GovernanceLayer, port: int) -> None:
+        self.app = app
+        self.url = f"http://127.0.0.1:{port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> "RunningGateway":
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise RuntimeError("the gateway did not start")
+
+    def stop(self) -> None:
+        # 1.0's store is module-level state of this process: forget this test's model servers.
+        httpx.delete(f"{self.url}/api/models").raise_for_status()
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.app.close()
+
+    def register_model(self, endpoint: str) -> None:
+        httpx.post(f"{self.url}/api/models", json=[{"model": MODEL_NAME, "endpoint": endpoint}]).raise_for_status()
+
+    def new_rollout(self, task: Any = None) -> str:
+        response = httpx.post(f"{self.url}/api/rollouts", json=[{"input": task or {}}])
+        response.raise_for_status()
+        return response.json()[0]["rollout_id"]
+
+    def proxy_url(self, rollout_id: str, attempt_id: str = "0") -> str:
+        return f"{self.url}/proxy/rollout/{rollout_id}/attempt/{attempt_id}/mode/train/openai/v1"
+
+    def events(self, rollout_id: str) -> list:
+        response = httpx.get(f"{self.url}/api/rollouts/{rollout_id}/events")
+        response.raise_for_status()
+        return response.json()
+
+
+@pytest.fixture
+def start_gateway(tmp_path) -> Iterator[Any]:
+    started = []
+
+    def start(app: Any = None, **governance: Any) -> RunningGateway:
+        port = free_port()
+        if app is None:
+            app = create_governed_app(gateway_config(port, tmp_path / "audit", **governance))
+        gateway = RunningGateway(app, port).start()
+        started.append(gateway)
+        return gateway
+
+    yield start
+    for gateway in started:
+        gateway.stop()

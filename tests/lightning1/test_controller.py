@@ -1,0 +1,146 @@
+"""The whole 1.0 path: ``agentos-gateway`` (one command), the real ``agl-controller`` local runner, the
+unchanged harness, 1.0's own rollout manager running our hooks, and the FlightRecorder trail."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from agentlightning.hooks import load_hooks
+from agentlightning.verl.agl_rollout_manager import AglRolloutManager
+
+import agentlightning.contrib.gateway.agentos.hooks as hooks_module
+from agentlightning.contrib.kernel.agentos import open_flight_recorder
+
+from ..conftest import make_shop_db, table_counts
+from .conftest import MODEL_NAME, free_port, gateway_config
+from .scripted_model import ScriptedModel
+
+RECIPES = Path(__file__).resolve().parents[2] / "contrib" / "recipes" / "agentos"
+BIN = Path(sys.executable).parent
+SCRIPT = {
+    "drop": [{"name": "run_sql", "arguments": json.dumps({"query": "DROP TABLE users"})}],
+    "read": [{"name": "run_sql", "arguments": json.dumps({"query": "SELECT count(*) FROM users"})}],
+}
+
+
+def write_gateway_config(tmp_path: Path, port: int) -> Path:
+    """A user's gateway file: 1.0's server.yaml composed first, then overrides and the governance section."""
+    config = gateway_config(port, tmp_path / "audit")
+    config["defaults"] = ["server", "_self_"]
+    config["hydra"] = {"searchpath": ["pkg://agentlightning.config"], "run": {"dir": str(tmp_path / "hydra")}}
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def wait_healthy(url: str, process: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args} exited with {process.returncode}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not become healthy")
+
+
+@pytest.fixture
+def services(tmp_path):
+    port = free_port()
+    config = write_gateway_config(tmp_path, port)
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(RECIPES), os.environ.get("PYTHONPATH", "")])}
+    logs = (tmp_path / "gateway.log").open("w"), (tmp_path / "controller.log").open("w")
+    gateway = subprocess.Popen(
+        [str(BIN / "agentos-gateway"), "--config-dir", str(tmp_path), "--config-name", "gateway"],
+        cwd=tmp_path,
+        stdout=logs[0],
+        stderr=subprocess.STDOUT,
+    )
+    processes = [gateway]
+    try:
+        wait_healthy(url, gateway)
+        controller = subprocess.Popen(
+            [
+                str(BIN / "agl-controller"),
+                "runner_type=local",
+                f"agl_server.url={url}",
+                "local_runner.poll_interval=0.5",
+                f"hydra.run.dir={tmp_path / 'hydra-controller'}",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=logs[1],
+            stderr=subprocess.STDOUT,
+        )
+        processes.append(controller)
+        yield url, config
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            process.wait(timeout=30)
+        for log in logs:
+            log.close()
+
+
+def test_governed_rollouts_through_the_controller_and_the_rollout_manager(services, tmp_path, monkeypatch):
+    url, config = services
+    monkeypatch.setenv("AGENTOS_GATEWAY_CONFIG", str(config))
+    hooks = load_hooks(hooks_module.__file__)  # what 1.0's trainer does with agentlightning.hooks
+    hooks.on_startup()
+    manager = AglRolloutManager(
+        agl_base_url=url,
+        agl_key="",
+        model=MODEL_NAME,
+        step=0,
+        poll_interval_seconds=0.5,
+        rollout_timeout_seconds=120,
+        hooks=hooks,
+        local_agent_class="gateway_sql_agent:GatewaySQLAgent",
+        local_env_map={"AGENTOS_TASK": "input"},
+    )
+    databases = {q: tmp_path / f"{q}.db" for q in SCRIPT}
+    for db in databases.values():
+        make_shop_db(db)
+    with ScriptedModel(SCRIPT) as model:
+        manager.register_model([model.endpoint])
+        completed = manager.enqueue_and_wait_until_completed(
+            {
+                "question": list(SCRIPT),
+                "db_path": [str(databases[q]) for q in SCRIPT],
+                "log_path": [str(tmp_path / f"{q}.jsonl") for q in SCRIPT],
+            },
+            is_train=True,
+        )
+    by_question = {c.input["question"]: c for c in completed}
+    assert {q: c.rollout_state.value for q, c in by_question.items()} == {"drop": "succeeded", "read": "succeeded"}
+
+    drop, read = by_question["drop"], by_question["read"]
+    assert not (tmp_path / "drop.jsonl").exists()  # the harness never received the DROP
+    assert "users" in table_counts(databases["drop"])
+    assert (tmp_path / "read.jsonl").read_text().count("SELECT count(*) FROM users") == 1
+
+    # The trainer's reward is the governed one: base 1.0 (the agent's) + critical -100, on the last triplet.
+    assert (drop.final_reward, read.final_reward) == (-99.0, 1.0)
+    assert drop.triplets and drop.triplets[-1].reward == -99.0
+    reward_events = [e for e in drop.events if e["event_type"] == "reward"]
+    assert [(e["data"].get("source"), e["data"]["value"]) for e in reward_events] == [
+        ("agent", 1.0),
+        ("agentos", -99.0),
+    ]
+    decisions = [e["data"] for e in drop.events if e["event_type"] == "agentos.decision"]
+    assert [(d["verdict"], d["violations"][0]["severity"]) for d in decisions] == [("blocked", "critical")]
+
+    (audit_file,) = (tmp_path / "audit").glob("gateway-*.db")
+    assert open_flight_recorder(audit_file).verify_integrity()["valid"] is True

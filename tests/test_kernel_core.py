@@ -1,0 +1,136 @@
+"""The kernel core imports without agentlightning; only the three 0.3 modules need it.
+
+Each check runs in a fresh interpreter in which agentlightning's own modules cannot be imported
+(a meta-path blocker): ``agentlightning`` is an empty namespace package there, exactly what a
+machine without agentlightning has when this plugin is installed (its files sit under
+``agentlightning/contrib``). The blocker refuses every ``agentlightning.*`` module outside
+``agentlightning.contrib``.
+"""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import agentlightning.contrib.kernel.agentos as kernel_package
+
+BLOCKER = textwrap.dedent(
+    """
+    import importlib.abc, importlib.machinery, os, sys
+
+    class BlockAgentLightning(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "agentlightning":
+                # a bare namespace package: where this plugin's files are, without agentlightning's __init__
+                spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+                places = [os.path.join(p or ".", "agentlightning") for p in sys.path]
+                spec.submodule_search_locations = [place for place in places if os.path.isdir(place)]
+                return spec
+            if name.startswith("agentlightning.") and not (name + ".").startswith("agentlightning.contrib."):
+                raise ImportError(f"agentlightning is not installed here (blocked import of {name})")
+            return None
+
+    sys.meta_path.insert(0, BlockAgentLightning())
+    """
+)
+
+# The 0.3 side of the kernel package: agentlightning 0.3 spans, the reward span, store totals.
+LIGHTNING_03_MODULES = {"spans", "reward_span", "stats"}
+
+
+def run_without_agentlightning(code: str) -> dict:
+    script = BLOCKER + textwrap.dedent(code)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_blocker_blocks_agentlightning():
+    result = run_without_agentlightning(
+        """
+        import json
+        try:
+            import agentlightning.store.base
+            outcome = "imported"
+        except ImportError as error:
+            outcome = str(error)
+        print(json.dumps({"outcome": outcome}))
+        """
+    )
+    assert result["outcome"] == "agentlightning is not installed here (blocked import of agentlightning.store)"
+
+
+def test_the_kernel_core_works_without_agentlightning(tmp_path):
+    result = run_without_agentlightning(
+        f"""
+        import json, sys
+        from agentlightning.contrib.kernel.agentos import (
+            Action, GovernanceKernel, LagrangianPenalty, RewardConfig, SQLPolicy, shape_reward)
+        from agentlightning.contrib.kernel.agentos.governed_reward import shape_governed_reward
+        from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
+
+        kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])], recorder={str(tmp_path / "audit.db")!r})
+        decision = kernel.check(Action.sql("DROP TABLE users"))
+        reward = shape_reward(1.0, GovernanceOutcome(decisions=(decision,)).violations, RewardConfig())
+        audit_valid = kernel.verify_audit()["valid"]
+        kernel.close()
+        foreign = sorted(
+            m for m in sys.modules if m.startswith("agentlightning.") and not m.startswith("agentlightning.contrib")
+        )
+        print(json.dumps({{
+            "blocked": decision.blocked,
+            "audit_valid": audit_valid,
+            "final": reward.final,
+            "lambda": LagrangianPenalty(target_violation_rate=0.0, multiplier=1.0).update(0.5),
+            "agentlightning_init_ran": getattr(sys.modules["agentlightning"], "__file__", None) is not None,
+            "foreign": foreign,
+        }}))
+        """
+    )
+    assert result == {
+        "blocked": True,
+        "audit_valid": True,
+        "final": -99.0,
+        "lambda": 1.5,
+        "agentlightning_init_ran": False,
+        "foreign": [],
+    }
+
+
+def test_only_the_03_modules_need_agentlightning():
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(kernel_package.__file__).parent)]))
+    assert LIGHTNING_03_MODULES <= set(names)
+    result = run_without_agentlightning(
+        f"""
+        import importlib, json
+        failed = {{}}
+        for name in {names!r}:
+            try:
+                importlib.import_module("agentlightning.contrib.kernel.agentos." + name)
+            except ImportError as error:
+                failed[name] = str(error)
+        print(json.dumps(failed))
+        """
+    )
+    assert set(result) == LIGHTNING_03_MODULES, result
+    assert all("agentlightning is not installed here" in message for message in result.values())
+
+
+def test_governance_stats_stays_reachable_from_the_kernel_package():
+    """With 0.3 installed it is the stats module's function; with 1.0, a clear error names the extra."""
+    from importlib import metadata
+
+    if metadata.version("agentlightning").startswith("0.3"):
+        from agentlightning.contrib.kernel.agentos import governance_stats
+        from agentlightning.contrib.kernel.agentos.stats import governance_stats as in_stats
+
+        assert governance_stats is in_stats
+    else:
+        with pytest.raises(ImportError, match=r"agentlightning-contrib-agentos\[agl03\]"):
+            from agentlightning.contrib.kernel.agentos import governance_stats  # noqa: F401
