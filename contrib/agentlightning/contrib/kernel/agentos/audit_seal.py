@@ -62,6 +62,7 @@ __all__ = [
     "seal_metadata",
     "sign_head",
     "read_head",
+    "head_problem",
     "verify_rows",
     "verify_file",
     "UNKEYED_WARNING",
@@ -115,7 +116,7 @@ class AuditKey:
     ...     AuditKey(b"short")
     ... except AuditKeyError as err:
     ...     print(err)
-    the audit key is 5 bytes; use at least 32 random bytes, e.g. python -c 'import secrets; print(secrets.token_hex(32))'
+    the audit key is 5 bytes; use at least 32 random bytes, e.g. secrets.token_hex(32)
     """
 
     __slots__ = ("_secret", "key_id", "source")
@@ -125,7 +126,7 @@ class AuditKey:
         if len(raw) < MIN_KEY_BYTES:
             raise AuditKeyError(
                 f"the audit key is {len(raw)} bytes; use at least {MIN_KEY_BYTES} random bytes, "
-                "e.g. python -c 'import secrets; print(secrets.token_hex(32))'"
+                "e.g. secrets.token_hex(32)"
             )
         self._secret = raw
         self.key_id = hmac.new(raw, b"agentos-audit-key-id", hashlib.sha256).hexdigest()[:16]
@@ -331,16 +332,9 @@ def verify_rows(
         }
 
     if key is not None and head is not None:
-        if head.get("key_id") != key.key_id:
-            return invalid(
-                None,
-                f"the head was signed with another key (key id {head.get('key_id')}, this key's id is {key.key_id})",
-            )
-        expected = key.mac(
-            _head_message(head["records"], head["last_id"], head["last_entry_hash"], head["sealed_from"])
-        )
-        if not hmac.compare_digest(expected, str(head.get("mac"))):
-            return invalid(None, "the signed head does not match its signature: the head was edited")
+        problem = head_problem(head, key)
+        if problem:
+            return invalid(None, problem)
     for raw in rows:
         row = dict(raw)
         total += 1
@@ -482,3 +476,13 @@ def verify_file(
         conn.close()
     result["path"] = str(source)
     return result
+
+
+def head_problem(head: Mapping[str, Any], key: AuditKey) -> Optional[str]:
+    """What is wrong with a stored signed head under ``key`` (None if it is genuine)."""
+    if head.get("key_id") != key.key_id:
+        return f"the head was signed with another key (key id {head.get('key_id')}, this key's id is {key.key_id})"
+    expected = key.mac(_head_message(head["records"], head["last_id"], head["last_entry_hash"], head["sealed_from"]))
+    if not hmac.compare_digest(expected, str(head.get("mac"))):
+        return "the signed head does not match its signature: the head was edited"
+    return None
