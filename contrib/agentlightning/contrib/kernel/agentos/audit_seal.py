@@ -302,6 +302,7 @@ def verify_rows(
     head: Optional[Mapping[str, Any]] = None,
     expected_head: Optional[str] = None,
     require_complete: bool = True,
+    require_head: bool = True,
 ) -> Dict[str, Any]:
     """Recompute everything over ``rows`` (FlightRecorder rows, in id order).
 
@@ -309,7 +310,8 @@ def verify_rows(
     that the first row is the chain's first (``require_complete``), that a governance envelope's
     verdict agrees with the row's, and with ``key`` every seal from the first sealed record on
     and the signed ``head`` (the file's; its absence is an error once records are sealed).
-    ``expected_head`` is a chain hash kept elsewhere; the last row must have it.
+    ``expected_head`` is a chain hash kept elsewhere; the last row must have it. An export has
+    no signed head (``require_head=False``): its end is anchored by ``expected_head`` only.
 
     Returns ``valid``, ``total_entries``, ``head`` (last chain hash), ``sealed`` (True only if a
     key checked every record and the head), ``unsealed_records``, ``assurance`` (``"keyed"`` or
@@ -369,19 +371,21 @@ def verify_rows(
         )
     sealed = False
     if key is not None and first_sealed is not None:
-        if head is None:
+        if head is None and not require_head:
+            pass
+        elif head is None:
             return invalid(
                 None,
                 f"records are sealed but the signed head ({HEAD_TABLE}) is missing: the end of the "
                 "chain cannot be checked, and may have been cut",
             )
-        if previous is None or head["last_id"] != previous["id"] or head["last_entry_hash"] != last_hash:
+        elif previous is None or head["last_id"] != previous["id"] or head["last_entry_hash"] != last_hash:
             return invalid(
                 previous["id"] if previous else None,
                 f"the signed head names record {head['last_id']} as the last, but the file ends at record "
                 f"{previous['id'] if previous else None}: records were removed from the end (or added after it)",
             )
-        if head["records"] != total:
+        elif head["records"] != total:
             return invalid(None, f"the signed head counts {head['records']} records, the file holds {total}")
         sealed = unsealed == 0
     elif key is not None and head is not None:
@@ -390,6 +394,7 @@ def verify_rows(
         "valid": True,
         "total_entries": total,
         "head": last_hash,
+        "last_id": previous["id"] if previous else 0,
         "sealed": sealed,
         "unsealed_records": unsealed,
         "assurance": "keyed" if key is not None else "unkeyed",
@@ -462,6 +467,7 @@ def verify_file(
             "error": f"cannot open the audit file {str(source)!r}: {err}",
         }
     try:
+        conn.execute("BEGIN")  # one snapshot: the head and the rows as of the same moment, while a writer goes on
         head = read_head(conn)
         result = verify_rows(iter_file_rows(conn), key=audit_key, head=head, expected_head=expected_head)
     except sqlite3.Error as err:

@@ -127,7 +127,7 @@ def _audit_trail(recorder: Union[AuditTrail, FlightRecorder, str, Path]) -> Audi
     if isinstance(recorder, (str, Path)):
         return AuditTrail(open_flight_recorder(recorder))
     raise TypeError(
-        f"recorder must be an agent_os.FlightRecorder, a file path or an AuditTrail, got {type(recorder).__name__}"
+        f"recorder must be an agent_os.FlightRecorder or a file path (or an AuditTrail), got {type(recorder).__name__}"
     )
 
 
