@@ -289,9 +289,11 @@ def _row_problem(row: Mapping[str, Any], previous: Optional[Mapping[str, Any]]) 
             )
     else:
         if not isinstance(record_id, int) or record_id <= previous["id"]:
-            return f"records out of order: id {record_id} after id {previous['id']}"
+            return f"record {record_id}: records out of order: id {record_id} after id {previous['id']}"
+        if record_id != previous["id"] + 1:
+            return f"record {record_id}: record(s) {previous['id'] + 1}..{record_id - 1} missing from the trail"
         if row.get("previous_hash") != previous.get("entry_hash"):
-            return f"the chain is broken: previous_hash does not match record {previous['id']}"
+            return f"Hash chain broken at entry {record_id}: previous_hash does not match entry {previous['id']}"
     return _hash_problem(row)
 
 
@@ -318,7 +320,7 @@ def verify_rows(
     ``"unkeyed"``), ``warning`` (what the result does not prove) and, when invalid, ``error`` and
     ``first_tampered_id``.
     """
-    total = unsealed = 0
+    total = unsealed = gaps = 0
     previous: Optional[Dict[str, Any]] = None
     first_sealed: Optional[int] = None
     sealed_from = head.get("sealed_from") if (key is not None and head is not None) else None
@@ -328,7 +330,7 @@ def verify_rows(
             "valid": False,
             "total_entries": total,
             "first_tampered_id": record_id,
-            "error": f"record {record_id}: {error}" if record_id is not None else error,
+            "error": error,
             "sealed": False,
             "assurance": "keyed" if key is not None else "unkeyed",
         }
@@ -340,7 +342,11 @@ def verify_rows(
     for raw in rows:
         row = dict(raw)
         total += 1
-        problem = _hash_problem(row) if previous is None and not require_complete else _row_problem(row, previous)
+        if not require_complete and (previous is None or row.get("id") != previous["id"] + 1):
+            gaps += previous is not None and isinstance(row.get("id"), int) and row["id"] > previous["id"]
+            problem = _hash_problem(row)  # a partial trail: no predecessor to link to here
+        else:
+            problem = _row_problem(row, previous)
         if problem:
             return invalid(row.get("id"), problem)
         seal = _seal_of(row)
@@ -349,7 +355,7 @@ def verify_rows(
             if key is not None and (first_sealed is not None or (sealed_from is not None and row["id"] >= sealed_from)):
                 return invalid(
                     row["id"],
-                    "the record has no seal although records before it are sealed: "
+                    f"record {row['id']}: the record has no seal although records before it are sealed: "
                     "added or rewritten by someone without the audit key",
                 )
         else:
@@ -358,10 +364,14 @@ def verify_rows(
                 if seal.get("key_id") != key.key_id:
                     return invalid(
                         row["id"],
-                        f"sealed with another key (key id {seal.get('key_id')}, this key's id is {key.key_id})",
+                        f"record {row['id']}: sealed with another key (key id {seal.get('key_id')}, "
+                        f"this key's id is {key.key_id})",
                     )
                 if not hmac.compare_digest(record_seal(row, key), str(seal.get("mac"))):
-                    return invalid(row["id"], "seal does not match the record: edited by someone without the audit key")
+                    return invalid(
+                        row["id"],
+                        f"record {row['id']}: seal does not match the record: edited by someone without the audit key",
+                    )
         previous = row
     last_hash = previous.get("entry_hash") if previous else None
     if expected_head is not None and last_hash != expected_head:
@@ -397,6 +407,7 @@ def verify_rows(
         "last_id": previous["id"] if previous else 0,
         "sealed": sealed,
         "unsealed_records": unsealed,
+        "gaps": gaps,
         "assurance": "keyed" if key is not None else "unkeyed",
     }
     if key is None:
@@ -413,15 +424,19 @@ def verify_rows(
 
 def _hash_problem(row: Mapping[str, Any]) -> Optional[str]:
     """The checks of a row that need no predecessor (an export that starts mid-chain)."""
+    record_id = row.get("id")
     if not row.get("content_hash"):
-        return "content hash missing"
+        return f"Content hash missing at entry {record_id}: field tampering detected"
     if content_hash(row) != row["content_hash"]:
-        return "content hash mismatch: a field was edited"
+        return f"Content hash mismatch at entry {record_id}: field tampering detected"
     if not row.get("entry_hash") or entry_hash(row) != row["entry_hash"]:
-        return "entry hash mismatch: the recorded action or its place in the chain was edited"
+        return f"Entry hash mismatch at entry {record_id}: the recorded action or its place in the chain was edited"
     decided = _envelope_verdict(row)
     if decided in _ROW_VERDICTS and row.get("policy_verdict") not in _ROW_VERDICTS[decided]:
-        return f"the row says {row.get('policy_verdict')!r} but the decision recorded with it was {decided!r}"
+        return (
+            f"record {record_id}: the row says {row.get('policy_verdict')!r} but the decision recorded with it was "
+            f"{decided!r}: the verdict was edited"
+        )
     return None
 
 
