@@ -284,7 +284,7 @@ class AuditTrail:
         lock_timeout_s: float = 1.0,
         commit_timeout_s: float = 10.0,
         retry_backoff_s: Tuple[float, float] = (0.05, 2.0),
-        synchronous: str = "FULL",
+        synchronous: Optional[str] = None,
     ) -> None:
         if not isinstance(recorder, FlightRecorder):
             raise TypeError(
@@ -300,7 +300,9 @@ class AuditTrail:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+        if synchronous is None:  # durable: survives a power loss; queued: the FlightRecorder's own setting
+            synchronous = "FULL" if durability == DURABLE else "NORMAL"
+        if not isinstance(synchronous, str) or synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise ValueError(f"synchronous must be 'FULL', 'EXTRA' or 'NORMAL', got {synchronous!r}")
         warn_if_default_recorder_path(recorder)
         self.recorder = recorder
