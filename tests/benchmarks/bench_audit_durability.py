@@ -111,9 +111,8 @@ def main() -> None:
         "durable synchronous=FULL (default)": lambda p: AuditTrail(open_flight_recorder(p)),
         "durable synchronous=NORMAL": lambda p: AuditTrail(open_flight_recorder(p), synchronous="NORMAL"),
     }
-    print(
-        f"recorder files in {directory} ({subprocess.run(['df', '-T', str(directory)], capture_output=True, text=True).stdout.splitlines()[-1].split()[1]})"
-    )
+    df = subprocess.run(["df", "-T", str(directory)], capture_output=True, text=True).stdout.splitlines()
+    print(f"recorder files in {directory} ({df[-1].split()[1] if df else 'file system unknown'})")
     for threads in args.threads:
         results: Dict[str, List[Dict[str, Any]]] = {name: [] for name in configs}
         for _ in range(args.rounds):
