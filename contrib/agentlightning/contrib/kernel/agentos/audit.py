@@ -507,7 +507,8 @@ class AuditTrail:
         if self._closed:
             return
         if os.getpid() != self.pid:
-            self._closed = True  # a forked copy: the file belongs to the parent
+            self._closed = True  # a forked copy: the file and its connection belong to the parent
+            self._release_lock()  # this process's copy of the descriptor, so the lock ends with the parent's
             return
         try:
             self._try_flush()
