@@ -16,6 +16,8 @@ p99 of the *allowed* checks and the throughput (decisions / wall time, all threa
 * ``durable synchronous=FULL`` (the default) / ``durable synchronous=NORMAL`` -- every record
   committed before ``check`` returns; FULL fsyncs the WAL at each commit (a group shares one),
   NORMAL survives a process crash but not a power loss.
+* ``durable synchronous=FULL, sealed (key)`` -- the default with an audit key: each record's
+  seal and the signed head are written in the same transaction.
 
 The configurations of one thread count run interleaved in rounds (``--rounds``), so a noisy
 shared machine slows them alike; figures are over all rounds. Timing targets are not asserted.
@@ -110,6 +112,7 @@ def main() -> None:
         "queued (opt-out)": lambda p: AuditTrail(open_flight_recorder(p), durability="queued"),
         "durable synchronous=FULL (default)": lambda p: AuditTrail(open_flight_recorder(p)),
         "durable synchronous=NORMAL": lambda p: AuditTrail(open_flight_recorder(p), synchronous="NORMAL"),
+        "durable synchronous=FULL, sealed (key)": lambda p: AuditTrail(open_flight_recorder(p), key="k" * 64),
     }
     df = subprocess.run(["df", "-T", str(directory)], capture_output=True, text=True).stdout.splitlines()
     print(f"recorder files in {directory} ({df[-1].split()[1] if df else 'file system unknown'})")
