@@ -300,6 +300,14 @@ class AuditTrail:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name, seconds in (
+            ("lock_timeout_s", lock_timeout_s),
+            ("commit_timeout_s", commit_timeout_s),
+            ("retry_backoff_s[0]", retry_backoff_s[0]),
+            ("retry_backoff_s[1]", retry_backoff_s[1]),
+        ):
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {seconds!r}")
         if synchronous is None:  # durable: survives a power loss; queued: the FlightRecorder's own setting
             synchronous = "FULL" if durability == DURABLE else "NORMAL"
         if not isinstance(synchronous, str) or synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
