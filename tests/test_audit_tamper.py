@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 from typing import Callable, Dict
@@ -177,9 +176,17 @@ DETECTED_WITHOUT_KEY = {
 }
 
 
+def _copy(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file, what its WAL holds included (a plain file copy is not)."""
+    origin, copy = sqlite3.connect(source), sqlite3.connect(target)
+    origin.backup(copy)
+    origin.close()
+    copy.close()
+
+
 def _tampered(sealed_trail: Path, tmp_path: Path, name: str) -> Path:
     path = tmp_path / "tampered.db"
-    shutil.copy(sealed_trail, path)
+    _copy(sealed_trail, path)
     conn = sqlite3.connect(path)
     TAMPERS[name](conn)
     conn.commit()
@@ -266,3 +273,51 @@ def test_an_edited_export_is_detected_with_the_key_or_an_anchor(sealed_trail, tm
     assert verify_export(out)["valid"] is True  # no key, no anchor: the stated limit
     assert verify_export(out, expected_head=head)["valid"] is False  # an anchor kept elsewhere
     assert verify_export(out, against=sealed_trail)["valid"] is False  # or the recorder file
+
+
+def test_the_key_comes_from_the_environment_or_a_private_file_with_clear_errors(tmp_path):
+    from agentlightning.contrib.kernel.agentos.audit_seal import AuditKeyError, load_audit_key
+
+    key_file = tmp_path / "audit.key"
+    key_file.write_text(KEY + "\n")
+    key_file.chmod(0o600)
+    from_file = load_audit_key(environ={"AGENTOS_AUDIT_KEY_FILE": str(key_file)})
+    assert from_file.key_id == load_audit_key(environ={"AGENTOS_AUDIT_KEY": KEY}).key_id
+    assert KEY not in repr(from_file)
+    key_file.chmod(0o644)
+    with pytest.raises(AuditKeyError, match="readable by others.*chmod 600"):
+        load_audit_key(environ={"AGENTOS_AUDIT_KEY_FILE": str(key_file)})
+    with pytest.raises(AuditKeyError, match="set only one"):
+        load_audit_key(environ={"AGENTOS_AUDIT_KEY_FILE": str(key_file), "AGENTOS_AUDIT_KEY": KEY})
+    with pytest.raises(AuditKeyError, match="at least 32"):
+        load_audit_key(environ={"AGENTOS_AUDIT_KEY": "short"})
+    with pytest.raises(AuditKeyError, match="cannot read the audit key file"):
+        load_audit_key(environ={"AGENTOS_AUDIT_KEY_FILE": str(tmp_path / "missing.key")})
+
+
+def test_a_sealed_file_is_continued_only_with_its_key(sealed_trail, tmp_path, monkeypatch):
+    from agentlightning.contrib.kernel.agentos.audit import AuditFileChangedError
+    from agentlightning.contrib.kernel.agentos.audit_seal import AuditKeyError
+
+    path = tmp_path / "continued.db"
+    _copy(sealed_trail, path)
+    monkeypatch.delenv("AGENTOS_AUDIT_KEY", raising=False)
+    with pytest.raises(AuditKeyError, match="is sealed"):
+        GovernanceKernel([SQLPolicy()], recorder=path)
+    monkeypatch.setenv("AGENTOS_AUDIT_KEY", "o" * 64)
+    with pytest.raises(AuditFileChangedError, match="another key"):
+        GovernanceKernel([SQLPolicy()], recorder=path)
+    monkeypatch.setenv("AGENTOS_AUDIT_KEY", KEY)
+    kernel = GovernanceKernel([SQLPolicy()], recorder=path)
+    assert kernel.check(Action.sql("SELECT 5")).allowed
+    result = kernel.verify_audit()
+    assert result["valid"] and result["sealed"] and result["total_entries"] == 7
+    kernel.close()
+    cut = tmp_path / "cut.db"
+    _copy(path, cut)
+    conn = sqlite3.connect(cut)
+    conn.execute("DELETE FROM audit_log WHERE id = 7")
+    conn.commit()
+    conn.close()
+    with pytest.raises(AuditFileChangedError, match="truncated or edited"):
+        GovernanceKernel([SQLPolicy()], recorder=cut)

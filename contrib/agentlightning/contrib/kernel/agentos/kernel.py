@@ -125,7 +125,12 @@ def _audit_trail(recorder: Union[AuditTrail, FlightRecorder, str, Path]) -> Audi
     if isinstance(recorder, FlightRecorder):
         return AuditTrail(recorder)
     if isinstance(recorder, (str, Path)):
-        return AuditTrail(open_flight_recorder(recorder))
+        opened = open_flight_recorder(recorder)
+        try:
+            return AuditTrail(opened)
+        except BaseException:
+            opened.close()  # refused (a second writer, a changed or sealed file): leave no connection open
+            raise
     raise TypeError(
         f"recorder must be an agent_os.FlightRecorder or a file path (or an AuditTrail), got {type(recorder).__name__}"
     )
