@@ -32,8 +32,10 @@ agentos_ci_install() {
   local missing=()
   command -v pg_ctlcluster >/dev/null 2>&1 && compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
   command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+  # The sqlite3 shell holds a real EXCLUSIVE lock from another process in tests/test_audit_durability.py.
+  command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
   if ((${#missing[@]} == 0)); then
-    agentos_ci_log "postgresql and mariadb-server already installed"
+    agentos_ci_log "postgresql, mariadb-server and sqlite3 already installed"
     return 0
   fi
   agentos_ci_log "installing ${missing[*]}"

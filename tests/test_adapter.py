@@ -17,6 +17,7 @@ from agentlightning.types import Span
 
 from agentlightning.contrib.adapter.agentos import (
     AUDIT_ROLLOUT_METADATA_KEY,
+    AuditError,
     ExportError,
     FlightRecorderAdapter,
     FlightRecorderEmitter,
@@ -421,12 +422,16 @@ def test_bad_records_fail_clearly_with_no_partial_output(tmp_path, sql, message)
     _corrupt_row(path, sql)
     adapter = FlightRecorderAdapter(path)
     out = tmp_path / "trail.jsonl"
+    if not sql.startswith("ALTER"):  # an edited row fails verification before it is read...
+        with pytest.raises(AuditError, match="failed verification"):
+            adapter.export_to_file(out)
+    # ...and, forced past verification, fails as a record, clearly and with no partial output.
     with pytest.raises(RecordError, match=__import__("re").escape(message)):
-        adapter.export_to_file(out)
+        adapter.export_to_file(out, force=True)
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     store = InMemoryLightningStore()
     with pytest.raises(RecordError):
-        run(adapter.emit_to_store(store))
+        run(adapter.emit_to_store(store, force=True))
     assert list(run(store.query_rollouts())) == []  # nothing was added
     with pytest.raises(RecordError):
         adapter.get_new_spans()
@@ -471,8 +476,10 @@ def test_unwritable_export_paths(tmp_path):
     existing = tmp_path / "keep.json"
     existing.write_text("previous export")
     _corrupt_row(path, "UPDATE audit_log SET tool_args = '{' WHERE id = 2")
-    with pytest.raises(RecordError):
+    with pytest.raises(AuditError):  # it fails verification (and, forced, as a record)
         adapter.export_to_file(existing)
+    with pytest.raises(RecordError):
+        adapter.export_to_file(existing, force=True)
     assert existing.read_text() == "previous export"  # the old file is untouched
 
 

@@ -285,24 +285,24 @@ def test_on_allowed_raising_blocks_and_is_recorded(audit_path):
     ]
 
 
-def test_a_failed_audit_write_blocks_every_later_action(audit_path):
+def test_a_failed_audit_write_blocks_the_action_it_concerns_and_every_later_one(audit_path):
     recorder = FlightRecorder(db_path=str(audit_path), enable_batching=False)
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=recorder)
     conn = sqlite3.connect(audit_path)
     conn.execute("DROP TABLE audit_log")  # the trail becomes unwritable
     conn.commit()
     conn.close()
-    # Recording happens on the writer thread, so the first allowed action's write fails after
-    # the check returned; from then on the kernel fails closed.
+    # The record is committed before the check answers, so the very action whose record failed
+    # is blocked (it used to be allowed, with the failure found later by the writer thread).
     first = kernel.check(Action.sql("SELECT 1"))
-    assert first.allowed
-    with pytest.raises(sqlite3.OperationalError, match="no such table"):
-        kernel.audit.flush()
-    assert isinstance(kernel.audit.failure, sqlite3.OperationalError)
+    assert first.blocked and "audit write failed" in first.reason and "no such table" in first.reason
+    assert kernel.audit.outage["actions_blocked"] == 1
     for query in ("SELECT 2", "DROP TABLE users"):
         decision = kernel.check(Action.sql(query))
         assert decision.blocked
-    assert "audit write failed" in kernel.check(Action.sql("SELECT 3")).reason
+    assert "audit writes are failing" in kernel.check(Action.sql("SELECT 3")).reason
+    assert kernel.audit.outage["actions_blocked"] == 3 and kernel.audit.outage["blocked_records_lost"] == 1
+    kernel.close()  # the outage never ends (the table is gone): closing says so in the log
 
 
 class Redactor(Policy):

@@ -28,15 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Coroutine, Dict, Generator, List, Literal, Optional, Set, Tuple, Union
 
-from agent_os import FlightRecorder
-
 from agentlightning.store.base import LightningStore
 from agentlightning.types import Span
 
 from agentlightning.contrib.kernel.agentos.audit import warn_if_default_recorder_path
+from agentlightning.contrib.kernel.agentos.audit_seal import AuditKey, load_audit_key, verify_file
+from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_UNVERIFIED
 
 from .export import ExportError, write_export
-from .records import AuditRecord, RecorderFileError, RecorderLike, RecorderReader
+from .records import AuditError, AuditRecord, RecorderFileError, RecorderLike, RecorderReader
 from .spans import ENTRY_POLICY_CHECK, ENTRY_SIGNAL, ENTRY_TOOL_CALL, entry_type, record_span_id, record_to_span
 
 __all__ = [
@@ -117,11 +117,13 @@ class _Cursor:
     low_water: int = 0
     done: Set[int] = field(default_factory=set)
 
-    def scan(self, reader: RecorderReader) -> Tuple[List[AuditRecord], Callable[[], None]]:
+    def scan(
+        self, reader: RecorderReader, upto_id: Optional[int] = None
+    ) -> Tuple[List[AuditRecord], Callable[[], None]]:
         records: List[AuditRecord] = []
         first_pending: Optional[int] = None
         last_seen = self.low_water
-        for record in reader.records(self.low_water):
+        for record in reader.records(self.low_water, upto_id):
             last_seen = record.record_id
             if record.record_id in self.done:
                 continue
@@ -159,6 +161,14 @@ class FlightRecorderAdapter:
             (``agent_os.policy_check: blocked by SQLPolicy (critical)``), because the dashboard's
             traces table shows names, not attribute values; ``False`` gives the bare
             ``agent_os.policy_check`` of the reference API.
+        key: the audit key the file was sealed with (default: ``AGENTOS_AUDIT_KEY`` /
+            ``AGENTOS_AUDIT_KEY_FILE``, or none).
+
+    :meth:`emit_to_store` and :meth:`export_to_file` verify the file first (every hash, link,
+    seal and the signed head; :meth:`verify_integrity`) and refuse a file that fails, or that is
+    not sealed although a key is set, unless called with ``force=True``: then every span carries
+    ``agent_os.unverified`` with the reason. They import the records up to the last one verified.
+    ``get_spans``/``get_new_spans``/``stream`` are a live view and do not verify.
 
     Every span has ``agentos.kind = "audit"``: the runner's violation spans (``agentos.kind =
     "violation"``) stay the only ones ``governance_stats`` counts.
@@ -176,6 +186,7 @@ class FlightRecorderAdapter:
         strict: bool = True,
         readable_names: bool = True,
         chunk_size: int = 2000,
+        key: Union[AuditKey, bytes, str, None] = None,
     ) -> None:
         if not isinstance(trace_id_prefix, str) or not trace_id_prefix:
             raise ValueError(f"trace_id_prefix must be a non-empty string, got {trace_id_prefix!r}")
@@ -190,6 +201,7 @@ class FlightRecorderAdapter:
         self.trace_id_prefix = trace_id_prefix
         self.placement: Placement = placement
         self.readable_names = bool(readable_names)
+        self.key = load_audit_key(key)
         self._lock = threading.Lock()
         self._cursor = _Cursor()
         self._store_state: "weakref.WeakKeyDictionary[Any, _StoreState]" = weakref.WeakKeyDictionary()
@@ -210,15 +222,34 @@ class FlightRecorderAdapter:
             or (kind == ENTRY_TOOL_CALL and self.include_tool_calls)
         )
 
-    def to_span(self, record: AuditRecord, **placement: Any) -> Span:
-        """The span of one record with this adapter's options."""
-        return record_to_span(
+    def to_span(self, record: AuditRecord, unverified: Optional[str] = None, **placement: Any) -> Span:
+        """The span of one record with this adapter's options (marked when ``unverified``)."""
+        span = record_to_span(
             record,
             trace_id_prefix=self.trace_id_prefix,
             include_signals=self.include_signals,
             readable_names=self.readable_names,
             **placement,
         )
+        if unverified is not None:
+            span.attributes[AGENT_OS_UNVERIFIED] = unverified
+        return span
+
+    def _verified(self, force: bool, doing: str) -> Tuple[Optional[int], Optional[str]]:
+        """(the last record id verified, None) or, forced past a failed verification, (None, why)."""
+        result = self.verify_integrity()
+        problem = None if result["valid"] else result.get("error", "verification failed")
+        if problem is None and self.key is not None and not result.get("sealed"):
+            problem = f"the file is not sealed although an audit key is set ({result.get('warning', '')})"
+        if problem is None:
+            return result["last_id"], None
+        if not force:
+            raise AuditError(
+                f"{str(self.path)!r} was not {doing}: it failed verification: {problem}. Pass force=True to go "
+                f"ahead anyway; every span is then marked {AGENT_OS_UNVERIFIED!r}"
+            )
+        logger.warning("%s: %s although it failed verification (force=True): %s", self.path, doing, problem)
+        return None, problem
 
     def records(self) -> List[AuditRecord]:
         """Every record on disk (pending ones included), oldest first."""
@@ -278,7 +309,7 @@ class FlightRecorderAdapter:
             loop.call_soon_threadsafe(event.set)
 
     # ------------------------------------------------------------------ store
-    def emit_to_store(self, store: LightningStore) -> "MustAwait":
+    def emit_to_store(self, store: LightningStore, *, force: bool = False) -> "MustAwait":
         """Add the spans of every included, final record not yet in ``store``; returns how many
         were added (0 when called again with nothing new). A coroutine: ``await`` it (or
         ``asyncio.run(...)`` it); dropped without awaiting, it logs an error (:class:`MustAwait`).
@@ -286,22 +317,24 @@ class FlightRecorderAdapter:
         Works with any ``LightningStore``: an ``InMemoryLightningStore``, or a
         ``LightningStoreClient`` of a running ``agl store``. Span ids derive from the records'
         chain hashes and the target attempt's spans are checked before adding, so repeated calls
-        (from this or another process) never duplicate a span. Records are read and validated
-        before anything is added.
+        (from this or another process) never duplicate a span. The file is verified first (see the
+        class docstring; ``force=True`` imports a file that fails, marked), and records are read
+        and validated before anything is added.
         """
         if not isinstance(store, LightningStore):
             raise TypeError(
                 f"store must be an agentlightning LightningStore (or LightningStoreClient), got {type(store).__name__}"
             )
-        return MustAwait(self._emit_to_store(store), "adapter.emit_to_store(store)")
+        return MustAwait(self._emit_to_store(store, force), "adapter.emit_to_store(store)")
 
-    async def _emit_to_store(self, store: LightningStore) -> int:
+    async def _emit_to_store(self, store: LightningStore, force: bool = False) -> int:
         state = self._state_for(store)
         async with state.lock:
+            upto, unverified = await asyncio.to_thread(self._verified, force, "imported into the store")
             with self._lock:
-                records, commit = state.cursor.scan(self.reader)
+                records, commit = state.cursor.scan(self.reader, upto)
             wanted = [r for r in records if self.wants(r)]
-            added = await self._add(store, state, wanted)
+            added = await self._add(store, state, wanted, unverified)
             with self._lock:
                 commit()
             return added
@@ -358,7 +391,9 @@ class FlightRecorderAdapter:
         await store.update_attempt(attempted.rollout_id, attempted.attempt.attempt_id, status="succeeded")
         return attempted.rollout_id, attempted.attempt.attempt_id
 
-    async def _add(self, store: LightningStore, state: "_StoreState", records: List[AuditRecord]) -> int:
+    async def _add(
+        self, store: LightningStore, state: "_StoreState", records: List[AuditRecord], unverified: Optional[str] = None
+    ) -> int:
         groups: Dict[Tuple[str, str], List[AuditRecord]] = {}
         for record in records:
             groups.setdefault(await self._target_of(store, state, record), []).append(record)
@@ -375,7 +410,7 @@ class FlightRecorderAdapter:
                 continue
             sequence_ids = await store.get_many_span_sequence_ids([(rollout_id, attempt_id)] * len(new))
             spans = [
-                self.to_span(record, rollout_id=rollout_id, attempt_id=attempt_id, sequence_id=sequence_id)
+                self.to_span(record, unverified, rollout_id=rollout_id, attempt_id=attempt_id, sequence_id=sequence_id)
                 for record, sequence_id in zip(new, sequence_ids)
             ]
             stored = await store.add_many_spans(spans)
@@ -383,16 +418,18 @@ class FlightRecorderAdapter:
         return added
 
     # ------------------------------------------------------------------ files
-    def export_to_file(self, path: Union[str, Path], *, format: Optional[str] = None) -> int:
+    def export_to_file(self, path: Union[str, Path], *, format: Optional[str] = None, force: bool = False) -> int:
         """Write the spans of every included record (pending ones too, so the chain is whole) to
         ``path``: a JSON array, or JSON Lines for ``.jsonl`` (or ``format="jsonl"``), streamed
         for large runs. Atomic: on any error no file (or the previous one) is left at ``path``.
-        Returns the number of spans written. Verify the file later with :func:`verify_export`.
+        Returns the number of spans written. The recorder file is verified first (``force=True``
+        exports one that fails, every span marked). Verify the export later with :func:`verify_export`.
         """
         if Path(path).resolve() == self.path.resolve():
             raise ExportError(f"export path {str(path)!r} is the FlightRecorder file itself")
+        upto, unverified = self._verified(force, "exported")
         with self._lock:
-            entries = ((self.to_span(r), r) for r in self.reader.records() if self.wants(r))
+            entries = ((self.to_span(r, unverified), r) for r in self.reader.records(0, upto) if self.wants(r))
             return write_export(path, entries, format=format)
 
     # ------------------------------------------------------------------ summaries and integrity
@@ -433,18 +470,13 @@ class FlightRecorderAdapter:
         }
 
     def verify_integrity(self) -> Dict[str, Any]:
-        """Agent OS's own ``FlightRecorder.verify_integrity()`` over the recorder file: hash
-        chain and content hashes (``{"valid": bool, "total_entries", ...}``)."""
-        if isinstance(self.flight_recorder, FlightRecorder):
-            return self.flight_recorder.verify_integrity()
+        """The kernel's verifier over the recorder file (``audit_seal.verify_file``): every
+        content and entry hash recomputed, links, the first record, the envelopes' verdicts and,
+        with the key, every seal and the signed head (``{"valid", "sealed", "assurance", ...}``)."""
         if not self.path.is_file():
             raise RecorderFileError(f"FlightRecorder file {str(self.path)!r} no longer exists")
-        recorder = FlightRecorder(db_path=str(self.path))
-        recorder.logger.setLevel(logging.ERROR)
-        try:
-            return recorder.verify_integrity()
-        finally:
-            recorder.close()
+        self.reader.flush()
+        return verify_file(self.path, key=self.key)
 
     def chain_head(self) -> Optional[str]:
         """The newest record's chain hash: keep it with an export to detect a truncated tail."""

@@ -30,12 +30,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from agent_os import FlightRecorder
-
 from agentlightning.types import Span
 
 from agentlightning.contrib.kernel.agentos.audit import file_path
-from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_RECORDER, AGENT_OS_SIGNAL_TYPE
+from agentlightning.contrib.kernel.agentos.audit_seal import AuditKey, load_audit_key, verify_file, verify_rows
+from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_RECORDER, AGENT_OS_SIGNAL_TYPE, AGENT_OS_UNVERIFIED
 
 from .records import AuditError, AuditRecord, RecorderLike, RecorderReader, parse_record
 from .spans import record_to_span
@@ -53,10 +52,6 @@ __all__ = [
 #: The key of the raw FlightRecorder row in each exported span dict.
 RECORD_KEY = "agent_os_record"
 PathLike = Union[str, Path]
-
-# An uninitialised FlightRecorder: only its (pure) hash functions are used, so verification
-# follows whatever formula the installed Agent OS writes with.
-_HASHER = FlightRecorder.__new__(FlightRecorder)
 
 
 class ExportError(AuditError):
@@ -156,81 +151,24 @@ def read_export(path: PathLike) -> Iterator[Dict[str, Any]]:
             raise ExportError(f"{str(source)!r} is not a JSON audit export ({err})") from None
 
 
-def _content_hash(row: Dict[str, Any]) -> str:
-    return _HASHER._compute_content_hash(
-        row["trace_id"],
-        row["timestamp"],
-        row["agent_id"],
-        row["tool_name"],
-        row["tool_args"],
-        row["policy_verdict"],
-        violation_reason=row["violation_reason"],
-        result=row["result"],
-        execution_time_ms=row["execution_time_ms"],
-    )
-
-
-def _entry_hash(row: Dict[str, Any]) -> str:
-    data = f"{row['trace_id']}:{row['timestamp']}:{row['agent_id']}:{row['tool_name']}:{row['tool_args']}:pending"
-    return _HASHER._compute_hash(data, row["previous_hash"])
-
-
 def _invalid(total: int, record_id: Any, error: str) -> Dict[str, Any]:
     return {"valid": False, "total_entries": total, "first_tampered_id": record_id, "error": error}
 
 
-def verify_records(records: Iterable[AuditRecord], *, require_complete: bool = True) -> Dict[str, Any]:
-    """Agent OS's integrity check over ``records`` (in id order): content hashes, chain hashes and
-    links. With ``require_complete`` the records must be the whole chain from id 1, without gaps.
-
-    Returns ``{"valid": True, "total_entries", "head", "gaps"}`` or ``{"valid": False,
-    "total_entries", "first_tampered_id", "error"}`` (the shape of ``verify_integrity()``).
+def verify_records(
+    records: Iterable[AuditRecord], *, require_complete: bool = True, key: Union[AuditKey, bytes, str, None] = None
+) -> Dict[str, Any]:
+    """The kernel's one verifier (``audit_seal.verify_rows``) over ``records`` (in id order):
+    every content and entry hash recomputed, links, the first record (``require_complete``),
+    envelope verdicts and, with ``key`` (default: the environment's), every seal. An export has
+    no signed head: anchor its end with ``expected_head`` or ``against`` (:func:`verify_export`).
     """
-    previous: Optional[AuditRecord] = None
-    total = 0
-    gaps = 0
-    for record in records:
-        total += 1
-        row = record.row()
-        if previous is None:
-            if require_complete and (record.record_id != 1 or record.previous_hash is not None):
-                return _invalid(
-                    total,
-                    record.record_id,
-                    f"the trail does not start at the chain's first record (starts at id {record.record_id})",
-                )
-        elif record.record_id <= previous.record_id:
-            return _invalid(
-                total, record.record_id, f"records out of order: id {record.record_id} after id {previous.record_id}"
-            )
-        elif record.record_id == previous.record_id + 1:
-            if record.previous_hash != previous.entry_hash:
-                return _invalid(
-                    total,
-                    record.record_id,
-                    f"Hash chain broken at entry {record.record_id}: "
-                    f"previous_hash does not match entry {previous.record_id}",
-                )
-        else:
-            gaps += 1
-            if require_complete:
-                return _invalid(
-                    total,
-                    record.record_id,
-                    f"record(s) {previous.record_id + 1}..{record.record_id - 1} missing from the trail",
-                )
-        if record.content_hash and _content_hash(row) != record.content_hash:
-            return _invalid(
-                total, record.record_id, f"Content hash mismatch at entry {record.record_id}: field tampering detected"
-            )
-        if record.entry_hash and _entry_hash(row) != record.entry_hash:
-            return _invalid(
-                total,
-                record.record_id,
-                f"Entry hash mismatch at entry {record.record_id}: immutable field tampering detected",
-            )
-        previous = record
-    return {"valid": True, "total_entries": total, "head": previous.entry_hash if previous else None, "gaps": gaps}
+    return verify_rows(
+        (record.row() for record in records),
+        key=load_audit_key(key),
+        require_complete=require_complete,
+        require_head=False,
+    )
 
 
 def _records_of_export(
@@ -257,6 +195,15 @@ def _records_of_export(
             include_signals=AGENT_OS_SIGNAL_TYPE in attributes,
             readable_names=":" in str(entry.get("name", "")),
         ).model_dump(mode="json")
+        unverified = attributes.get(AGENT_OS_UNVERIFIED)
+        if unverified is not None and not problems:
+            problems.append(
+                _invalid(
+                    index + 1,
+                    record.record_id,
+                    f"exported with force=True from a file that failed verification: {unverified}",
+                )
+            )
         for key in ("name", "span_id", "trace_id", "attributes", "status", "start_time", "end_time"):
             if expected.get(key) != entry.get(key) and not problems:
                 problems.append(
@@ -275,8 +222,13 @@ def verify_export(
     against: Optional[RecorderLike] = None,
     require_complete: bool = True,
     expected_head: Optional[str] = None,
+    key: Union[AuditKey, bytes, str, None] = None,
 ) -> Dict[str, Any]:
     """Prove that an export written by ``export_to_file`` was not edited.
+
+    The records go through the kernel's one verifier (:func:`verify_records`; with ``key``, or
+    the environment's, every seal too). ``against`` is verified the same way, signed head
+    included, before its records are compared.
 
     Checks every record's hashes and chain links (:func:`verify_records`), that every span still
     matches its record, that the last record is ``expected_head`` when given (an anchor kept
@@ -286,8 +238,9 @@ def verify_export(
     ``first_tampered_id``.
     """
     problems: List[Dict[str, Any]] = []
+    audit_key = load_audit_key(key)
     records = list(_records_of_export(path, problems, trace_id_prefix=None))
-    result = verify_records(records, require_complete=require_complete)
+    result = verify_records(records, require_complete=require_complete, key=audit_key)
     if not result["valid"]:
         return result
     if problems:
@@ -300,6 +253,14 @@ def verify_export(
         )
     if against is not None:
         with RecorderReader(against, strict=False) as reader:
+            reader.flush()
+            source = verify_file(reader.path, key=audit_key)
+            if not source["valid"]:
+                return _invalid(
+                    len(records),
+                    source.get("first_tampered_id"),
+                    f"the recorder file {str(reader.path)!r} fails verification: {source['error']}",
+                )
             on_disk = {r.record_id: r for r in reader.records()}
         updated = []
         for record in records:

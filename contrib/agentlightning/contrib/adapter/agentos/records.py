@@ -372,21 +372,24 @@ class RecorderReader:
                 f"cannot read FlightRecorder file {self.source!r} ({err}); is the file corrupt?"
             ) from err
 
-    def rows(self, after_id: int = 0) -> Iterator[Dict[str, Any]]:
-        """Raw rows with ``id > after_id``, in id order, read in chunks."""
+    def rows(self, after_id: int = 0, upto_id: Optional[int] = None) -> Iterator[Dict[str, Any]]:
+        """Raw rows with ``after_id < id <= upto_id``, in id order, read in chunks."""
         self.flush()
         last = after_id
+        upto = (1 << 62) if upto_id is None else upto_id
         while True:
-            chunk = self._query("SELECT * FROM audit_log WHERE id > ? ORDER BY id LIMIT ?", (last, self.chunk_size))
+            chunk = self._query(
+                "SELECT * FROM audit_log WHERE id > ? AND id <= ? ORDER BY id LIMIT ?", (last, upto, self.chunk_size)
+            )
             for row in chunk:
                 yield dict(row)
             if len(chunk) < self.chunk_size:
                 return
             last = chunk[-1]["id"]
 
-    def records(self, after_id: int = 0) -> Iterator[AuditRecord]:
-        """Validated records with ``id > after_id`` (an invalid row raises :class:`RecordError`)."""
-        for row in self.rows(after_id):
+    def records(self, after_id: int = 0, upto_id: Optional[int] = None) -> Iterator[AuditRecord]:
+        """Validated records with ``after_id < id <= upto_id`` (an invalid row raises :class:`RecordError`)."""
+        for row in self.rows(after_id, upto_id):
             yield parse_record(row, source=self.source, strict=self.strict)
 
     def count(self) -> int:

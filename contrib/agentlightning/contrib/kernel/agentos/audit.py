@@ -1,30 +1,59 @@
-"""Every kernel decision, written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 chain).
+"""Every kernel decision, written to a real Agent OS ``FlightRecorder`` and committed before the action runs.
 
 One record per decision, in the format of :mod:`.audit_record` (the action's arguments and the
-governance envelope in the hash-covered ``tool_args``). A writer thread does the recording, so
-the check only pays for serialising the arguments; blocked decisions are on disk before the
-kernel returns, allowed ones within moments (the writer commits whenever its queue runs dry).
+governance envelope in the hash-covered ``tool_args``), sealed with a key when one is set
+(:mod:`.audit_seal`). :class:`AuditTrail` says what is guaranteed: durable before it runs, group
+commit, fail closed and recover, a file that cannot change unnoticed, one writer per file.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import logging
 import os
 import queue
 import sqlite3
+import sys
 import threading
+import time
 import weakref
 from collections import OrderedDict
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from agent_os import FlightRecorder
 
 from .actions import Decision
 from .audit_record import DEFAULT_MAX_ARGS_CHARS, build_tool_args, governance_envelope, serialize_args
+from .audit_seal import (
+    HEAD_COLUMNS,
+    HEAD_SCHEMA,
+    HEAD_UPSERT,
+    KEY_ENV,
+    KEY_FILE_ENV,
+    AuditKey,
+    AuditKeyError,
+    head_problem,
+    load_audit_key,
+    read_head,
+    seal_metadata,
+    sign_head,
+    verify_file,
+)
 
-__all__ = ["AuditTrail", "open_flight_recorder", "flush_recorder", "warn_if_default_recorder_path"]
+__all__ = [
+    "AuditTrail",
+    "AuditWriteError",
+    "AuditFileChangedError",
+    "AuditWriterConflict",
+    "DURABLE",
+    "QUEUED",
+    "open_flight_recorder",
+    "flush_recorder",
+    "warn_if_default_recorder_path",
+]
 
 logger = logging.getLogger(__name__)
 #: The FlightRecorders of audit trails log here; errors only, unless the user set a level first.
@@ -110,28 +139,135 @@ def file_path(path: Any, what: str, example_name: str, error: type = ValueError)
     return target
 
 
-class _Sync:
-    """A marker the writer answers once everything queued before it is on disk."""
+class AuditWriteError(RuntimeError):
+    """A decision's record could not be committed; the kernel blocks the action it concerns."""
 
-    __slots__ = ("done", "error")
 
-    def __init__(self) -> None:
-        self.done = threading.Event()
+class AuditFileChangedError(AuditWriteError):
+    """The audit file was deleted, replaced or truncated (or written by someone else) under the
+    running kernel: every later action is blocked until a new file is attached."""
+
+
+class AuditWriterConflict(ValueError):
+    """Another kernel or process already writes this audit file."""
+
+
+#: ``durability`` values: an allowed action runs only once its record is committed (the default),
+#: or right away with its record still queued (the opt-out; see :class:`AuditTrail`).
+DURABLE = "durable"
+QUEUED = "queued"
+#: How the outage record is named in the FlightRecorder.
+OUTAGE_AGENT_ID = "agentos.audit"
+OUTAGE_TOOL_NAME = "agentos.audit_outage"
+
+
+class _Item:
+    """One unit of work for the writer: a decision's record, an outcome, a sync marker or stop."""
+
+    __slots__ = ("kind", "payload", "blocked", "done", "error", "abandoned", "waited", "_lock")
+
+    def __init__(self, kind: str, payload: Any = None, blocked: bool = False, waitable: bool = False) -> None:
+        self.kind = kind
+        self.payload = payload
+        self.blocked = blocked
+        self.done = False
         self.error: Optional[BaseException] = None
+        self.abandoned = False
+        self.waited = False  # the check waits for the answer (so its action cannot run before it)
+        self._lock: Optional[threading.Lock] = None
+        if waitable:
+            self._lock = threading.Lock()
+            self._lock.acquire()
+
+    def wait(self, timeout: float) -> bool:
+        return self._lock is None or self._lock.acquire(timeout=timeout)
+
+    def finish(self, error: Optional[BaseException]) -> None:
+        self.error = error
+        self.done = True
+        if self._lock is not None:
+            self._lock.release()
+
+
+class _Outage:
+    """Writes are failing: since when, why, and what it cost so far."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.started = time.time()
+        self.error = f"{type(error).__name__}: {error}"
+        self.actions_blocked = 0  # would have been allowed; blocked because their record failed
+        self.blocked_records_lost = 0  # blocked anyway; their record could not be written
+        self.allowed_unrecorded = 0  # queued durability only: allowed actions that ran, record lost
+        self.outcomes_lost = 0
+        self.retries = 0
+        self.next_retry = 0.0
+        self.recovering = False
+
+    def count(self, item: _Item, ran: bool = False) -> None:
+        if item.kind == "outcome":
+            self.outcomes_lost += 1
+        elif item.kind == "decision":
+            if item.blocked:
+                self.blocked_records_lost += 1
+            elif ran:
+                self.allowed_unrecorded += 1
+            else:
+                self.actions_blocked += 1
+
+    def facts(self, ended: float) -> Dict[str, Any]:
+        return {
+            "started": _iso(self.started),
+            "ended": _iso(ended),
+            "duration_s": round(ended - self.started, 3),
+            "actions_blocked": self.actions_blocked,
+            "blocked_records_lost": self.blocked_records_lost,
+            "allowed_unrecorded": self.allowed_unrecorded,
+            "outcomes_lost": self.outcomes_lost,
+            "retries": self.retries,
+            "error": self.error,
+        }
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
 
 
 class AuditTrail:
-    """Writes decisions to a FlightRecorder from a background thread; safe to share between threads.
+    """Writes decisions to a FlightRecorder file, each one committed before the action it allows runs.
 
-    The checking thread only serialises the action's arguments and queues the record, so audit
-    writes stay off the hot path. Order is kept (one writer), the writer flushes to disk whenever
-    it runs out of work, and a *blocked* decision is on disk before :meth:`record` returns (the
-    caller waits for the writer). If a write fails, every later :meth:`record` raises, and the
-    kernel blocks the action (fail closed). :meth:`flush`, :meth:`records` and :meth:`verify`
-    first wait for everything queued.
+    **Durable before it runs** (``durability="durable"``, the default). :meth:`record` returns once
+    the decision's record is committed to the file (allowed and blocked alike); until then the
+    kernel has not answered, so the action cannot run. One writer thread commits; decisions that
+    arrive while it commits share the next transaction (group commit), so a check waits for at
+    most the commit under way and its own, never for a queue: each waiting check has one record
+    in flight. ``commit_timeout_s`` bounds the wait; past it the action is blocked.
 
-    The recorder's hash chain lives in the recorder object, so each process must own its own
-    database file (two processes appending to one file would fork the chain).
+    **Fail closed, then recover.** A failed commit (disk full, read-only file system, I/O error,
+    a lock held past ``lock_timeout_s``) raises :class:`AuditWriteError` for exactly the decisions
+    in it, and the kernel blocks those actions. The trail is then in an *outage*: checks are
+    refused at once (blocked, counted) while the writer retries with exponential backoff
+    (``retry_backoff_s``). The first write that succeeds is the **outage record** (a row with
+    tool name ``agentos.audit_outage``: start, end, duration, actions blocked, records lost, the
+    error), and actions are allowed again.
+
+    **The file stays the file.** Each commit first checks that the path still names the file the
+    trail opened (``st_dev``/``st_ino``, a size that never shrinks) and that the file's last
+    record is the last one this trail committed. A file deleted, replaced or truncated, or
+    written by someone else, raises :class:`AuditFileChangedError`: every later action is
+    blocked until a new file is attached (``kernel.attach_recorder``).
+
+    **One writer per file.** The trail holds an exclusive ``flock`` on the file; a second kernel
+    or process opening it gets :class:`AuditWriterConflict` naming the file and the fix.
+
+    **Sealed** when a key is given or set in the environment (:mod:`.audit_seal`): each record's
+    HMAC and the signed chain head are written in the same transaction as the records.
+
+    **The opt-out** (``durability="queued"``): the previous design, for speed. Allowed decisions
+    are queued and the check returns at once; blocked ones still wait for their commit. What is
+    given up: an allowed action may run before its record exists, and if the write then fails
+    those actions ran with no record (the outage record counts them as ``allowed_unrecorded``);
+    later actions are blocked as soon as the failure is known. A check waits for its own record
+    only when more than ``max_queued`` are queued.
 
     ``audit_id`` of a recorded decision is its ``decision_id``, which the record's envelope holds.
     """
@@ -140,16 +276,23 @@ class AuditTrail:
         self,
         recorder: FlightRecorder,
         *,
+        key: Union[AuditKey, bytes, str, None] = None,
+        durability: str = DURABLE,
         max_args_chars: int = DEFAULT_MAX_ARGS_CHARS,
         max_queued: int = DEFAULT_MAX_QUEUED,
         max_pending_outcomes: int = DEFAULT_MAX_PENDING_OUTCOMES,
-        sync_timeout_s: float = 30.0,
+        lock_timeout_s: float = 1.0,
+        commit_timeout_s: float = 10.0,
+        retry_backoff_s: Tuple[float, float] = (0.05, 2.0),
+        synchronous: Optional[str] = None,
     ) -> None:
         if not isinstance(recorder, FlightRecorder):
             raise TypeError(
                 f"recorder must be an agent_os.FlightRecorder, got {type(recorder).__name__}; "
                 f"or pass a file path and the kernel opens one"
             )
+        if durability not in (DURABLE, QUEUED):
+            raise ValueError(f"durability must be {DURABLE!r} or {QUEUED!r}, got {durability!r}")
         for name, value in (
             ("max_args_chars", max_args_chars),
             ("max_queued", max_queued),
@@ -157,26 +300,107 @@ class AuditTrail:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name, seconds in (
+            ("lock_timeout_s", lock_timeout_s),
+            ("commit_timeout_s", commit_timeout_s),
+            ("retry_backoff_s[0]", retry_backoff_s[0]),
+            ("retry_backoff_s[1]", retry_backoff_s[1]),
+        ):
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {seconds!r}")
+        if synchronous is None:  # durable: survives a power loss; queued: the FlightRecorder's own setting
+            synchronous = "FULL" if durability == DURABLE else "NORMAL"
+        if not isinstance(synchronous, str) or synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+            raise ValueError(f"synchronous must be 'FULL', 'EXTRA' or 'NORMAL', got {synchronous!r}")
         warn_if_default_recorder_path(recorder)
         self.recorder = recorder
+        self.key = load_audit_key(key)
+        self.durability = durability
         # The FlightRecorder logs a WARNING per blocked action; in training that is one stderr line
-        # per violation. Route this recorder's messages to a logger of ours that shows errors only
-        # (lower its level to see them all).
+        # per violation. Route this recorder's messages to a logger of ours that shows errors only.
         recorder.logger = RECORDER_LOGGER
         _configure_once()
         self.max_args_chars = max_args_chars
-        self.sync_timeout_s = sync_timeout_s
+        self.lock_timeout_s = float(lock_timeout_s)
+        self.commit_timeout_s = float(commit_timeout_s)
+        self.retry_backoff_s = (float(retry_backoff_s[0]), float(retry_backoff_s[1]))
+        self.sync_timeout_s = self.commit_timeout_s + self.lock_timeout_s
         self.pid = os.getpid()  # the process whose chain head this recorder holds
-        self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._queue: "queue.SimpleQueue[_Item]" = queue.SimpleQueue()
         self._max_queued = max_queued
-        # decision_id -> FlightRecorder trace_id of allowed records still waiting for an outcome.
         self._awaiting_outcome: "OrderedDict[str, str]" = OrderedDict()
         self._max_pending_outcomes = max_pending_outcomes
+        self._mutex = threading.Lock()
         self._failure: Optional[BaseException] = None
+        self._outage: Optional[_Outage] = None
+        self.outages: List[Dict[str, Any]] = []  # the facts of each recorded outage
         self._closed = False
         self._thread_lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
+        self._open_file(synchronous.upper())
         _LIVE_TRAILS.add(self)
+
+    # ----------------------------------------------------------------- opening
+    def _open_file(self, synchronous: str) -> None:
+        path = Path(self.recorder.db_path).resolve()
+        self._path = path
+        self._lock_fd = _lock_writer(path)
+        try:
+            info = os.fstat(self._lock_fd)
+            self._identity = (info.st_dev, info.st_ino)
+            self._size = info.st_size
+            conn = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=self.lock_timeout_s
+            )
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            self._conn = conn
+            self.recorder.flush()  # whatever its owner wrote through it before us
+            last = conn.execute("SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
+            self._head: Tuple[int, Optional[str]] = (last[0], last[1]) if last else (0, None)
+            self._records = conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
+            self._sealed_from = self._head[0] + 1
+            stored_head = read_head(conn)
+            if self.key is not None:
+                conn.execute(HEAD_SCHEMA)
+                self._check_stored_head(stored_head)
+            elif stored_head is not None:
+                raise AuditKeyError(
+                    f"the audit file {str(path)!r} is sealed (it has a signed head), but no audit key is set: set "
+                    f"{KEY_ENV} or {KEY_FILE_ENV} to the key it was written with, or write to a new file"
+                )
+        except BaseException:
+            self._release_lock()
+            if getattr(self, "_conn", None) is not None:
+                self._conn.close()
+            raise
+        # The recorder's chain head must be the file's (the writer's rows continue it), and its own
+        # buffer must never flush on its own: this trail commits, in its own transactions.
+        self.recorder._last_hash = self._head[1]
+        self.recorder.enable_batching = True
+        self.recorder.batch_size = sys.maxsize
+        self.recorder.flush_interval = float("inf")
+
+    def _check_stored_head(self, head: Optional[Dict[str, Any]]) -> None:
+        """Refuse to append to a file whose signed head does not match its end (cut or edited
+        while no kernel wrote it) or was signed with another key."""
+        if head is None:
+            return
+        assert self.key is not None
+        problem = head_problem(head, self.key)
+        if problem is None and (head["last_id"], head["last_entry_hash"], head["records"]) != (
+            *self._head,
+            self._records,
+        ):
+            problem = (
+                f"its signed head names record {head['last_id']} ({head['records']} records) as the last, but the "
+                f"file ends at record {self._head[0]} ({self._records} records): it was truncated or edited"
+            )
+        if problem:
+            raise AuditFileChangedError(
+                f"the audit file {str(self._path)!r} cannot be continued: {problem}. Keep it as evidence and write "
+                "to a new file"
+            )
+        self._sealed_from = head["sealed_from"]
 
     @property
     def path(self) -> str:
@@ -184,17 +408,24 @@ class AuditTrail:
 
     @property
     def failure(self) -> Optional[BaseException]:
-        """The error that stopped the writer, if any (then every record is refused)."""
+        """The error that stopped the trail for good (a changed file), if any."""
         return self._failure
+
+    @property
+    def outage(self) -> Optional[Dict[str, Any]]:
+        """The facts of the outage under way (writes failing, retried with backoff), or None."""
+        outage = self._outage
+        return None if outage is None else outage.facts(time.time())
 
     # ----------------------------------------------------------------- the checking thread's side
     def record(self, decision: Decision) -> str:
-        """Queue one decision (a blocked one is on disk when this returns); returns its audit id."""
-        self._raise_if_unusable()
+        """Record one decision; returns its audit id once the record is committed (``durable``),
+        or once queued (``queued``, allowed decisions only). Raises :class:`AuditWriteError` when
+        it cannot be recorded: the kernel then blocks the action."""
         original = None
         if decision.original_action is not None:
             original = serialize_args(decision.original_action.args, self.max_args_chars)
-        item = (
+        payload = (
             decision.decision_id,
             decision.context.agent_id,
             decision.action.tool_name,
@@ -203,10 +434,31 @@ class AuditTrail:
             governance_envelope(decision),
             decision.reason if decision.blocked else None,
         )
+        item = _Item("decision", payload, blocked=decision.blocked, waitable=True)
+        with self._mutex:
+            self._raise_if_unusable(item)
+            item.waited = (
+                self.durability == DURABLE
+                or decision.blocked
+                or self._outage is not None
+                or self._queue.qsize() >= self._max_queued
+            )
         self._put(item)
-        if decision.blocked:
-            self._sync()  # a blocked action's record must survive the process dying next
+        if item.waited:
+            self._wait(item)
         return decision.decision_id
+
+    def _wait(self, item: _Item) -> None:
+        if not item.wait(self.commit_timeout_s):
+            with self._mutex:
+                if not item.done:
+                    item.abandoned = True  # written as "not run" if the commit still comes
+            if item.abandoned:
+                raise AuditWriteError(
+                    f"the audit record was not committed within commit_timeout_s={self.commit_timeout_s}s"
+                )
+        if item.error is not None:
+            raise item.error
 
     def record_outcome(
         self,
@@ -216,71 +468,113 @@ class AuditTrail:
         error: Optional[str] = None,
         execution_time_ms: Optional[float] = None,
     ) -> None:
-        """Add what an allowed action returned (or the error it raised) to its record."""
-        if self._failure is not None or self._closed:
-            return  # nothing more can be written; the failure was logged when it happened
+        """Add what an allowed action returned (or the error it raised) to its record (queued:
+        the action has already run, nothing waits for this)."""
+        if self._failure is not None or self._closed or os.getpid() != self.pid:
+            return
         text = None if result is None else _safe_str(result)[: self.max_args_chars]
-        self._put(
-            ("outcome", audit_id, text, None if error is None else str(error)[: self.max_args_chars], execution_time_ms)
-        )
+        payload = (audit_id, text, None if error is None else str(error)[: self.max_args_chars], execution_time_ms)
+        self._put(_Item("outcome", payload))
 
     def flush(self) -> None:
-        """Wait until everything queued so far is written and committed."""
-        if self._closed:
+        """Wait until everything queued so far is committed (or refused by an outage)."""
+        if self._closed or os.getpid() != self.pid or self._thread is None:
             return
-        if self._thread is not None:
-            self._sync()
-        else:
-            self.recorder.flush()
+        marker = _Item("sync", waitable=True)
+        self._put(marker)
+        if not marker.wait(self.sync_timeout_s):
+            raise AuditWriteError(f"the audit writer did not finish within {self.sync_timeout_s}s")
 
     def verify(self) -> Dict[str, Any]:
-        """Agent OS's hash-chain and content-hash check over the whole file."""
-        self.flush()
-        return self.recorder.verify_integrity()
+        """:func:`.audit_seal.verify_file` over this trail's file, plus what only the running
+        trail knows: the path still names the file it writes, which still ends at the last
+        record it committed, and whether writes are failing."""
+        self._try_flush()
+        result = verify_file(self._path, key=self.key)
+        problem = self._file_changed() or self._failure_text()
+        if problem is None and result.get("valid") and result.get("head") != self._head[1]:
+            problem = (
+                f"the file ends at another record than the last one this kernel committed (record {self._head[0]}): "
+                "records were removed or added by someone else"
+            )
+        if problem is not None and result.get("valid"):
+            result.update(valid=False, error=problem, first_tampered_id=None, sealed=False)
+        if self._outage is not None:
+            result["outage"] = self.outage
+        result["outages"] = list(self.outages)
+        return result
 
     def records(self) -> list:
-        """All records (flushes first), oldest first."""
-        self.flush()
+        """All records on disk, oldest first."""
+        self._try_flush()
         return self.recorder.get_log()
 
     def close(self) -> None:
-        """Write what is queued, stop the writer and close the recorder (idempotent)."""
+        """Commit what is queued (and the outage record, if writes work again), stop the writer,
+        close the recorder and release the file (idempotent)."""
         if self._closed:
             return
+        if os.getpid() != self.pid:
+            self._closed = True  # a forked copy: the file and its connection belong to the parent
+            self._release_lock()  # this process's copy of the descriptor, so the lock ends with the parent's
+            return
         try:
-            if self._thread is not None and self._failure is None:
-                self._sync()
+            self._try_flush()
+            if self._outage is not None and self._thread is not None and self._failure is None:
+                self._outage.next_retry = 0.0
+                self._try_flush()
         finally:
             self._closed = True
             if self._thread is not None:
-                self._queue.put(_STOP)
+                self._queue.put(_Item("stop"))
                 self._thread.join(timeout=self.sync_timeout_s)
+            if self._outage is not None:
+                logger.error(
+                    "the audit trail %s closed during an outage that could not be recorded: %s",
+                    self.path,
+                    self._outage.facts(time.time()),
+                )
             self.recorder.close()
+            self._conn.close()
+            self._release_lock()
             _LIVE_TRAILS.discard(self)
 
-    def _raise_if_unusable(self) -> None:
-        if self._failure is not None:
-            raise RuntimeError(
-                f"the audit trail stopped after a failed write ({type(self._failure).__name__}: {self._failure})"
+    def _try_flush(self) -> None:
+        try:
+            self.flush()
+        except AuditWriteError:
+            logger.warning("audit trail %s: %s", self.path, "the writer did not finish in time")
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = getattr(self, "_lock_fd", None), None
+        if fd is not None:
+            os.close(fd)  # releases the flock
+
+    def _failure_text(self) -> Optional[str]:
+        return None if self._failure is None else f"{type(self._failure).__name__}: {self._failure}"
+
+    def _raise_if_unusable(self, item: _Item) -> None:
+        if os.getpid() != self.pid:
+            raise AuditWriteError(
+                f"the audit file {self.path!r} was opened by process {self.pid}; this process ({os.getpid()}) must "
+                "write its own file (kernel.attach_recorder(path), or AgentOSRunner(audit_dir=...))"
             )
         if self._closed:
-            raise RuntimeError(f"the audit trail {self.path!r} is closed")
+            raise AuditWriteError(f"the audit trail {self.path!r} is closed")
+        if self._failure is not None:
+            raise AuditWriteError(f"the audit trail stopped: {self._failure}")
+        outage = self._outage
+        if outage is not None and not outage.recovering:
+            outage.count(item)
+            raise AuditWriteError(
+                f"audit writes are failing since {_iso(outage.started)} ({outage.error}); retrying with backoff, "
+                "actions are allowed again once a write succeeds"
+            )
 
-    def _put(self, item: Any) -> None:
+    def _put(self, item: _Item) -> None:
         if self._thread is None:
             self._start()
         self._queue.put(item)
-        if self._queue.qsize() > self._max_queued and not isinstance(item, _Sync):
-            # The disk fell behind: wait for it rather than let memory grow without end.
-            self._sync()
-
-    def _sync(self) -> None:
-        marker = _Sync()
-        self._put(marker)
-        if not marker.done.wait(self.sync_timeout_s):
-            raise TimeoutError(f"the audit writer did not finish within {self.sync_timeout_s}s")
-        if marker.error is not None:
-            raise marker.error
 
     def _start(self) -> None:
         with self._thread_lock:
@@ -289,72 +583,274 @@ class AuditTrail:
                 self._thread.start()
 
     # ----------------------------------------------------------------- the writer thread
+    def _drain(self) -> List[_Item]:
+        items = []
+        while True:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                return items
+
     def _write_loop(self) -> None:
         while True:
-            item = self._queue.get()
-            waiting: List[_Sync] = []
-            stop = False
-            while True:
-                if item is _STOP:
-                    stop = True
-                elif isinstance(item, _Sync):
-                    waiting.append(item)
-                elif self._failure is None:
+            outage = self._outage
+            if outage is None:
+                group = [self._queue.get()] + self._drain()
+                recovering = None
+            else:
+                wait = outage.next_retry - time.monotonic()
+                if wait > 0:
                     try:
-                        self._write(item)
-                    except Exception as err:  # noqa: BLE001 - remembered; later records are refused
-                        logger.exception("audit write to %s failed; further actions will be blocked", self.path)
-                        self._failure = err
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            # Out of work: commit, so an idle recorder has nothing only in memory.
-            if self._failure is None:
-                try:
-                    self.recorder.flush()
-                except Exception as err:  # noqa: BLE001
-                    logger.exception("audit flush to %s failed; further actions will be blocked", self.path)
-                    self._failure = err
-            for marker in waiting:
-                marker.error = self._failure
-                marker.done.set()
-            if stop:
+                        group = [self._queue.get(timeout=wait)] + self._drain()
+                    except queue.Empty:
+                        continue
+                    if self._refuse(group, outage):
+                        return
+                    continue
+                with self._mutex:
+                    outage.recovering = True
+                    recovering = outage.facts(time.time())
+                group = self._drain()
+            if self._process(group, recovering):
                 return
 
-    def _write(self, item: tuple) -> None:
-        recorder = self.recorder
-        if item[0] == "outcome":
-            _, audit_id, result, error, execution_time_ms = item
-            trace_id = self._awaiting_outcome.pop(audit_id, None)
-            if trace_id is None:
-                return  # not an allowed record of this trail, or its outcome came long after
-            if error is not None:
-                recorder.log_error(trace_id, _encodable(error))
+    def _refuse(self, group: List[_Item], outage: _Outage) -> bool:
+        """Answer what arrives during an outage without writing; True on stop."""
+        error = AuditWriteError(f"audit writes are failing since {_iso(outage.started)} ({outage.error}); retrying")
+        stop = False
+        with self._mutex:
+            for item in group:
+                if item.kind == "stop":
+                    stop = True
+                elif item.kind == "sync":
+                    item.finish(None)
+                else:
+                    outage.count(item, ran=not item.waited)
+                    item.finish(error)
+        return stop
+
+    def _process(self, group: List[_Item], recovering: Optional[Dict[str, Any]]) -> bool:
+        """Commit ``group`` (after the outage record when recovering); True on stop."""
+        stop = any(item.kind == "stop" for item in group)
+        work = [item for item in group if item.kind in ("decision", "outcome")]
+        syncs = [item for item in group if item.kind == "sync"]
+        if self._failure is not None:
+            self._finish(work, AuditWriteError(f"the audit trail stopped: {self._failure}"), None)
+        elif work or recovering is not None:
+            try:
+                self._commit(work, recovering)
+            except AuditFileChangedError as err:
+                logger.error("%s; every further action is blocked", err)
+                self._failure = err
+                self._finish(work, err, self._outage)
+            except Exception as err:  # noqa: BLE001 - the records' actions are blocked; the trail recovers
+                self._enter_outage(err, work)
             else:
-                recorder.log_success(trace_id, result=_encodable(result), execution_time_ms=execution_time_ms)
-            self._forget(trace_id)
-            return
-        decision_id, agent_id, tool_name, args_json, original_json, envelope, blocked_reason = item
-        tool_args = build_tool_args(args_json, envelope, original_json)
-        trace_id = recorder.start_trace(
-            agent_id=_encodable(agent_id), tool_name=_encodable(tool_name), tool_args=tool_args
-        )
-        if blocked_reason is not None:
-            recorder.log_violation(trace_id, _encodable(blocked_reason))
-            self._forget(trace_id)
-            return
-        recorder.log_success(trace_id, result=None)
-        self._awaiting_outcome[decision_id] = trace_id
-        if len(self._awaiting_outcome) > self._max_pending_outcomes:
+                for item in self._finish(work, None, None):
+                    if item.payload[0] in self._awaiting_outcome:  # ran? no: its check blocked it
+                        self._put(_Item("outcome", (item.payload[0], None, _NOT_RUN, None)))
+                if recovering is not None:
+                    with self._mutex:
+                        self._outage = None
+                    self.outages.append(recovering)
+                    logger.warning("audit writes to %s work again; outage recorded: %s", self.path, recovering)
+        for marker in syncs:
+            marker.finish(None)
+        return stop
+
+    def _enter_outage(self, err: BaseException, work: List[_Item]) -> None:
+        with self._mutex:
+            outage = self._outage
+            if outage is None:
+                outage = self._outage = _Outage(err)
+                logger.error(
+                    "audit write to %s failed (%s: %s); the actions concerned are blocked, further actions are "
+                    "blocked until a write succeeds (retrying with backoff)",
+                    self.path,
+                    type(err).__name__,
+                    err,
+                )
+            else:
+                outage.retries += 1
+            outage.recovering = False
+            first, cap = self.retry_backoff_s
+            outage.next_retry = time.monotonic() + min(cap, first * (2 ** min(outage.retries, 30)))
+        error = AuditWriteError(f"audit write failed ({type(err).__name__}: {err}); retrying with backoff")
+        error.__cause__ = err
+        self._finish(work, error, outage)
+
+    def _finish(self, work: List[_Item], error: Optional[BaseException], outage: Optional[_Outage]) -> List[_Item]:
+        """Answer ``work``; returns the allowed items committed after their checks gave up waiting."""
+        late: List[_Item] = []
+        with self._mutex:
+            for item in work:
+                if error is not None and outage is not None:
+                    outage.count(item, ran=not item.waited)
+                elif item.abandoned and not item.blocked and item.kind == "decision":
+                    late.append(item)
+                item.finish(error)
+        return late
+
+    def _commit(self, work: List[_Item], outage_facts: Optional[Dict[str, Any]]) -> None:
+        """Write ``work`` (after the outage record, when recovering) in one transaction. On any
+        failure nothing is committed and the recorder's chain head is restored."""
+        recorder = self.recorder
+        inserted: List[str] = []
+        touched: List[str] = []
+        awaiting: List[Tuple[str, str]] = []
+        outcomes: List[Tuple[str, str]] = []
+        try:
+            if outage_facts is not None:
+                trace_id = recorder.start_trace(
+                    agent_id=OUTAGE_AGENT_ID, tool_name=OUTAGE_TOOL_NAME, tool_args={"audit_outage": outage_facts}
+                )
+                recorder.log_error(
+                    trace_id,
+                    f"audit trail unavailable for {outage_facts['duration_s']}s ({outage_facts['error']}): "
+                    f"{outage_facts['actions_blocked']} action(s) blocked because of it",
+                )
+                inserted.append(trace_id)
+            for item in work:
+                if item.kind == "decision":
+                    decision_id, agent_id, tool_name, args_json, original_json, envelope, reason = item.payload
+                    trace_id = recorder.start_trace(
+                        agent_id=_encodable(agent_id),
+                        tool_name=_encodable(tool_name),
+                        tool_args=build_tool_args(args_json, envelope, original_json),
+                    )
+                    inserted.append(trace_id)
+                    if reason is not None:
+                        recorder.log_violation(trace_id, _encodable(reason))
+                    elif item.abandoned:
+                        recorder.log_error(trace_id, _NOT_RUN)
+                    else:
+                        recorder.log_success(trace_id, result=None)
+                        awaiting.append((decision_id, trace_id))
+                else:
+                    audit_id, result, error, execution_time_ms = item.payload
+                    trace_id = self._awaiting_outcome.pop(audit_id, None)
+                    if trace_id is None:
+                        continue  # not an allowed record of this trail, or its outcome came long after
+                    outcomes.append((audit_id, trace_id))
+                    if error is not None:
+                        recorder.log_error(trace_id, _encodable(error))
+                    else:
+                        recorder.log_success(trace_id, result=_encodable(result), execution_time_ms=execution_time_ms)
+                    touched.append(trace_id)
+            touched.extend(inserted)
+            with recorder._buffer_lock:
+                operations = list(recorder._write_buffer)
+                recorder._write_buffer.clear()
+            head = self._transaction(operations, touched, len(inserted))
+        except BaseException:
+            recorder._last_hash = self._head[1]
+            with recorder._buffer_lock:
+                recorder._write_buffer.clear()
+            for trace_id in inserted:
+                recorder._trace_data.pop(trace_id, None)
+            for audit_id, trace_id in outcomes:
+                self._awaiting_outcome[audit_id] = trace_id  # its row is still there; a later outcome may land
+            raise
+        self._head = head
+        self._records += len(inserted)
+        for decision_id, trace_id in awaiting:
+            self._awaiting_outcome[decision_id] = trace_id
+        while len(self._awaiting_outcome) > self._max_pending_outcomes:
             _, oldest = self._awaiting_outcome.popitem(last=False)
             self._forget(oldest)
+        waiting = set(self._awaiting_outcome.values())
+        for trace_id in touched:
+            if trace_id not in waiting:
+                self._forget(trace_id)
+
+    def _transaction(self, operations: List[Dict[str, Any]], touched: List[str], inserted: int) -> Tuple[int, str]:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            problem = self._file_changed()
+            last = conn.execute("SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
+            if problem is None and (tuple(last) if last else (0, None)) != self._head:
+                problem = (
+                    f"its last record is {tuple(last) if last else 'none'}, not record {self._head[0]} that this "
+                    "kernel committed last: records were removed, or another writer added some"
+                )
+            if problem is not None:
+                raise AuditFileChangedError(f"the audit file {self.path!r} changed under the running kernel: {problem}")
+            for operation in operations:
+                conn.execute(operation["sql"], operation["params"])
+            last = conn.execute("SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
+            if self.key is not None:
+                names = None
+                for trace_id in dict.fromkeys(touched):
+                    cursor = conn.execute("SELECT * FROM audit_log WHERE trace_id = ?", (trace_id,))
+                    names = names or [d[0] for d in cursor.description]
+                    row = dict(zip(names, cursor.fetchone()))
+                    conn.execute(
+                        "UPDATE audit_log SET metadata = ? WHERE id = ?", (seal_metadata(row, self.key), row["id"])
+                    )
+                if last is not None:
+                    head = sign_head(
+                        self.key,
+                        records=self._records + inserted,
+                        last_id=last[0],
+                        last_entry_hash=last[1],
+                        sealed_from=self._sealed_from,
+                    )
+                    conn.execute(HEAD_UPSERT, tuple(head[name] for name in HEAD_COLUMNS))
+            conn.execute("COMMIT")
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+        problem = self._file_changed()  # deleted or replaced while committing: the records are not in the file
+        if problem is not None:
+            raise AuditFileChangedError(f"the audit file {self.path!r} changed under the running kernel: {problem}")
+        return (last[0], last[1]) if last else (0, None)
+
+    def _file_changed(self) -> Optional[str]:
+        """Why the path no longer names the file this trail writes (None while it does)."""
+        try:
+            info = os.stat(self._path)
+        except FileNotFoundError:
+            return "it was deleted"
+        except OSError as err:
+            return f"it cannot be examined ({err})"
+        if (info.st_dev, info.st_ino) != self._identity:
+            return "it was replaced by another file"
+        if info.st_size < self._size:
+            return f"it was truncated ({self._size} -> {info.st_size} bytes)"
+        self._size = info.st_size
+        return None
 
     def _forget(self, trace_id: str) -> None:
         # The FlightRecorder caches every record's fields in memory to re-hash later updates and
         # never drops them; a long run would grow without bound. Drop a record's entry once no
         # update to it can follow.
-        getattr(self.recorder, "_trace_data", {}).pop(trace_id, None)
+        self.recorder._trace_data.pop(trace_id, None)
+
+
+_NOT_RUN = "not run: the check gave up waiting for this record's commit (commit_timeout_s) and blocked the action"
+
+
+def _lock_writer(path: Path) -> int:
+    """An exclusive ``flock`` on ``path`` held by a descriptor of ours; a clear error if another
+    writer holds it. (SQLite itself locks with ``fcntl`` byte ranges, which do not conflict with this.)"""
+    fd = os.open(str(path), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise AuditWriterConflict(
+            f"the audit file {str(path)!r} is already being written by another kernel or process; a FlightRecorder "
+            "file has one writer (its hash chain lives in the writer): give each kernel and each process its own "
+            "file, e.g. AgentOSRunner(audit_dir=...) writes worker-<id>.db per runner process"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def flush_recorder(recorder: FlightRecorder) -> None:
@@ -391,7 +887,6 @@ def _safe_str(value: Any) -> str:
         return f"<unprintable {type(value).__name__}: {type(err).__name__}>"
 
 
-_STOP = object()
 _LIVE_TRAILS: "weakref.WeakSet[AuditTrail]" = weakref.WeakSet()
 _CONFIGURED = threading.Lock()
 _configured = False

@@ -125,12 +125,21 @@ def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, Agent
     return parsed
 
 
-def _audit_trail(recorder: Union[FlightRecorder, str, Path]) -> AuditTrail:
+def _audit_trail(recorder: Union[AuditTrail, FlightRecorder, str, Path]) -> AuditTrail:
+    if isinstance(recorder, AuditTrail):  # configured by the caller (a key, durability="queued", ...)
+        return recorder
     if isinstance(recorder, FlightRecorder):
         return AuditTrail(recorder)
     if isinstance(recorder, (str, Path)):
-        return AuditTrail(open_flight_recorder(recorder))
-    raise TypeError(f"recorder must be an agent_os.FlightRecorder or a file path, got {type(recorder).__name__}")
+        opened = open_flight_recorder(recorder)
+        try:
+            return AuditTrail(opened)
+        except BaseException:
+            opened.close()  # refused (a second writer, a changed or sealed file): leave no connection open
+            raise
+    raise TypeError(
+        f"recorder must be an agent_os.FlightRecorder or a file path (or an AuditTrail), got {type(recorder).__name__}"
+    )
 
 
 class GovernanceKernel:
@@ -233,14 +242,15 @@ class GovernanceKernel:
     def policy_names(self) -> List[str]:
         return [p.name for p in self.policies]
 
-    def attach_recorder(self, recorder: Union[FlightRecorder, str, Path]) -> None:
+    def attach_recorder(self, recorder: Union[AuditTrail, FlightRecorder, str, Path]) -> None:
         """Write further decisions to ``recorder`` (a FlightRecorder or a file path).
 
         Runners call this in each worker process: the FlightRecorder's hash chain lives in the
-        recorder object, so every process needs its own file.
+        recorder object, so every process needs its own file. The previous trail of this process is
+        closed (its file released); one inherited from a parent process is left to the parent.
         """
-        if self.audit is not None:
-            self.audit.flush()
+        if self.audit is not None and self.audit is not recorder:
+            self.audit.close()  # first: the new file may be the same path, and a file has one writer
         self.audit = _audit_trail(recorder)
 
     @property
@@ -568,7 +578,9 @@ class GovernanceKernel:
             self._dispatchers.clear()
 
     def verify_audit(self) -> Dict[str, Any]:
-        """Agent OS's integrity check of the audit file (``{"valid": bool, ...}``)."""
+        """Recompute the whole audit file (every hash, link, seal and the signed head; see
+        ``audit_seal.verify_rows``) and check it is still the file this kernel writes:
+        ``{"valid": bool, "sealed": bool, "assurance": "keyed" | "unkeyed", ...}``."""
         if self.audit is None:
             raise RuntimeError("this kernel has no recorder; pass recorder=<path> to keep an audit trail")
         return self.audit.verify()

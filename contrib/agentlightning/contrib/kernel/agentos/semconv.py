@@ -103,6 +103,7 @@ __all__ = [
     "AGENT_OS_SIGNAL_TYPE",
     "AGENT_OS_SIGNAL_TARGET",
     "AGENT_OS_EXTRA_PREFIX",
+    "AGENT_OS_UNVERIFIED",
 ]
 
 AGENTOS_CHECK_TAG = "agentos.check"
@@ -187,3 +188,5 @@ AGENT_OS_SIGNAL_TYPE = "agent_os.signal_type"
 AGENT_OS_SIGNAL_TARGET = "agent_os.signal_target"
 #: A field kept by a non-strict reader (``strict=False``) is the attribute ``agent_os.extra.<field>``.
 AGENT_OS_EXTRA_PREFIX = "agent_os.extra."
+#: On spans imported from a file that failed verification, because the caller forced it: why it failed.
+AGENT_OS_UNVERIFIED = "agent_os.unverified"
