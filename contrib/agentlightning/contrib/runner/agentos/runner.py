@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from opentelemetry.sdk.trace import ReadableSpan
 from pydantic import ConfigDict, Field
 
 from agentlightning.emitter import find_final_reward
@@ -21,7 +22,7 @@ from agentlightning.store.base import LightningStore
 from agentlightning.store.memory import InMemoryLightningStore
 from agentlightning.tracer.agentops import AgentOpsTracer
 from agentlightning.tracer.base import Tracer
-from agentlightning.types import AttemptedRollout, Hook, PromptTemplate, Rollout
+from agentlightning.types import AttemptedRollout, Hook, PromptTemplate, Rollout, Span, SpanCoreFields
 from agentlightning.types.core import RolloutConfig, TaskInput
 
 from agentlightning.contrib.kernel.agentos import (
@@ -271,6 +272,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
         #: (``step`` calls on one loop) each find their own record.
         self._attempts: Dict[Tuple[str, str], _Attempt] = {}
         self._summary_hook = _StoreSummaryBeforeStatus()
+        #: The store ``step`` created because none was given (nobody else can queue rollouts in it).
+        self._on_demand_store: Optional[LightningStore] = None
         #: What this runner already told the user once (each of these is logged once per runner).
         self._told: set = set()
         self._setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = (
@@ -282,6 +285,17 @@ class AgentOSRunner(LitAgentRunner[Any]):
         """Set the agent: a ``LitAgent``, or a plain function ``fn(task)`` (wrapped by
         :func:`as_agent` into agentlightning's ``FunctionalLitAgent``). ``hooks`` are
         agentlightning's; the runner's own hook, which stores the governance summary, runs first."""
+        if _is_action_policy(agent):
+            # The reference's training loop: its own code calls my_agent.get_action(state) and hands
+            # the action to runner.step(action), so the runner governs the task as the action.
+            logger.info(
+                "AgentOSRunner: %s picks actions with get_action(); runner.step(action) governs each action "
+                "as %s(%s=action) (see docs/migrating.md)",
+                type(agent).__name__,
+                self.input_tool,
+                self.input_arg,
+            )
+            agent = TaskActionAgent(self.input_tool, self.input_arg)
         agent = as_agent(agent)
         super().init(agent, hooks=[self._summary_hook, *(hooks or [])], **kwargs)
         self._wrap_agent(agent)
@@ -299,7 +313,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             raise ValueError(
                 "AgentOSRunner has no store: call runner.init_worker(0, store) first (the Trainer does it for you). "
                 "await runner.step(task) creates an in-memory store on demand; runner.iter() needs the store it "
-                "takes rollouts from"
+                "takes rollouts from (see docs/migrating.md#4-lifecycle-and-iter)"
             )
         return self._store
 
@@ -427,10 +441,13 @@ class AgentOSRunner(LitAgentRunner[Any]):
         if record is None:
             return await super()._post_process_rollout_result(rollout, raw_result)
         task_output = raw_result
-        result_only = raw_result is not None and not isinstance(raw_result, (bool, int, float, list))
+        result_only = (
+            raw_result is not None and not isinstance(raw_result, (bool, int, float)) and not _spans(raw_result)
+        )
         if result_only:
-            # A dict, a string, an object: the task's result (the reference's rollout.task_output),
-            # not a reward. LitAgentRunner would fail the rollout with a TypeError here.
+            # A dict, a string, rows from fetchall(), an object: the task's result (the reference's
+            # rollout.task_output), not a reward. LitAgentRunner would fail the rollout here
+            # (TypeError or ValueError: Invalid raw result type).
             raw_result = None
         agent_reward: Optional[float] = None
         if self.reward_fn is not None and isinstance(raw_result, (bool, int, float)):
@@ -642,7 +659,27 @@ class AgentOSRunner(LitAgentRunner[Any]):
                     named["prompt_template"] = PromptTemplate(template="{task}", engine="f-string")
                 await store.add_resources(named)
                 self.init_worker(0, store)
+                self._on_demand_store = store
                 logger.info("AgentOSRunner: no store given; created an InMemoryLightningStore (runner.get_store())")
+
+    async def iter(self, *, event: Any = None) -> None:
+        """agentlightning's ``iter``: run the rollouts queued in the store until ``event`` is set or
+        ``max_rollouts`` were run; refused at once where it could only wait forever."""
+        if event is not None and not callable(getattr(event, "is_set", None)):
+            raise TypeError(
+                f"event must have is_set() (an asyncio.Event, threading.Event or agentlightning ExecutionEvent), "
+                f"got {type(event).__name__}"
+            )
+        store = self.get_store()
+        if store is self._on_demand_store and not await store.query_rollouts(status_in=["queuing", "requeuing"]):
+            raise RuntimeError(
+                "runner.iter() runs the rollouts queued in the runner's store, and this runner's store (the in-memory "
+                "one step() created) has none queued, so iter() would wait forever. Queue them first: "
+                "await runner.get_store().enqueue_rollout(input=task, mode='train'); and set the stop event from "
+                "another task: task = asyncio.create_task(runner.iter(event=stop)); ...; stop.set(); await task. "
+                "See docs/migrating.md#4-lifecycle-and-iter"
+            )
+        await super().iter(event=event)
 
     # ------------------------------------------------------------------ statistics
     def get_stats(self) -> Dict[str, Any]:
@@ -661,6 +698,20 @@ class AgentOSRunner(LitAgentRunner[Any]):
     def get_violation_rate(self) -> float:
         """Violations per rollout in this runner."""
         return self.get_stats()["violation_rate"]
+
+
+def _is_action_policy(agent: Any) -> bool:
+    """An RL policy object (``get_action(state)``), not an agent the runner can call."""
+    return not isinstance(agent, LitAgent) and not callable(agent) and callable(getattr(agent, "get_action", None))
+
+
+def _spans(result: Any) -> bool:
+    """Whether an agent's ``result`` is a list of spans, which agentlightning stores as the trace."""
+    return (
+        isinstance(result, list)
+        and len(result) > 0
+        and all(isinstance(item, (ReadableSpan, Span, SpanCoreFields)) for item in result)
+    )
 
 
 def _reraise(err: BaseException) -> None:
