@@ -181,7 +181,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
         violation_callback: called with each :class:`PolicyViolation` (errors are logged).
         govern_input: govern a string task itself as ``input_tool(input_arg=task)`` before the
             agent runs (the reference's ``runner.step("SELECT ...")``); a blocked task does not
-            reach the agent. Off by default: tasks are usually questions, not actions.
+            reach the agent. ``None`` (default): on for a plain-function agent that takes no ``llm``
+            (its task is the action), off for a ``LitAgent`` (its tasks are usually questions).
         audit_dir: directory for one FlightRecorder file per runner process
             (``worker-<id>.db``); required when the kernel audits and runners are processes.
         reward_fn: shapes each rollout's reward by its violations, typically a ``PolicyReward``.
