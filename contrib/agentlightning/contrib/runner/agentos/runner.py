@@ -19,10 +19,9 @@ from agentlightning.litagent import LitAgent
 from agentlightning.litagent.decorator import FunctionalLitAgent
 from agentlightning.runner import LitAgentRunner
 from agentlightning.store.base import LightningStore
-from agentlightning.store.memory import InMemoryLightningStore
 from agentlightning.tracer.agentops import AgentOpsTracer
 from agentlightning.tracer.base import Tracer
-from agentlightning.types import AttemptedRollout, Hook, PromptTemplate, Rollout, Span, SpanCoreFields
+from agentlightning.types import AttemptedRollout, Hook, Rollout, Span, SpanCoreFields
 from agentlightning.types.core import RolloutConfig, TaskInput
 
 from agentlightning.contrib.kernel.agentos import (
@@ -37,51 +36,13 @@ from agentlightning.contrib.kernel.agentos.spans import add_spans
 
 from .agents import TaskActionAgent, as_agent, describe, govern_task, needs_resource, task_action
 from .attempt import RolloutGovernance, RolloutOutcome, active_rollout, propagate_rollout_to_threads
+from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 
-__all__ = ["AgentError", "AgentOSRunner", "GovernedRunner", "GovernedRollout", "normalize_mode"]
+__all__ = ["AgentError", "AgentOSRunner", "GovernedRunner", "GovernedRollout"]
 
 logger = logging.getLogger(__name__)
 
 _ROLLOUT_METHODS = ("training_rollout", "validation_rollout", "training_rollout_async", "validation_rollout_async")
-
-#: agentlightning's rollout modes, and the spellings users bring from elsewhere (the reference
-#: tutorial's ``mode="eval"``, agentlightning's own docstring's "validation").
-_MODES = ("train", "val", "test")
-_MODE_ALIASES = {
-    "eval": "val",
-    "evaluation": "val",
-    "validation": "val",
-    "valid": "val",
-    "training": "train",
-    "testing": "test",
-}
-
-
-def normalize_mode(mode: Any) -> Optional[str]:
-    """A rollout mode as agentlightning spells it: ``"train"``, ``"val"`` or ``"test"`` (or None).
-
-    ``"eval"`` and ``"validation"`` are accepted as ``"val"``; anything else is a ``ValueError``
-    naming the valid values (agentlightning itself fails with a pydantic error deep in the store).
-
-    >>> normalize_mode("eval"), normalize_mode("train"), normalize_mode(None)
-    ('val', 'train', None)
-    """
-    if mode is None or mode in _MODES:
-        return mode
-    if isinstance(mode, str) and mode.strip().lower() in _MODES + tuple(_MODE_ALIASES):
-        key = mode.strip().lower()
-        return _MODE_ALIASES.get(key, key)
-    raise ValueError(
-        f"mode must be 'train', 'val' or 'test' (agentlightning's rollout modes; 'eval' means 'val'), got {mode!r}"
-    )
-
-
-_RESOURCES_HINT = (
-    "the agent receives its resources (LLM endpoints, prompt templates) from the store, and this store has none. "
-    "Add them before running rollouts, e.g. await store.add_resources({'prompt': agl.PromptTemplate(template='{task}', "
-    "engine='f-string')}) (an empty dict {} if the agent needs nothing), or pass step(task, resources={...}); "
-    "a runner without init_worker() creates an in-memory store with what the agent needs"
-)
 
 
 class AgentError(RuntimeError):
@@ -286,7 +247,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         """Set the agent: a ``LitAgent``, or a plain function ``fn(task)`` (wrapped by
         :func:`as_agent` into agentlightning's ``FunctionalLitAgent``). ``hooks`` are
         agentlightning's; the runner's own hook, which stores the governance summary, runs first."""
-        if _is_action_policy(agent):
+        if is_action_policy(agent):
             # The reference's training loop: its own code calls my_agent.get_action(state) and hands
             # the action to runner.step(action), so the runner governs the task as the action.
             logger.info(
@@ -545,7 +506,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             self._tell_once(
                 "no_resources",
                 "AgentOSRunner: rollout %s was skipped (agentlightning: 'Failed to fetch resources'): "
-                + _RESOURCES_HINT
+                + RESOURCES_HINT
                 + ".",
                 rollout.rollout_id,
                 level=logging.ERROR,
@@ -619,7 +580,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             rollout = await store.get_rollout_by_id(attempted.rollout_id)
         except RuntimeError as err:
             if "Failed to fetch resources" in str(err):
-                raise RuntimeError(f"{err}: {_RESOURCES_HINT}") from err
+                raise RuntimeError(f"{err}: {RESOURCES_HINT}") from err
             raise
         finally:
             entry = self._attempts.pop(key, None)
@@ -647,18 +608,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                     "AgentOSRunner: no agent given; the task itself is the action to govern (%s)", self.input_tool
                 )
             if self._store is None:
-                agent = self.get_agent()
-                if resources is None and needs_resource(agent, "llm"):
-                    raise ValueError(
-                        f"the agent ({describe(agent)}) takes an `llm`, and there is no LLM to create on demand: pass "
-                        f"step(task, resources={{'main_llm': agl.LLM(endpoint=..., model=...)}}), or set up a store "
-                        f"with that resource and runner.init_worker(0, store)"
-                    )
-                store = InMemoryLightningStore()
-                named: Dict[str, Any] = {}
-                if needs_resource(agent, "prompt_template"):
-                    named["prompt_template"] = PromptTemplate(template="{task}", engine="f-string")
-                await store.add_resources(named)
+                store = await on_demand_store(self.get_agent(), resources)
                 self.init_worker(0, store)
                 self._on_demand_store = store
                 logger.info("AgentOSRunner: no store given; created an InMemoryLightningStore (runner.get_store())")
@@ -699,11 +649,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
     def get_violation_rate(self) -> float:
         """Violations per rollout in this runner."""
         return self.get_stats()["violation_rate"]
-
-
-def _is_action_policy(agent: Any) -> bool:
-    """An RL policy object (``get_action(state)``), not an agent the runner can call."""
-    return not isinstance(agent, LitAgent) and not callable(agent) and callable(getattr(agent, "get_action", None))
 
 
 def _spans(result: Any) -> bool:
