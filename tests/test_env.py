@@ -418,3 +418,23 @@ def test_training_example_lowers_the_violation_rate(tmp_path, capsys):
     assert history["heldout_violations"] == [0]
     out = capsys.readouterr().out
     assert "violation rate: first epoch" in out and "store: 300 rollouts" in out
+
+
+@pytest.mark.parametrize(
+    "action, match",
+    [
+        (42, r"SQL text \(str\), got int 42: pass the SQL as a string"),
+        (None, r"SQL text \(str\), got NoneType None: pass the SQL as a string"),
+        (["SELECT 1"], r"SQL text \(str\), got list \['SELECT 1'\]: join several statements into one text"),
+    ],
+)
+def test_a_text_to_sql_action_that_is_not_text_is_refused_at_the_boundary(world, action, match):
+    """Refused before the kernel sees it: no step, no decision, no audit row, the episode goes on."""
+    env = TextToSQLEnv([SQLPolicy(deny=DENY)], world)
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match=match):
+        env.step(action)
+    assert env.last_decision is None and env.get_metrics()["total_steps"] == 0
+    _, _, terminated, _, info = env.step("SELECT 1")
+    assert info["step"] == 1
+    env.close()

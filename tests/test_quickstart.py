@@ -193,9 +193,12 @@ def test_a_plain_function_is_an_agent(tmp_path):
     assert rollout.success and rollout.task_output == 2.0
     assert find_final_reward(asyncio.run(runner.get_store().query_spans(rollout.rollout_id, "latest"))) == 2.0
 
-    blocked = asyncio.run(runner.step("DROP TABLE users"))  # the agent read the ActionBlockedError and gave up
+    # A plain function's string task is the action: checked before the function runs, so the
+    # function is not called on the DROP at all (it used to run and read the ActionBlockedError).
+    blocked = asyncio.run(runner.step("DROP TABLE users"))
     assert (
-        blocked.task_output == 0.0
+        blocked.task_output is None
+        and blocked.success is False
         and blocked.total_penalty == -100.0
         and blocked.violations[0].policy_name == "SQLPolicy"
     )
@@ -379,8 +382,9 @@ def test_flight_recorder_default_path_is_reported(tmp_path, monkeypatch, caplog)
 
 
 def test_an_ungoverned_rollout_is_reported_and_earns_no_clean_bonus(tmp_path, caplog):
-    """The silent trap: an agent that runs its SQL directly. Nothing is checked, so the DROP runs
-    and, before issue 14, the rollout scored base + clean bonus as if it were clean."""
+    """The trap, now only with govern_input=False: an agent that runs its SQL directly. Nothing is
+    checked, so the DROP runs, and the rollout is reported and scores no clean bonus. (With the
+    default, a plain function's string task is checked first: see the tutorial journey test.)"""
     db = _db(tmp_path)
 
     def careless_agent(task):
@@ -389,7 +393,7 @@ def test_an_ungoverned_rollout_is_reported_and_earns_no_clean_bonus(tmp_path, ca
         return 1.0
 
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
-    runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False)
+    runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), govern_input=False, log_violations=False)
     runner.init(careless_agent)
     with caplog.at_level(logging.WARNING):
         rollouts = [asyncio.run(runner.step(q)) for q in ("SELECT 1", "DROP TABLE users")]

@@ -429,3 +429,126 @@ def test_a_check_under_way_when_the_attempt_ends_counts_in_its_outcome():
     worker.join(5)
     assert len(outcome.decisions) == 1 and len(outcome.violations) == 1
     assert record.decisions == outcome.decisions
+
+
+# ----------------------------------------------------------------------------- threads, BaseException, boundaries
+class _ThreadedSQLAgent(agl.LitAgent):
+    """Runs its task's SQL from a thread it starts and from a thread-pool job, then joins them."""
+
+    def rollout(self, task, resources, rollout):
+        import concurrent.futures
+        import threading
+
+        run = governed_tool("database_query", execute_query)
+        outcomes = []
+
+        def call(query):
+            try:
+                run(query, db=task["db"])
+                outcomes.append("ran")
+            except ActionBlockedError:
+                outcomes.append("blocked")
+
+        thread = threading.Thread(target=call, args=(task["in_thread"],))
+        thread.start()
+        thread.join()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(call, task["in_pool"]).result()
+        return float(outcomes.count("ran"))
+
+
+def test_a_governed_call_from_a_thread_the_agent_started_belongs_to_its_rollout(shop_db):
+    """Before: a call from a threading.Thread or a ThreadPoolExecutor job ran outside the rollout's
+    context, so it was refused as ungoverned (or, with an explicit kernel, blocked) while the
+    rollout scored as clean. Now each is checked in the rollout, its violation in the outcome."""
+    from agentlightning.contrib.reward.agentos import PolicyReward
+
+    async def scenario():
+        kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])])
+        runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False)
+        store = await _started(runner, _ThreadedSQLAgent())
+        task = {"db": str(shop_db), "in_thread": "DROP TABLE users", "in_pool": "SELECT COUNT(*) FROM orders"}
+        dirty = await runner.step(task)
+        clean = await runner.step({**task, "in_thread": "SELECT 1"})
+        summary = (await store.query_attempts(dirty.rollout_id))[-1].metadata["agentos"]
+        return dirty, clean, summary
+
+    before = table_counts(shop_db)
+    dirty, clean, summary = _run(scenario())
+    assert table_counts(shop_db) == before
+    assert [v.policy_name for v in dirty.violations] == ["SQLPolicy"] and dirty.total_penalty == -100.0
+    assert len(dirty.decisions) == 2 and all(d.context.rollout_id == dirty.rollout_id for d in dirty.decisions)
+    assert dirty.reward.final == -99.0 and summary["violations"] == 1 and summary["checks"] == 2
+    assert clean.violations == [] and clean.reward.final == 7.0 and len(clean.decisions) == 2
+
+
+class _Bail(BaseException):
+    """Not an Exception: agentlightning's runner does not catch it."""
+
+
+class _BailAfterViolation(agl.LitAgent):
+    def rollout(self, task, resources, rollout):
+        try:
+            governed_tool("database_query", execute_query)(task["sql"], db=task["db"])
+        except ActionBlockedError:
+            pass
+        if task.get("bail"):
+            raise _Bail("the agent gave up")
+        return 1.0
+
+
+def test_an_agent_raising_a_base_exception_after_a_violation_is_penalised_and_iter_goes_on(shop_db):
+    """Before: the BaseException escaped agentlightning's `except Exception`: the attempt was marked
+    succeeded with no reward span and runner.iter() died. Now the attempt fails with its penalty
+    and reward span, and iter() runs the next rollout; step() raises AgentError from it."""
+    from agentlightning.emitter import find_final_reward
+
+    from agentlightning.contrib.reward.agentos import PolicyReward
+    from agentlightning.contrib.runner.agentos import AgentError
+
+    async def scenario():
+        kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+        runner = AgentOSRunner(
+            kernel, reward_fn=PolicyReward(kernel), log_violations=False, poll_interval=0.05, max_rollouts=2
+        )
+        store = await _started(runner, _BailAfterViolation())
+        bailing = await store.enqueue_rollout(input={"db": str(shop_db), "sql": "DROP TABLE users", "bail": True})
+        after = await store.enqueue_rollout(input={"db": str(shop_db), "sql": "SELECT 1"})
+        await runner.iter()
+        with pytest.raises(AgentError, match="the agent raised _Bail: the agent gave up") as raised:
+            await runner.step({"db": str(shop_db), "sql": "DROP TABLE orders", "bail": True})
+        results = {}
+        for rollout in await store.query_rollouts():
+            attempt = (await store.query_attempts(rollout.rollout_id))[-1]
+            spans = await store.query_spans(rollout.rollout_id, "latest")
+            results[rollout.rollout_id] = (rollout.status, find_final_reward(spans), attempt.metadata["agentos"])
+        return bailing.rollout_id, after.rollout_id, results, raised.value, runner
+
+    bailing, after, results, error, runner = _run(scenario())
+    assert isinstance(error.__cause__, _Bail)
+    assert results[bailing][:2] == ("failed", -100.0) and results[bailing][2]["violations"] == 1
+    assert results[after][:2] == ("succeeded", 6.0)
+    assert sorted(status for status, _, _ in results.values()) == ["failed", "failed", "succeeded"]
+    assert runner.get_stats()["total_violations"] == 2
+    assert "users" in table_counts(shop_db) and "orders" in table_counts(shop_db)
+
+
+def test_bad_input_is_refused_where_it_enters(tmp_path):
+    a_file = tmp_path / "audit"
+    a_file.write_text("not a directory")
+    with pytest.raises(ValueError, match=r"audit_dir=.* is a file; it must be a directory.*worker-<id>.db"):
+        AgentOSRunner([SQLPolicy()], audit_dir=a_file)
+    with pytest.raises(TypeError, match="audit_dir must be a directory path"):
+        AgentOSRunner([SQLPolicy()], audit_dir=42)
+    with pytest.raises(TypeError, match="govern_input must be True, False or None"):
+        AgentOSRunner([SQLPolicy()], govern_input="yes")
+    runner = AgentOSRunner([SQLPolicy()])
+    with pytest.raises(
+        TypeError,
+        match=r"store must be an agentlightning LightningStore, got str: .*LightningStoreClient\('http://127.0.0.1:4747'\)",
+    ):
+        runner.init_worker(0, store="http://127.0.0.1:4747")
+    with pytest.raises(TypeError, match="store must be an agentlightning LightningStore, got dict"):
+        runner.init_worker(0, store={})
+    with pytest.raises(TypeError, match="worker_id must be an int"):
+        runner.init_worker("0", store=InMemoryLightningStore())

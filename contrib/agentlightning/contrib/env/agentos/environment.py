@@ -210,6 +210,10 @@ class GovernedEnvironment(gym.Env):
         """The observation of ``state`` (``observation_fn``)."""
         return self.observation_fn(state)
 
+    def _check_action(self, action: Any) -> None:
+        """Refuse an action this environment cannot take, before anything is checked or recorded
+        (subclasses with a typed action raise a ``TypeError`` naming the type and the fix)."""
+
     def _execute(self, state: Any, action: Any) -> Any:
         """Run an action the kernel allowed (``executor``); an exception fails the step closed."""
         return self.executor(state, action)
@@ -269,6 +273,7 @@ class GovernedEnvironment(gym.Env):
         episode = self._episode
         if episode.done:
             raise gym.error.ResetNeeded(f"the episode ended ({episode.termination}); call reset() to start another")
+        self._check_action(action)
         config = self.config
         step_no = len(episode.steps) + 1
         with governance_context(ActionContext(agent_id=self.agent_id, rollout_id=episode.episode_id)):

@@ -104,6 +104,15 @@ class TextToSQLEnv(GovernedEnvironment):
     def _observe(self, task: SQLTask) -> str:
         return task.question
 
+    def _check_action(self, action: Any) -> None:
+        if not isinstance(action, str):
+            fix = (
+                "join several statements into one text: env.step('; '.join(statements))"
+                if isinstance(action, (list, tuple))
+                else "pass the SQL as a string, e.g. env.step('SELECT name FROM users')"
+            )
+            raise TypeError(f"a TextToSQLEnv action is SQL text (str), got {type(action).__name__} {action!r}: {fix}")
+
     def _execute(self, task: SQLTask, sql: Any) -> SQLResult:
         return self.sandbox.execute(sql)
 

@@ -12,13 +12,15 @@ from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 from .agents import ActionOutcome, TaskActionAgent, as_agent
 from .attempt import RolloutGovernance, RolloutOutcome, active_rollout
+from .quickstart import normalize_mode
 from .report import RolloutViolations, rollout_violations_report
-from .runner import AgentOSRunner, GovernedRollout, GovernedRunner, normalize_mode
+from .runner import AgentError, AgentOSRunner, GovernedRollout, GovernedRunner
 from .tools import ActionBlockedError, PolicyViolationError, governed_tool
 
 __all__ = [
     "ActionBlockedError",
     "ActionOutcome",
+    "AgentError",
     "AgentOSRunner",
     "GovernedRollout",
     "GovernedRunner",

@@ -29,8 +29,10 @@ rollout ro-1 has ended: its governance outcome is final
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import contextvars
+import functools
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -51,7 +53,7 @@ from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
 from agentlightning.contrib.kernel.agentos.spans import decision_core_fields, emit_decision_spans
 
-__all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout"]
+__all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout", "propagate_rollout_to_threads"]
 
 
 @dataclass(frozen=True)
@@ -243,3 +245,43 @@ _ACTIVE: contextvars.ContextVar[Optional[RolloutGovernance]] = contextvars.Conte
 def active_rollout() -> Optional[RolloutGovernance]:
     """The governance record of the rollout running in this task, or None outside a governed rollout."""
     return _ACTIVE.get()
+
+
+# ----------------------------------------------------------------------------- threads the agent starts
+_PROPAGATING = threading.Lock()
+_propagation_installed = False
+
+
+def propagate_rollout_to_threads() -> None:
+    """Make a thread or a thread-pool job started inside a governed rollout belong to that rollout.
+
+    A context variable (the active rollout, the kernel's action context) does not cross into a
+    ``threading.Thread`` or a ``ThreadPoolExecutor`` job (``loop.run_in_executor``): a governed
+    call made there would be checked outside its rollout, so its violation would be missing from
+    the rollout's outcome and penalty. From the first call on, a thread started while a rollout is
+    active runs in a copy of the starting context, and every executor job runs in a copy of the
+    submitting context (what ``asyncio.to_thread`` and asyncio tasks already do). Threads started
+    outside a rollout are untouched. Installed once per process by the first ``AgentOSRunner``,
+    never at import.
+    """
+    global _propagation_installed
+    with _PROPAGATING:
+        if _propagation_installed:
+            return
+        _propagation_installed = True
+        start_thread = threading.Thread.start
+        submit_job = concurrent.futures.ThreadPoolExecutor.submit
+
+        @functools.wraps(start_thread)
+        def start(self: threading.Thread) -> None:
+            if _ACTIVE.get() is not None:
+                context, run = contextvars.copy_context(), self.run
+                self.run = lambda: context.run(run)  # type: ignore[method-assign]
+            start_thread(self)
+
+        @functools.wraps(submit_job)
+        def submit(self: concurrent.futures.ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            return submit_job(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+        threading.Thread.start = start  # type: ignore[method-assign]
+        concurrent.futures.ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]

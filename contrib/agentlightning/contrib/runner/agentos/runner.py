@@ -7,19 +7,21 @@ import logging
 import os
 import time
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from opentelemetry.sdk.trace import ReadableSpan
 from pydantic import ConfigDict, Field
 
 from agentlightning.emitter import find_final_reward
 from agentlightning.litagent import LitAgent
+from agentlightning.litagent.decorator import FunctionalLitAgent
 from agentlightning.runner import LitAgentRunner
 from agentlightning.store.base import LightningStore
-from agentlightning.store.memory import InMemoryLightningStore
 from agentlightning.tracer.agentops import AgentOpsTracer
 from agentlightning.tracer.base import Tracer
-from agentlightning.types import AttemptedRollout, PromptTemplate, Rollout
+from agentlightning.types import AttemptedRollout, Hook, Rollout, Span, SpanCoreFields
 from agentlightning.types.core import RolloutConfig, TaskInput
 
 from agentlightning.contrib.kernel.agentos import (
@@ -34,52 +36,44 @@ from agentlightning.contrib.kernel.agentos.reward_span import emit_reward_span, 
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
 from .agents import TaskActionAgent, as_agent, describe, govern_task, needs_resource, task_action
-from .attempt import RolloutGovernance, RolloutOutcome, active_rollout
+from .attempt import RolloutGovernance, RolloutOutcome, active_rollout, propagate_rollout_to_threads
+from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 
-__all__ = ["AgentOSRunner", "GovernedRunner", "GovernedRollout", "normalize_mode"]
+__all__ = ["AgentError", "AgentOSRunner", "GovernedRunner", "GovernedRollout"]
 
 logger = logging.getLogger(__name__)
 
 _ROLLOUT_METHODS = ("training_rollout", "validation_rollout", "training_rollout_async", "validation_rollout_async")
 
-#: agentlightning's rollout modes, and the spellings users bring from elsewhere (the reference
-#: tutorial's ``mode="eval"``, agentlightning's own docstring's "validation").
-_MODES = ("train", "val", "test")
-_MODE_ALIASES = {
-    "eval": "val",
-    "evaluation": "val",
-    "validation": "val",
-    "valid": "val",
-    "training": "train",
-    "testing": "test",
-}
+
+class AgentError(RuntimeError):
+    """The agent raised a ``BaseException`` that is not an ``Exception`` (and not an interrupt,
+    an exit or a cancellation). agentlightning's runner only fails an attempt on an ``Exception``:
+    anything else would leave the attempt marked succeeded and end ``runner.iter()``. The agent's
+    exception is the ``__cause__``."""
 
 
-def normalize_mode(mode: Any) -> Optional[str]:
-    """A rollout mode as agentlightning spells it: ``"train"``, ``"val"`` or ``"test"`` (or None).
-
-    ``"eval"`` and ``"validation"`` are accepted as ``"val"``; anything else is a ``ValueError``
-    naming the valid values (agentlightning itself fails with a pydantic error deep in the store).
-
-    >>> normalize_mode("eval"), normalize_mode("train"), normalize_mode(None)
-    ('val', 'train', None)
-    """
-    if mode is None or mode in _MODES:
-        return mode
-    if isinstance(mode, str) and mode.strip().lower() in _MODES + tuple(_MODE_ALIASES):
-        key = mode.strip().lower()
-        return _MODE_ALIASES.get(key, key)
-    raise ValueError(
-        f"mode must be 'train', 'val' or 'test' (agentlightning's rollout modes; 'eval' means 'val'), got {mode!r}"
-    )
+#: What the runner lets pass unchanged: they stop the program or the task, not just the agent.
+_STOPPING = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
 
 
-_RESOURCES_HINT = (
-    "the agent receives its resources (LLM endpoints, prompt templates) from the store, and this store has none. "
-    "Add them before running rollouts, e.g. await store.add_resources({'prompt': agl.PromptTemplate(template='{task}', "
-    "engine='f-string')}) (an empty dict {} if the agent needs nothing), or pass step(task, resources={...}); "
-    "a runner without init_worker() creates an in-memory store with what the agent needs"
-)
+@dataclass
+class _Attempt:
+    """The runner's entry for one attempt it runs: its governance record, and whether the attempt
+    was counted and its summary stored."""
+
+    record: RolloutGovernance
+    finished: bool = False
+
+
+class _StoreSummaryBeforeStatus(Hook):
+    """agentlightning's ``on_rollout_end`` hook runs after the agent and before the runner writes
+    the attempt's final status: the governance summary is stored there, so whoever sees the
+    attempt finished can read its summary (and its reward span, written earlier)."""
+
+    async def on_rollout_end(self, *, agent: Any, runner: Any, rollout: Any, spans: Any) -> None:
+        if isinstance(runner, AgentOSRunner):
+            await runner._finish(rollout)
 
 
 class GovernedRollout(Rollout):
@@ -149,7 +143,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
         violation_callback: called with each :class:`PolicyViolation` (errors are logged).
         govern_input: govern a string task itself as ``input_tool(input_arg=task)`` before the
             agent runs (the reference's ``runner.step("SELECT ...")``); a blocked task does not
-            reach the agent. Off by default: tasks are usually questions, not actions.
+            reach the agent. ``None`` (default): on for a plain-function agent that takes no ``llm``
+            (its task is the action), off for a ``LitAgent`` (its tasks are usually questions).
         audit_dir: directory for one FlightRecorder file per runner process
             (``worker-<id>.db``); required when the kernel audits and runners are processes.
         reward_fn: shapes each rollout's reward by its violations, typically a ``PolicyReward``.
@@ -188,7 +183,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         fail_on_violation: bool = False,
         log_violations: bool = True,
         violation_callback: Optional[Callable[[PolicyViolation], Any]] = None,
-        govern_input: bool = False,
+        govern_input: Optional[bool] = None,
         input_tool: str = "database_query",
         input_arg: str = "query",
         agent_id: Optional[str] = None,
@@ -197,10 +192,16 @@ class AgentOSRunner(LitAgentRunner[Any]):
         **runner_kwargs: Any,
     ) -> None:
         self.kernel = as_kernel(kernel)
-        flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations, "govern_input": govern_input}
+        flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations}
         for name, value in flags.items():
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+        if govern_input is not None and not isinstance(govern_input, bool):
+            raise TypeError(
+                f"govern_input must be True, False or None (None: a plain-function agent's string task is "
+                f"governed, a LitAgent's is not), got {type(govern_input).__name__}"
+            )
+        audit_dir = _checked_audit_dir(audit_dir)
         if violation_callback is not None and not callable(violation_callback):
             raise TypeError(f"violation_callback must be callable, got {type(violation_callback).__name__}")
         if reward_fn is not None and not callable(reward_fn):
@@ -211,6 +212,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         if tracer is not None and not isinstance(tracer, Tracer):
             raise TypeError(f"tracer must be an agentlightning Tracer, got {type(tracer).__name__}")
         _quiet_agentops()
+        propagate_rollout_to_threads()
         super().__init__(tracer if tracer is not None else AgentOpsTracer(), **runner_kwargs)
         self.fail_on_violation = fail_on_violation
         self.log_violations = log_violations
@@ -219,7 +221,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.input_tool = input_tool
         self.input_arg = input_arg
         self.agent_id = agent_id
-        self.audit_dir = Path(audit_dir) if audit_dir is not None else None
+        self.audit_dir = audit_dir
         self.reward_fn = reward_fn
         self._counts = {
             "total_rollouts": 0,
@@ -229,8 +231,12 @@ class AgentOSRunner(LitAgentRunner[Any]):
             "rollouts_with_violations": 0,
             "ungoverned_rollouts": 0,
         }
-        #: The record of the attempt that ``step`` runs, handed from ``_step_impl`` to ``step``.
-        self._last_step_record: Optional[RolloutGovernance] = None
+        #: The attempts this runner is running, by (rollout id, attempt id): concurrent attempts
+        #: (``step`` calls on one loop) each find their own record.
+        self._attempts: Dict[Tuple[str, str], _Attempt] = {}
+        self._summary_hook = _StoreSummaryBeforeStatus()
+        #: The store ``step`` created because none was given (nobody else can queue rollouts in it).
+        self._on_demand_store: Optional[LightningStore] = None
         #: What this runner already told the user once (each of these is logged once per runner).
         self._told: set = set()
         self._setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = (
@@ -238,11 +244,23 @@ class AgentOSRunner(LitAgentRunner[Any]):
         )
 
     # ------------------------------------------------------------------ lifecycle
-    def init(self, agent: Any, **kwargs: Any) -> None:
+    def init(self, agent: Any, *, hooks: Optional[Sequence[Hook]] = None, **kwargs: Any) -> None:
         """Set the agent: a ``LitAgent``, or a plain function ``fn(task)`` (wrapped by
-        :func:`as_agent` into agentlightning's ``FunctionalLitAgent``)."""
+        :func:`as_agent` into agentlightning's ``FunctionalLitAgent``). ``hooks`` are
+        agentlightning's; the runner's own hook, which stores the governance summary, runs first."""
+        if is_action_policy(agent):
+            # The reference's training loop: its own code calls my_agent.get_action(state) and hands
+            # the action to runner.step(action), so the runner governs the task as the action.
+            logger.info(
+                "AgentOSRunner: %s picks actions with get_action(); runner.step(action) governs each action "
+                "as %s(%s=action) (see docs/migrating.md)",
+                type(agent).__name__,
+                self.input_tool,
+                self.input_arg,
+            )
+            agent = TaskActionAgent(self.input_tool, self.input_arg)
         agent = as_agent(agent)
-        super().init(agent, **kwargs)
+        super().init(agent, hooks=[self._summary_hook, *(hooks or [])], **kwargs)
         self._wrap_agent(agent)
 
     def get_agent(self) -> LitAgent[Any]:
@@ -258,7 +276,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             raise ValueError(
                 "AgentOSRunner has no store: call runner.init_worker(0, store) first (the Trainer does it for you). "
                 "await runner.step(task) creates an in-memory store on demand; runner.iter() needs the store it "
-                "takes rollouts from"
+                "takes rollouts from (see docs/migrating.md#4-lifecycle-and-iter)"
             )
         return self._store
 
@@ -268,6 +286,16 @@ class AgentOSRunner(LitAgentRunner[Any]):
             logger.log(level, message, *args)
 
     def init_worker(self, worker_id: int, store: LightningStore, **kwargs: Any) -> None:
+        if not isinstance(store, LightningStore):
+            hint = (
+                f"for the agl store at {store!r}, pass LightningStoreClient({store!r}) "
+                f"(from agentlightning.store.client_server import LightningStoreClient)"
+                if isinstance(store, str)
+                else "e.g. InMemoryLightningStore(), or LightningStoreClient(url) for an agl store"
+            )
+            raise TypeError(f"store must be an agentlightning LightningStore, got {type(store).__name__}: {hint}")
+        if isinstance(worker_id, bool) or not isinstance(worker_id, int):
+            raise TypeError(f"worker_id must be an int, got {type(worker_id).__name__}")
         if self.audit_dir is not None:
             self.kernel.attach_recorder(self.audit_dir / f"worker-{worker_id}.db")
         elif self.kernel.audit is not None and self.kernel.audit.pid != os.getpid():
@@ -301,9 +329,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
                         return None
                     try:
                         return await _original(task, *args, **kwargs)
-                    except Exception:
+                    except BaseException as err:
                         self._on_agent_failure()
-                        raise
+                        _reraise(err)
 
                 setattr(agent, name, async_method)
             else:
@@ -314,9 +342,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
                         return None
                     try:
                         return _original(task, *args, **kwargs)
-                    except Exception:
+                    except BaseException as err:
                         self._on_agent_failure()
-                        raise
+                        _reraise(err)
 
                 setattr(agent, name, method)
 
@@ -326,9 +354,19 @@ class AgentOSRunner(LitAgentRunner[Any]):
         if record is not None:
             record.record_agent_started()
 
+    def governs_input(self) -> bool:
+        """Whether a string task is governed as ``input_tool(input_arg=task)`` before the agent runs:
+        ``govern_input`` if it was given; otherwise True for a plain-function agent that takes no
+        ``llm`` (its task is the action: a tutorial's ``fn(task)`` that runs the SQL it is given is
+        never ungoverned) and False for a ``LitAgent`` (its tasks are usually questions)."""
+        if self.govern_input is not None:
+            return self.govern_input
+        agent = self._agent
+        return isinstance(agent, FunctionalLitAgent) and not needs_resource(agent, "llm")
+
     def _task_allowed(self, task: Any) -> bool:
         record = active_rollout()
-        if record is None or not self.govern_input or not isinstance(task, str):
+        if record is None or not isinstance(task, str) or not self.governs_input():
             return True
         if isinstance(self._agent, TaskActionAgent):  # it governs the task itself
             return True
@@ -348,13 +386,16 @@ class AgentOSRunner(LitAgentRunner[Any]):
             rollout=next_rollout,
             defer_clean_check_spans=True,
         )
+        key = (next_rollout.rollout_id, next_rollout.attempt.attempt_id)
+        self._attempts[key] = _Attempt(record)
         try:
             with record.activate():
                 return await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
         finally:
-            await self._finish(next_rollout, record, stepping=raise_on_exception)
-            if raise_on_exception:  # called from step(), which returns the governance fields
-                self._last_step_record = record
+            # agentlightning returns before its hooks when the store has no resources.
+            await self._finish(next_rollout, stepping=raise_on_exception)
+            if not raise_on_exception:  # iter(): nobody reads the record after the attempt
+                self._attempts.pop(key, None)
 
     async def _post_process_rollout_result(self, rollout: AttemptedRollout, raw_result: Any) -> Any:
         """The agent returned: record its result, conclude the attempt's outcome (scoring it with
@@ -363,10 +404,13 @@ class AgentOSRunner(LitAgentRunner[Any]):
         if record is None:
             return await super()._post_process_rollout_result(rollout, raw_result)
         task_output = raw_result
-        result_only = raw_result is not None and not isinstance(raw_result, (bool, int, float, list))
+        result_only = (
+            raw_result is not None and not isinstance(raw_result, (bool, int, float)) and not _spans(raw_result)
+        )
         if result_only:
-            # A dict, a string, an object: the task's result (the reference's rollout.task_output),
-            # not a reward. LitAgentRunner would fail the rollout with a TypeError here.
+            # A dict, a string, rows from fetchall(), an object: the task's result (the reference's
+            # rollout.task_output), not a reward. LitAgentRunner would fail the rollout here
+            # (TypeError or ValueError: Invalid raw result type).
             raw_result = None
         agent_reward: Optional[float] = None
         if self.reward_fn is not None and isinstance(raw_result, (bool, int, float)):
@@ -444,9 +488,15 @@ class AgentOSRunner(LitAgentRunner[Any]):
         except Exception:
             logger.exception("could not emit the governed reward of failed rollout %s", record.context.rollout_id)
 
-    async def _finish(self, rollout: AttemptedRollout, record: RolloutGovernance, *, stepping: bool = False) -> None:
-        """Count the attempt and store its summary; an attempt whose agent neither returned nor
-        raised (no resources, a blocked input raising, a failed post-processing) is concluded here."""
+    async def _finish(self, rollout: AttemptedRollout, *, stepping: bool = False) -> None:
+        """Count the attempt and store its summary, once (from the ``on_rollout_end`` hook, before
+        the status is written); an attempt whose agent neither returned nor raised (no resources, a
+        blocked input raising, a failed post-processing) is concluded here."""
+        entry = self._attempts.get((rollout.rollout_id, rollout.attempt.attempt_id))
+        if entry is None or entry.finished:
+            return
+        entry.finished = True
+        record = entry.record
         self.kernel.end_rollout(rollout.rollout_id)
         outcome = record.outcome if record.outcome is not None else record.conclude()
         self._counts["total_rollouts"] += 1
@@ -457,7 +507,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             self._tell_once(
                 "no_resources",
                 "AgentOSRunner: rollout %s was skipped (agentlightning: 'Failed to fetch resources'): "
-                + _RESOURCES_HINT
+                + RESOURCES_HINT
                 + ".",
                 rollout.rollout_id,
                 level=logging.ERROR,
@@ -519,17 +569,27 @@ class AgentOSRunner(LitAgentRunner[Any]):
         mode = normalize_mode(mode)
         await self._ensure_ready(input, resources)
         started = time.perf_counter()
+        # LitAgentRunner.step's own three store calls, keeping the attempt's key in hand.
+        store = self.get_store()
+        resources_id = (await store.add_resources(resources)).resources_id if resources is not None else None
+        attempted = await store.start_rollout(
+            input=input, mode=mode, resources_id=resources_id, worker_id=self.get_worker_id()
+        )
+        key = (attempted.rollout_id, attempted.attempt.attempt_id)
         try:
-            rollout = await super().step(input, resources=resources, mode=mode, event=event)
-            record = self._last_step_record
+            await self._step_impl(attempted, raise_on_exception=True)
+            rollout = await store.get_rollout_by_id(attempted.rollout_id)
         except RuntimeError as err:
             if "Failed to fetch resources" in str(err):
-                raise RuntimeError(f"{err}: {_RESOURCES_HINT}") from err
+                raise RuntimeError(f"{err}: {RESOURCES_HINT}") from err
             raise
         finally:
-            self._last_step_record = None
-        assert record is not None and record.outcome is not None and record.context.rollout_id == rollout.rollout_id
-        return GovernedRollout.from_outcome(rollout, record.outcome, (time.perf_counter() - started) * 1e3)
+            entry = self._attempts.pop(key, None)
+        if rollout is None:
+            raise RuntimeError(f"{self._log_prefix()} Failed to fetch completed rollout by id after step: {key[0]}")
+        if entry is None or entry.record.outcome is None:
+            raise RuntimeError(f"rollout {key[0]} attempt {key[1]} has no governance outcome; this is a runner bug")
+        return GovernedRollout.from_outcome(rollout, entry.record.outcome, (time.perf_counter() - started) * 1e3)
 
     async def _ensure_ready(self, task: Any, resources: Any) -> None:
         """Create what ``step`` needs and the user did not set up: the agent, then the store."""
@@ -549,20 +609,29 @@ class AgentOSRunner(LitAgentRunner[Any]):
                     "AgentOSRunner: no agent given; the task itself is the action to govern (%s)", self.input_tool
                 )
             if self._store is None:
-                agent = self.get_agent()
-                if resources is None and needs_resource(agent, "llm"):
-                    raise ValueError(
-                        f"the agent ({describe(agent)}) takes an `llm`, and there is no LLM to create on demand: pass "
-                        f"step(task, resources={{'main_llm': agl.LLM(endpoint=..., model=...)}}), or set up a store "
-                        f"with that resource and runner.init_worker(0, store)"
-                    )
-                store = InMemoryLightningStore()
-                named: Dict[str, Any] = {}
-                if needs_resource(agent, "prompt_template"):
-                    named["prompt_template"] = PromptTemplate(template="{task}", engine="f-string")
-                await store.add_resources(named)
+                store = await on_demand_store(self.get_agent(), resources)
                 self.init_worker(0, store)
+                self._on_demand_store = store
                 logger.info("AgentOSRunner: no store given; created an InMemoryLightningStore (runner.get_store())")
+
+    async def iter(self, *, event: Any = None) -> None:
+        """agentlightning's ``iter``: run the rollouts queued in the store until ``event`` is set or
+        ``max_rollouts`` were run; refused at once where it could only wait forever."""
+        if event is not None and not callable(getattr(event, "is_set", None)):
+            raise TypeError(
+                f"event must have is_set() (an asyncio.Event, threading.Event or agentlightning ExecutionEvent), "
+                f"got {type(event).__name__}"
+            )
+        store = self.get_store()
+        if store is self._on_demand_store and not await store.query_rollouts(status_in=["queuing", "requeuing"]):
+            raise RuntimeError(
+                "runner.iter() runs the rollouts queued in the runner's store, and this runner's store (the in-memory "
+                "one step() created) has none queued, so iter() would wait forever. Queue them first: "
+                "await runner.get_store().enqueue_rollout(input=task, mode='train'); and set the stop event from "
+                "another task: task = asyncio.create_task(runner.iter(event=stop)); ...; stop.set(); await task. "
+                "See docs/migrating.md#4-lifecycle-and-iter"
+            )
+        await super().iter(event=event)
 
     # ------------------------------------------------------------------ statistics
     def get_stats(self) -> Dict[str, Any]:
@@ -581,6 +650,38 @@ class AgentOSRunner(LitAgentRunner[Any]):
     def get_violation_rate(self) -> float:
         """Violations per rollout in this runner."""
         return self.get_stats()["violation_rate"]
+
+
+def _spans(result: Any) -> bool:
+    """Whether an agent's ``result`` is a list of spans, which agentlightning stores as the trace."""
+    return (
+        isinstance(result, list)
+        and len(result) > 0
+        and all(isinstance(item, (ReadableSpan, Span, SpanCoreFields)) for item in result)
+    )
+
+
+def _reraise(err: BaseException) -> None:
+    """Re-raise what the agent raised; a ``BaseException`` that is not an ``Exception`` (nor an
+    interrupt, an exit or a cancellation) becomes an :class:`AgentError`, which fails the attempt."""
+    if isinstance(err, (Exception, *_STOPPING)):
+        raise err
+    raise AgentError(f"the agent raised {type(err).__name__}: {err}") from err
+
+
+def _checked_audit_dir(audit_dir: Any) -> Optional[Path]:
+    """``audit_dir`` as a ``Path`` (None: none), refused at once if it cannot be a directory."""
+    if audit_dir is None:
+        return None
+    if not isinstance(audit_dir, (str, os.PathLike)):
+        raise TypeError(f"audit_dir must be a directory path (str or Path), got {type(audit_dir).__name__}")
+    path = Path(audit_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(
+            f"audit_dir={str(path)!r} is a file; it must be a directory, where each runner process writes its "
+            f"FlightRecorder file worker-<id>.db. Pass a directory (it is created if missing)."
+        )
+    return path
 
 
 def _quiet_agentops() -> None:
