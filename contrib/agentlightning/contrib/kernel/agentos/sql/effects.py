@@ -18,7 +18,7 @@ is generated from these rows (:func:`effects_table`) and a test checks it matche
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
 
 __all__ = [
     "SQL_KEYWORDS",
@@ -393,7 +393,3 @@ class KindSet:
 
     def statement(self, text: str) -> SQLStatement:
         return SQLStatement(text, frozenset(self.kinds), tuple(sorted(self.because.items())), tuple(self.unknown))
-
-
-def names_of(rows: Iterable[Effect]) -> List[str]:
-    return [row.name for row in rows]

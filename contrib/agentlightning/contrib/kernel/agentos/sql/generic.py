@@ -37,7 +37,6 @@ from sqlglot.tokens import Token, TokenType
 from . import rules
 from .effects import (
     EFFECT_BY_NAME,
-    EMPTY_SQL,
     KindSet,
     SQLAnalysis,
     SQLStatement,
@@ -856,7 +855,3 @@ def read_generic(text: str, dialect: Any = None) -> SQLAnalysis:
     finally:
         _POLICY_PARSING.reset(token)
     return SQLAnalysis(tuple(statements))
-
-
-#: Kept for readers that import it: the error a text with no statement gets where one is required.
-NO_STATEMENT = EMPTY_SQL
