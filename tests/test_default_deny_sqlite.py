@@ -120,3 +120,44 @@ def test_default_deny_corpus_cases_on_a_real_sqlite_file(case, kernel, tmp_path)
     else:
         assert destruction_in(case, "sqlite") == HARMLESS, case.id
         assert tool(query=case.sql) == "ran", case.id
+
+
+def test_schema_aware_mode_counts_what_an_existing_trigger_runs(kernel, tmp_path):
+    path = _database(tmp_path / "shop.db")
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TRIGGER purge AFTER UPDATE ON orders BEGIN DELETE FROM users; END")
+    conn.commit()
+    conn.close()
+    update = "UPDATE orders SET total = 1 WHERE id = 1"
+    text_only = SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite")
+    assert text_only.check_sql(update) == [], "without database= the text alone is judged (the stated limit)"
+    aware = SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect="sqlite", database=path)
+    found = aware.check_sql(update)
+    assert found and "trigger purge" in found[0].description
+    assert aware.check_sql("INSERT INTO orders VALUES (7, 1, 1.0)") == [], "the trigger fires on UPDATE only"
+
+    schema_kernel = GovernanceKernel([aware], recorder=tmp_path / "audit2.db")
+    try:
+        raw, ran = path.read_bytes(), []
+        with pytest.raises(ActionBlockedError):
+            _governed(schema_kernel, path, ran)(query=update)
+        assert ran == [] and path.read_bytes() == raw
+    finally:
+        schema_kernel.close()
+
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER purge")
+    conn.commit()
+    conn.close()
+    assert aware.check_sql(update) == [], "the catalog is read again when the schema changes"
+
+
+def test_schema_aware_mode_refuses_what_it_cannot_read(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        SQLPolicy(deny=["DROP"], dialect="sqlite", database=tmp_path / "missing.db")
+    with pytest.raises(TypeError):
+        SQLPolicy(deny=["DROP"], database=object())
+    from agentlightning.contrib.kernel.agentos import GovernanceConfigError
+
+    with pytest.raises(GovernanceConfigError):
+        SQLPolicy(deny=["DROP"], dialect="postgres", database=_database(tmp_path / "x.db"))

@@ -6,6 +6,7 @@
   PostgreSQL parse-tree node);
 * :mod:`.functions` -- the built-ins known to have no side effects, per dialect;
 * :mod:`.generic` -- the sqlglot reader; :mod:`.postgres` -- PostgreSQL's own parser;
+* :mod:`.schema` -- the schema-aware mode (``SQLPolicy(database=...)``: a SQLite database's triggers);
 * :mod:`.policy` -- :class:`SQLPolicy` and :func:`analyze_sql`.
 """
 

@@ -308,6 +308,9 @@ class SQLStatement:
     kinds: FrozenSet[str]
     because: Tuple[Tuple[str, str], ...] = ()
     unknown: Tuple[Unknown, ...] = ()
+    #: Tables whose rows it inserts, updates or deletes (lower case, no schema): what a
+    #: schema-aware policy looks up triggers for.
+    writes: Tuple[str, ...] = ()
 
     def why(self, kind: str) -> Optional[str]:
         """The reason ``kind`` is among this statement's kinds, when it is implied by an effect."""
@@ -353,12 +356,13 @@ class KindSet:
     ['DELETE', 'INSERT', 'REPLACE']
     """
 
-    __slots__ = ("kinds", "because", "unknown")
+    __slots__ = ("kinds", "because", "unknown", "writes")
 
     def __init__(self) -> None:
         self.kinds: set = set()
         self.because: Dict[str, str] = {}
         self.unknown: Dict[Unknown, None] = {}
+        self.writes: Dict[str, None] = {}
 
     def add(self, kind: str, why: Optional[str] = None) -> None:
         if why is not None and kind not in self.kinds:
@@ -390,6 +394,10 @@ class KindSet:
                 self.add(kind, statement.why(kind) or why)
             for unknown in statement.unknown:
                 self.unknown[unknown] = None
+            for table in statement.writes:
+                self.writes[table] = None
 
     def statement(self, text: str) -> SQLStatement:
-        return SQLStatement(text, frozenset(self.kinds), tuple(sorted(self.because.items())), tuple(self.unknown))
+        return SQLStatement(
+            text, frozenset(self.kinds), tuple(sorted(self.because.items())), tuple(self.unknown), tuple(self.writes)
+        )

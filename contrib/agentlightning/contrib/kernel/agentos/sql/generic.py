@@ -471,6 +471,10 @@ class _Reader:
                     kinds.apply(EFFECT_BY_NAME[rule.effect])
                 continue
             keyword = _keyword_of(node)
+            if isinstance(node, (exp.Insert, exp.Update, exp.Delete)):
+                target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+                if isinstance(target, exp.Table):
+                    kinds.writes[target.name.lower()] = None
             if not matched:
                 kinds.apply(EFFECT_BY_NAME["unknown"], keyword)
                 kinds.not_placed("statement", _construct(node))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sqlite3
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import sqlglot
@@ -39,6 +40,7 @@ from ..violations import GovernanceConfigError, PolicyViolation, Severity
 from .effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown
 from .generic import read_generic
 from .postgres import read_postgres
+from .schema import open_schema
 
 __all__ = [
     "SQLPolicy",
@@ -284,7 +286,8 @@ class SQLPolicy(Policy):
     statement, call or body no row places is unknown and blocked at ``unparseable_severity``;
     ``allow_functions=[...]`` places calls of (and ``CALL``s to) the routines named,
     ``allow_statements=[...]`` the constructs named as the reasons name them, and what they
-    place still counts as its keyword for ``deny``/``allow``.
+    place still counts as its keyword for ``deny``/``allow``. ``database=`` (a SQLite path or
+    connection) makes writes also count as what the written table's triggers run (``schema``).
 
     One action yields at most one violation, at the highest severity among what it found.
     ``severities`` sets a severity per keyword (default: the policy's ``severity``); SQL that
@@ -331,6 +334,7 @@ class SQLPolicy(Policy):
         cache_size: int = 4096,
         allow_functions: Optional[Iterable[str]] = None,
         allow_statements: Optional[Iterable[str]] = None,
+        database: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(severity=severity, **kwargs)
@@ -365,6 +369,11 @@ class SQLPolicy(Policy):
         self.cache_size = cache_size
         self.allow_functions = _names("allow_functions", allow_functions, str.lower)
         self.allow_statements = _names("allow_statements", allow_statements, str.upper)
+        if database is not None and self.dialect not in (None, "sqlite"):
+            raise GovernanceConfigError(
+                f"database= reads SQLite catalogs only; dialect={self.dialect!r} names another database"
+            )
+        self._schema = open_schema(database) if database is not None else None
 
     def _opted_in(self, unknown: Unknown) -> bool:
         """Whether this policy's opt-ins place ``unknown``: a function or routine by its name
@@ -410,7 +419,16 @@ class SQLPolicy(Policy):
                 self.violation(f"{prefix}cannot verify: {analysis.unverifiable}", severity=self.unparseable_severity)
             ]
         findings: List[Tuple[str, str]] = []  # (keyword, message)
-        for statement in analysis.statements:
+        try:
+            statements = self._with_triggers(analysis.statements)
+        except sqlite3.Error as err:  # the catalog cannot be read: what the writes fire is not known
+            return [
+                self.violation(
+                    f"{prefix}cannot read the database's triggers ({err}); fix database=... or drop it",
+                    severity=self.unparseable_severity,
+                )
+            ]
+        for statement in statements:
             for unknown in statement.unknown:
                 if not self._opted_in(unknown):
                     findings.append(("", f"{unknown.reason()}: {statement.text}"))
@@ -429,6 +447,30 @@ class SQLPolicy(Policy):
         )
         messages = list(dict.fromkeys(message for _, message in findings))
         return [self.violation(prefix + "; ".join(messages), severity=severity)]
+
+    def _with_triggers(self, statements: Sequence[SQLStatement]) -> Sequence[SQLStatement]:
+        """With ``database=``: each statement that writes a table also counts as what the
+        table's triggers for those writes run (read from the database, current with its schema)."""
+        if self._schema is None:
+            return statements
+        out = []
+        for statement in statements:
+            events = statement.kinds & {"INSERT", "UPDATE", "DELETE"}
+            if "REPLACE" in statement.kinds:
+                events |= {"INSERT", "DELETE"}
+            fired = [t for table in statement.writes for t in self._schema.fired(table, set(events))]
+            if not fired:
+                out.append(statement)
+                continue
+            because = dict(statement.because)
+            kinds, unknown = set(statement.kinds), list(statement.unknown)
+            for name, body in fired:
+                for kind in body.kinds - kinds:
+                    because.setdefault(kind, f"trigger {name} runs it when this statement fires it")
+                kinds |= body.kinds
+                unknown.extend(body.unknown)
+            out.append(SQLStatement(statement.text, frozenset(kinds), tuple(sorted(because.items())), tuple(unknown)))
+        return out
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
         if action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys:

@@ -211,6 +211,11 @@ class _Reader:
             if name.lower() not in self.routines:
                 kinds.not_placed("function", name.lower(), f"CALL {name}")
             return False
+        if node_type in ("InsertStmt", "UpdateStmt", "DeleteStmt"):
+            relation = node.get("relation", {})
+            relation = relation.get("RangeVar", relation)
+            if relation.get("relname"):
+                kinds.writes[str(relation["relname"]).lower()] = None
         matched = rules.pglast_rules(node_type, node)
         if not matched:
             kinds.apply(EFFECT_BY_NAME["unknown"], kind)
