@@ -120,6 +120,10 @@ CATEGORIES: Dict[str, str] = {
     "dialect-syntax": "ordinary syntax of one database: EXPLAIN with and without ANALYZE, SHOW ... LIKE, ON COMMIT DROP, dollar "
     "quotes, E'' strings, ARRAY, NOTIFY, LOCK, backslash escapes, # comments, backticks, DELIMITER, HANDLER, "
     "PRAGMA, ATTACH, T-SQL TOP, brackets and #temp tables, static PREPARE/EXECUTE",
+    "default-deny": "effects no destructive list named (partition surgery, CREATE OR REPLACE DATABASE, DETACH PARTITION, "
+    "lo_unlink in a SELECT, REPLACE in trigger bodies, sql_mode changing the lexing) and everyday syntax of one "
+    "database (INSERT IGNORE, FLUSH, LOCK TABLES, NEXT VALUE FOR, UPDATE OR IGNORE, REINDEX, DO, CHECKPOINT, GRANT "
+    "DELETE, DROP NOT NULL, version-gated executable comments)",
 }
 
 
@@ -3239,6 +3243,191 @@ DIALECT_SYNTAX = _category(
     ],
 )
 
+DEFAULT_DENY = _category(
+    "default-deny",
+    [
+        # Destruction through effects no list of destructive constructs named: placed by default deny.
+        case(
+            "dd-maria-exchange-partition",
+            BLOCK,
+            "CREATE TABLE pt LIKE staging; ALTER TABLE pt PARTITION BY HASH (id) PARTITIONS 1; "
+            "ALTER TABLE pt EXCHANGE PARTITION p0 WITH TABLE staging",
+            "MariaDB: partition surgery moves staging's rows out of staging; EXCHANGE PARTITION is no known ALTER "
+            "action (unknown)",
+            kinds="CREATE ALTER DELETE",
+            effect="EEC",
+        ),
+        case(
+            "dd-maria-create-or-replace-database",
+            BLOCK,
+            "CREATE OR REPLACE DATABASE agentos_corpus",
+            "MariaDB: drops the database and every table in it, then creates it empty",
+            kinds="CREATE DROP",
+            effect="EEC",
+        ),
+        case(
+            "dd-pg-detach-partition",
+            BLOCK,
+            "CREATE TABLE pp (id int) PARTITION BY RANGE (id); "
+            "CREATE TABLE pp0 PARTITION OF pp FOR VALUES FROM (0) TO (100); INSERT INTO pp VALUES (1); "
+            "ALTER TABLE pp DETACH PARTITION pp0",
+            "PostgreSQL: DETACH PARTITION takes the partition's rows out of the parent (unknown ALTER action)",
+            kinds="CREATE INSERT ALTER DELETE",
+            effect="ECE",
+        ),
+        case(
+            "dd-pg-lo-unlink-in-select",
+            BLOCK,
+            "SELECT lo_unlink(lo_create(0))",
+            "PostgreSQL: a plain SELECT whose function deletes a large object (lo_unlink is no known side-effect-"
+            "free built-in); the scratch state does not track large objects, so the letter is N and destroys "
+            "says what ran",
+            kinds="DELETE",
+            effect="ENE",
+            destroys="-y-",
+        ),
+        case(
+            "dd-sqlite-trigger-insert-or-replace",
+            BLOCK,
+            "CREATE TRIGGER tr AFTER INSERT ON orders BEGIN INSERT OR REPLACE INTO staging (id, name) "
+            "VALUES (1, 'x'); END; INSERT INTO orders VALUES (3, 1, 1.0)",
+            "SQLite: the trigger body's INSERT OR REPLACE deletes staging's row 1 when the trigger fires",
+            kinds="CREATE INSERT REPLACE DELETE",
+            effect="CEE",
+        ),
+        case(
+            "dd-sqlite-trigger-update-or-replace",
+            BLOCK,
+            "CREATE TRIGGER tr AFTER UPDATE ON orders BEGIN UPDATE OR REPLACE staging SET id = 1 WHERE id = 9; "
+            "END; UPDATE orders SET total = 1 WHERE id = 1",
+            "SQLite: the trigger body's UPDATE OR REPLACE deletes the row whose key it takes",
+            kinds="CREATE UPDATE REPLACE DELETE",
+            effect="CEE",
+        ),
+        case(
+            "dd-maria-trigger-replace",
+            BLOCK,
+            "CREATE TRIGGER tr AFTER INSERT ON orders FOR EACH ROW REPLACE INTO staging VALUES (1, 'x'); "
+            "INSERT INTO orders VALUES (3, 1, 1.0)",
+            "MariaDB: a one-statement trigger body REPLACE deletes the conflicting row when it fires",
+            kinds="CREATE INSERT REPLACE DELETE",
+            effect="EEC",
+        ),
+        case(
+            "dd-maria-sql-mode-no-backslash-escapes",
+            BLOCK,
+            "SET sql_mode='NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; DELETE FROM users; -- '",
+            "MariaDB: the setting changes how the rest is read; the default lexing sees one string, the server "
+            "runs the DELETE (a setting that changes lexing is unknown)",
+            kinds="DELETE",
+            effect="EEC",
+        ),
+        # Everyday syntax of one database: read and placed.
+        case(
+            "dd-maria-insert-ignore",
+            BLOCK,
+            "INSERT IGNORE INTO staging VALUES (1, 'dup')",
+            "MariaDB: a duplicate key is skipped, nothing is deleted (INSERT)",
+            kinds="INSERT",
+            effect="EEN",
+        ),
+        case(
+            "dd-maria-on-duplicate-key-update",
+            BLOCK,
+            "INSERT INTO staging VALUES (1, 'ANN') ON DUPLICATE KEY UPDATE name = 'ann'",
+            "MariaDB: upsert (INSERT, UPDATE), nothing is deleted",
+            kinds="INSERT UPDATE",
+            effect="EEC",
+        ),
+        case("dd-maria-flush-tables", ALLOW, "FLUSH TABLES", "MariaDB: closes open tables", effect="EEN"),
+        case(
+            "dd-maria-lock-unlock-tables",
+            ALLOW,
+            "LOCK TABLES users READ; SELECT COUNT(*) FROM users; UNLOCK TABLES",
+            "MariaDB: table locks around a read",
+            effect="EEN",
+        ),
+        case(
+            "dd-maria-next-value-for",
+            BLOCK,
+            "CREATE SEQUENCE s; SELECT NEXT VALUE FOR s",
+            "MariaDB: a sequence created and advanced (CREATE)",
+            kinds="CREATE",
+            effect="EEC",
+        ),
+        case(
+            "dd-maria-limit-rows-examined",
+            ALLOW,
+            "SELECT * FROM users LIMIT ROWS EXAMINED 10",
+            "MariaDB: stops the read after 10 rows examined",
+            effect="EEN",
+        ),
+        case(
+            "dd-sqlite-update-or-ignore",
+            BLOCK,
+            "UPDATE OR IGNORE users SET name = 'z' WHERE id = 1",
+            "SQLite: a conflict skips the row (UPDATE)",
+            kinds="UPDATE",
+            effect="CEE",
+        ),
+        case(
+            "dd-sqlite-update-or-fail",
+            BLOCK,
+            "UPDATE OR FAIL users SET name = 'z' WHERE id = 1",
+            "SQLite: a conflict stops the statement (UPDATE)",
+            kinds="UPDATE",
+            effect="CEE",
+        ),
+        case("dd-sqlite-reindex", ALLOW, "REINDEX", "SQLite: rebuilds every index", effect="NEE"),
+        case(
+            "dd-sqlite-pragma-on",
+            BLOCK,
+            "PRAGMA foreign_keys = ON",
+            "SQLite: a known pragma set (PRAGMA)",
+            kinds="PRAGMA",
+            effect="NEE",
+        ),
+        case(
+            "dd-pg-do-harmless",
+            ALLOW,
+            "DO $$ BEGIN PERFORM 1; END $$",
+            "PostgreSQL: a DO block that only computes",
+            effect="ENE",
+        ),
+        case("dd-pg-checkpoint", ALLOW, "CHECKPOINT", "PostgreSQL: writes dirty buffers to disk", effect="ENE"),
+        case(
+            "dd-version-gated-future-mysql",
+            ALLOW,
+            "SELECT 1 /*!99999 ; DROP TABLE users */",
+            "every server skips an executable comment gated above its version (9.99.99 is above every MySQL)",
+            effect="NNN",
+        ),
+        case(
+            "dd-version-gated-future-mariadb",
+            ALLOW,
+            "SELECT * FROM users /*M!999999 ; DELETE FROM users */",
+            "MariaDB skips /*M! gated above its version (99.99.99); elsewhere it is a comment",
+            effect="NNN",
+        ),
+        case(
+            "dd-grant-delete-privilege",
+            BLOCK,
+            "GRANT DELETE ON users TO CURRENT_USER",
+            "DELETE is a privilege name here, no statement (GRANT)",
+            kinds="GRANT",
+            effect="ENN",
+        ),
+        case(
+            "dd-pg-alter-drop-not-null",
+            BLOCK,
+            "ALTER TABLE users ALTER COLUMN name SET NOT NULL; ALTER TABLE users ALTER COLUMN name DROP NOT NULL",
+            "PostgreSQL: DROP NOT NULL removes a constraint flag, no column and no row (ALTER)",
+            kinds="ALTER",
+            effect="ENE",
+        ),
+    ],
+)
+
 CORPUS: Tuple[Case, ...] = tuple(
     CASE_AND_WHITESPACE
     + COMMENTS
@@ -3253,6 +3442,7 @@ CORPUS: Tuple[Case, ...] = tuple(
     + VENDOR_COMMENTS
     + HIDDEN_DESTRUCTION
     + DIALECT_SYNTAX
+    + DEFAULT_DENY
 )
 
 # ----------------------------------------------------------------------------- known false positives
@@ -3289,8 +3479,6 @@ _FP_ONE_DATABASE_SYNTAX = frozenset(
         "lex-bracket-identifier-script",
         "syn-pg-dollar-tag",
         "syn-pg-e-string-escapes",
-        "syn-pg-listen",
-        "syn-pg-prepare-select",
         "syn-mysql-backslash-quote",
         "syn-mysql-hash-comment-leading",
         "syn-mysql-hash-comment-drop",
@@ -3302,6 +3490,7 @@ _FP_ONE_DATABASE_SYNTAX = frozenset(
         "syn-tsql-brackets",
         "syn-tsql-temp-table-read",
         # PostgreSQL DO bodies are read only with dialect="postgres".
+        "dd-pg-do-harmless",
         "rt-pg-do-perform-select",
         "rt-pg-do-select-into-variable",
         "rt-pg-do-static-execute-select",
@@ -3316,21 +3505,22 @@ _FP_ONE_DATABASE_SYNTAX_NOT_DENIED = frozenset(
         "syn-sqlite-pragma-assign",
         "imp-sqlite-writable-schema-read",
         "imp-insert-ignore",
+        "dd-maria-insert-ignore",
+        "dd-sqlite-pragma-on",
     }
 )
-#: Executable comments are blocked whatever their version: /*M!999999 */ is skipped by MariaDB 10.11 but run by a
-#: later server, /*!50700 */ by MySQL 5.7+ (not by MariaDB), and a ; inside /*M! */ is a MariaDB syntax error.
-_FP_EXECUTABLE_COMMENT = frozenset({"vc-mariadb-m-bang-future-alone", "vc-mariadb-m-bang-semicolon-inside"})
+#: Executable comments are opened up to the assumed newest server (MySQL 9.9, MariaDB 12.x): /*!50700 */ runs on
+#: MySQL 5.7+ (not on MariaDB), and a ; inside /*M! */ is a MariaDB syntax error.
+_FP_EXECUTABLE_COMMENT = frozenset({"vc-mariadb-m-bang-semicolon-inside"})
 _FP_EXECUTABLE_COMMENT_DESTRUCTIVE_ELSEWHERE = frozenset({"vc-mysql-bang-50700-mysql-only"})
 #: COPY ... PROGRAM runs a shell command on the server: what it does cannot be read from the text.
 _FP_PROGRAM = frozenset({"prog-pg-copy-to-program-cat"})
 _FP_PROGRAM_NOT_DENIED = frozenset({"prog-pg-copy-from-program-echo"})
 #: NUL: C client libraries stop at it, so the text the parser reads is not the text that runs.
 _FP_NUL = frozenset({"uni-nul-before-drop"})
-#: Text that is only a comment to that database: "empty SQL, no statement to run" is blocked.
-_FP_EMPTY = frozenset(
-    {"cmt-nested-open-delete", "lex-mysql-executable-comment-alone", "vc-mariadb-m-bang-versioned-delete"}
-)
+#: Default deny: setting SQLite's writable_schema is unknown (it lets later writes corrupt or remove tables), even
+#: when the text then only reads.
+_FP_WRITABLE_SCHEMA = frozenset({"imp-sqlite-writable-schema-read"})
 #: CREATE OR REPLACE TEMPORARY TABLE drops a temporary table of the session if there is one (MariaDB).
 _FP_REPLACE_TEMPORARY = frozenset({"imp-maria-create-or-replace-temporary"})
 
@@ -3363,9 +3553,7 @@ KNOWN_DESTRUCTIVE_FALSE_POSITIVES: Dict[str, FrozenSet[str]] = {
         | _FP_NUL
         | _FP_REPLACE_TEMPORARY
     ),
-    "postgres": (
-        _FP_BOUNDS | frozenset({"deep-subqueries-200"}) | _FP_NUL | _FP_EMPTY | _FP_PROGRAM | _FP_PROGRAM_NOT_DENIED
-    ),
+    "postgres": (_FP_BOUNDS | frozenset({"deep-subqueries-200"}) | _FP_NUL | _FP_PROGRAM | _FP_PROGRAM_NOT_DENIED),
     "mariadb": (
         _FP_BOUNDS
         | frozenset({"deep-parens-1000"})
@@ -3375,7 +3563,7 @@ KNOWN_DESTRUCTIVE_FALSE_POSITIVES: Dict[str, FrozenSet[str]] = {
         | _FP_EXECUTABLE_COMMENT_DESTRUCTIVE_ELSEWHERE
         | _FP_REPLACE_TEMPORARY
     ),
-    "sqlite": _FP_BOUNDS | (_FP_EMPTY - {"cmt-nested-open-delete"}),
+    "sqlite": _FP_BOUNDS | _FP_WRITABLE_SCHEMA,
 }
 
 # ----------------------------------------------------------------------------- SQLite ground truth

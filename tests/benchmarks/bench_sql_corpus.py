@@ -39,7 +39,9 @@ Of the true blocks (destructive entries blocked), ``recognised`` counts those wh
 ``analyze_sql(text, dialect).error`` is None: the text was read as statements and the block
 comes from what they are (a denied kind, or SQL that cannot be verified, counted again under
 ``unverifiable``); ``parse failure`` those where it is not None, blocked only because the text
-could not be read; ``other`` the rest (limits such as NUL bytes and ``max_query_chars``).
+could not be read; ``unknown`` those read as statements holding a construct no effect row places
+(default deny: blocked whatever the lists say); ``other`` the rest (limits such as NUL bytes and
+``max_query_chars``).
 """
 
 from __future__ import annotations
@@ -218,7 +220,8 @@ def report(results: Dict[str, Dict[str, List[Any]]], env: Dict[str, Any]) -> Dic
 def block_source(sql: str, dialect: Optional[str]) -> str:
     """Why a blocked text was blocked: "parse failure" when ``analyze_sql`` could not read it,
     "unverifiable" when it read SQL that cannot be known in advance, "recognised" when it read
-    a denied kind, "other" otherwise (limits the policy checks before reading)."""
+    a denied kind, "unknown" when it read a construct no effect row places, "other" otherwise
+    (limits the policy checks before reading)."""
     analysis = analyze_sql(sql, dialect)
     if analysis.error is not None:
         return "parse failure"
@@ -226,6 +229,8 @@ def block_source(sql: str, dialect: Optional[str]) -> str:
         return "unverifiable"
     if analysis.kinds & set(corpus.DESTRUCTIVE):
         return "recognised"
+    if getattr(analysis, "unknown", ()):
+        return "unknown"
     return "other"
 
 
@@ -262,6 +267,7 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
                 sources["recognised"] + sources["unverifiable"],
                 sources["unverifiable"],
                 sources["parse failure"],
+                sources["unknown"],
                 sources["other"],
             ]
         )
@@ -290,6 +296,7 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
             len(harmless),
             len(agent_fp),
             len(destructive) - len(agent_fn),
+            "",
             "",
             "",
             "",
@@ -323,6 +330,7 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
             "recognised",
             "(unverifiable)",
             "parse failure",
+            "unknown",
             "other",
         ],
         rows,

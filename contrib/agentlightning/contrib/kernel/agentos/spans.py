@@ -53,7 +53,7 @@ from .semconv import (
     KIND_VIOLATION,
     VIOLATION_SPAN_NAME,
 )
-from .sql_effects import snippet
+from .sql.effects import snippet
 
 __all__ = [
     "annotation_span",

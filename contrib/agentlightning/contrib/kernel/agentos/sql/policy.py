@@ -1,12 +1,14 @@
-"""SQL governance decided on parsed statements, never on substrings.
+"""SQL governance decided on parsed statements, never on substrings; default deny.
 
 Agent OS's own SQL check is a regex over the raw text: it misses ``DELETE/**/FROM t`` and blocks
 ``SELECT 'DROP TABLE users'``. :class:`SQLPolicy` reads the text into statements with a real
-parser and looks at what each statement *does* (including statements nested in CTEs, MERGE
-branches, routine, trigger and ``DO`` bodies, and the effects listed in ``sql_effects``: a
-``REPLACE`` counts as a ``DELETE``), so comments, casing, whitespace, string literals and
-identifiers such as ``dropped_at`` cannot fool it. Whatever cannot be read, or runs SQL that
-cannot be known in advance, is blocked (fail closed).
+parser and places what each statement, call and body *does* in the closed set of effects of
+``effects`` (including statements nested in CTEs, MERGE branches, routine, trigger and ``DO``
+bodies: a ``REPLACE`` counts as a ``DELETE``), so comments, casing, whitespace, string literals
+and identifiers such as ``dropped_at`` cannot fool it. A construct no effect row places is
+``unknown`` and blocked, with the opt-in that allows it (``allow_functions``,
+``allow_statements``); whatever cannot be read, or runs SQL that cannot be known in advance, is
+blocked too (fail closed).
 
 Which parser reads the text depends on the ``dialect``:
 
@@ -26,18 +28,20 @@ from __future__ import annotations
 
 import functools
 import re
+import sqlite3
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import sqlglot
 from sqlglot.errors import SqlglotError
 
-from .actions import Action, ActionContext
-from .arguments import string_leaves, tool_key
-from .policies import Policy
-from .sql_effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement
-from .sql_generic import read_generic
-from .sql_postgres import read_postgres
-from .violations import GovernanceConfigError, PolicyViolation, Severity
+from ..actions import Action, ActionContext
+from ..arguments import string_leaves, tool_key
+from ..policies import Policy
+from ..violations import GovernanceConfigError, PolicyViolation, Severity
+from .effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown
+from .generic import read_generic
+from .postgres import read_postgres
+from .schema import open_schema
 
 __all__ = [
     "SQLPolicy",
@@ -119,14 +123,12 @@ def _dialect_name(dialect: Optional[str]) -> Optional[str]:
 
 def _read(query: str, name: Optional[str]) -> _Reading:
     """:func:`analyze_sql` of a normalised dialect name, without writing the hint."""
-    if name == "postgres":
+    if name == "postgres":  # text that is only comments to the named database runs nothing: allowed
         return _Reading(read_postgres(query))
     if name is not None:
         return _Reading(read_generic(query, name))
     analysis = read_generic(query, None)
     readings = _other_readings(query)
-    if analysis.error == EMPTY_SQL and readings:
-        analysis = SQLAnalysis(())  # all comments to the generic reading; another may see code
     if analysis.error is not None:
         return _Reading(analysis, hint_wanted=True)
     if analysis.unverifiable is not None:
@@ -134,8 +136,6 @@ def _read(query: str, name: Optional[str]) -> _Reading:
     statements = list(analysis.statements)
     for reading in readings:
         other = read_generic(query, reading)
-        if other.error == EMPTY_SQL:
-            continue
         if other.problem is not None:
             return _Reading(other)
         statements.extend(s for s in other.statements if s not in statements)
@@ -293,7 +293,12 @@ class SQLPolicy(Policy):
     closed: a search for "delete my account" reads as a ``DELETE`` and is judged as one, while
     prose that does not parse ("delete my account please") is left alone. To refuse unknown tools outright, add a
     ``ToolAllowListPolicy``. What each statement counts as (``REPLACE`` as ``DELETE``, ...) is
-    the table in ``sql_effects``; the reason names the effect that was denied.
+    the table of effects in ``effects``; the reason names the effect that was denied. A
+    statement, call or body no row places is unknown and blocked at ``unparseable_severity``;
+    ``allow_functions=[...]`` places calls of (and ``CALL``s to) the routines named,
+    ``allow_statements=[...]`` the constructs named as the reasons name them, and what they
+    place still counts as its keyword for ``deny``/``allow``. ``database=`` (a SQLite path or
+    connection) makes writes also count as what the written table's triggers run (``schema``).
 
     One action yields at most one violation, at the highest severity among what it found.
     ``severities`` sets a severity per keyword (default: the policy's ``severity``); SQL that
@@ -313,6 +318,10 @@ class SQLPolicy(Policy):
     ... )[0].description
     'DELETE statement denied (REPLACE deletes the conflicting row before inserting: counts as DELETE):
      REPLACE INTO users VALUES (1)'
+    >>> SQLPolicy(deny=["DROP"], dialect="postgres").check_sql("SELECT lo_unlink(42)")[0].description[:64]
+    'unknown effect: function or routine lo_unlink() is not one the g'
+    >>> SQLPolicy(deny=["DROP"], dialect="postgres", allow_functions=["lo_unlink"]).check_sql("SELECT lo_unlink(42)")
+    []
     >>> read_only = SQLPolicy(allow=["SELECT"])
     >>> read_only.evaluate(Action.sql("UPDATE users SET name = 'x'"), ctx)[0].description
     "UPDATE statement not in allow-list ['SELECT']: UPDATE users SET name = 'x'"
@@ -334,6 +343,9 @@ class SQLPolicy(Policy):
         unparseable_severity: Union[Severity, str] = Severity.HIGH,
         max_query_chars: int = 100_000,
         cache_size: int = 4096,
+        allow_functions: Optional[Iterable[str]] = None,
+        allow_statements: Optional[Iterable[str]] = None,
+        database: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(severity=severity, **kwargs)
@@ -366,6 +378,20 @@ class SQLPolicy(Policy):
                 f"any other value: it does; the cache's size is fixed), got {cache_size!r}"
             )
         self.cache_size = cache_size
+        self.allow_functions = _names("allow_functions", allow_functions, str.lower)
+        self.allow_statements = _names("allow_statements", allow_statements, str.upper)
+        if database is not None and self.dialect not in (None, "sqlite"):
+            raise GovernanceConfigError(
+                f"database= reads SQLite catalogs only; dialect={self.dialect!r} names another database"
+            )
+        self._schema = open_schema(database) if database is not None else None
+
+    def _opted_in(self, unknown: Unknown) -> bool:
+        """Whether this policy's opt-ins place ``unknown``: a function or routine by its name
+        (with or without its schema), a statement by its name as the reason shows it."""
+        if unknown.category == "function":
+            return unknown.name in self.allow_functions or unknown.name.rsplit(".", 1)[-1] in self.allow_functions
+        return " ".join(unknown.name.upper().split()) in self.allow_statements
 
     def applies_to(self, tool_name: str) -> bool:
         return self.detect or _tool_key(tool_name) in self._tool_keys
@@ -408,7 +434,19 @@ class SQLPolicy(Policy):
                 self.violation(f"{prefix}cannot verify: {analysis.unverifiable}", severity=self.unparseable_severity)
             ]
         findings: List[Tuple[str, str]] = []  # (keyword, message)
-        for statement in analysis.statements:
+        try:
+            statements = self._with_triggers(analysis.statements)
+        except sqlite3.Error as err:  # the catalog cannot be read: what the writes fire is not known
+            return [
+                self.violation(
+                    f"{prefix}cannot read the database's triggers ({err}); fix database=... or drop it",
+                    severity=self.unparseable_severity,
+                )
+            ]
+        for statement in statements:
+            for unknown in statement.unknown:
+                if not self._opted_in(unknown):
+                    findings.append(("", f"{unknown.reason()}: {statement.text}"))
             for kind in sorted(statement.kinds & self.deny):
                 why = statement.why(kind)
                 reason = f" ({why})" if why else ""
@@ -418,9 +456,36 @@ class SQLPolicy(Policy):
                     findings.append((kind, f"{kind} statement not in allow-list {self._allow_list}: {statement.text}"))
         if not findings:
             return []
-        severity = max((self.severities.get(k, self.severity) for k, _ in findings), key=lambda s: s.rank)
+        severity = max(
+            (self.severities.get(k, self.severity) if k else self.unparseable_severity for k, _ in findings),
+            key=lambda s: s.rank,
+        )
         messages = list(dict.fromkeys(message for _, message in findings))
         return [self.violation(prefix + "; ".join(messages), severity=severity)]
+
+    def _with_triggers(self, statements: Sequence[SQLStatement]) -> Sequence[SQLStatement]:
+        """With ``database=``: each statement that writes a table also counts as what the
+        table's triggers for those writes run (read from the database, current with its schema)."""
+        if self._schema is None:
+            return statements
+        out = []
+        for statement in statements:
+            events = statement.kinds & {"INSERT", "UPDATE", "DELETE"}
+            if "REPLACE" in statement.kinds:
+                events |= {"INSERT", "DELETE"}
+            fired = [t for table in statement.writes for t in self._schema.fired(table, set(events))]
+            if not fired:
+                out.append(statement)
+                continue
+            because = dict(statement.because)
+            kinds, unknown = set(statement.kinds), list(statement.unknown)
+            for name, body in fired:
+                for kind in body.kinds - kinds:
+                    because.setdefault(kind, f"trigger {name} runs it when this statement fires it")
+                kinds |= body.kinds
+                unknown.extend(body.unknown)
+            out.append(SQLStatement(statement.text, frozenset(kinds), tuple(sorted(because.items())), tuple(unknown)))
+        return out
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
         """Every argument judged. On a tool this policy names, each SQL-named argument present
@@ -519,6 +584,20 @@ class SQLPolicy(Policy):
                         analysis = SQLAnalysis(analysis.statements[1:])
                     findings.extend(self._judge(analysis, prefix=prefix))
         return findings
+
+
+def _names(option: str, values: Optional[Iterable[str]], case: Any) -> FrozenSet[str]:
+    """An opt-in list (``allow_functions``/``allow_statements``), checked and normalised."""
+    if values is None:
+        return frozenset()
+    if isinstance(values, str):
+        raise TypeError(f"{option} must be a list of names such as [{values!r}], not a single str")
+    result = set()
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            raise TypeError(f"{option} entries must be non-empty str, got {type(value).__name__}: {value!r}")
+        result.add(" ".join(case(value).split()))
+    return frozenset(result)
 
 
 def _dialect(dialect: Optional[str]) -> Optional[str]:

@@ -16,20 +16,14 @@ frozenset({'EXPLAIN'})
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, List, Optional, Set
 
 from pglast import parser as pg_parser
 
-from .sql_effects import (
-    ALTER_DROPS,
-    COPY_FROM,
-    EMPTY_SQL,
-    EXPLAIN_ANALYZE,
-    REPLACES_DEFINITION,
-    ROUTINE_BODY,
-    SELECT_INTO,
-    STATIC_PREPARE,
-    UPSERT,
+from . import rules
+from .effects import (
+    EFFECT_BY_NAME,
     KindSet,
     SQLAnalysis,
     SQLStatement,
@@ -39,7 +33,9 @@ from .sql_effects import (
 
 __all__ = ["read_postgres"]
 
-#: Parse-tree node types named by the kind they are (the rest are named by prefix, below).
+_RUNS = EFFECT_BY_NAME["run a statement"]
+
+#: Parse-tree node types named by the keyword they count as (the rest are named by prefix, below).
 _NODE_KINDS: Dict[str, str] = {
     "SelectStmt": "SELECT",
     "InsertStmt": "INSERT",
@@ -97,7 +93,9 @@ _DYNAMIC_PLPGSQL = ("PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors")
 _QUERY_STATEMENTS = frozenset({"SelectStmt", "InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"})
 _QUERY_CHILDREN = ("withClause", "larg", "rarg", "selectStmt")
 _RAW_PARSE_DEFAULT = 0  # a PL/pgSQL expression that is a whole SQL statement
+_RAW_PARSE_PLPGSQL_EXPR = 2  # an expression (IF, PERFORM, RETURN, ...)
 _FALSE_WORDS = frozenset({"false", "off", "0", "no"})
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
 def _node_kind(node_type: str, node: Dict[str, Any]) -> Optional[str]:
@@ -119,15 +117,35 @@ def _node_kind(node_type: str, node: Dict[str, Any]) -> Optional[str]:
     return node_type[: -len("Stmt")].upper()
 
 
-def read_postgres(text: str) -> SQLAnalysis:
-    """Statements of ``text`` as PostgreSQL reads them, with their kinds (see ``sql_effects``)."""
+def _construct(node_type: str, node: Dict[str, Any]) -> str:
+    """How an unplaced statement is named in reasons and in ``allow_statements``:
+    ``AlterSystemStmt`` is ``ALTER SYSTEM``, an ALTER TABLE subcommand ``ALTER TABLE DETACH
+    PARTITION``, a setting ``SET standard_conforming_strings``."""
+    if node_type == "AlterTableStmt":
+        unknown = [
+            c.get("AlterTableCmd", {}).get("subtype", "")
+            for c in node.get("cmds", ())
+            if c.get("AlterTableCmd", {}).get("subtype", "") not in rules.PG_ALTER_TABLE
+        ]
+        what = _CAMEL.sub(" ", unknown[0][3:]).upper() if unknown else ""
+        return f"ALTER TABLE {what}".strip()
+    if node_type == "VariableSetStmt":
+        return f"SET {node.get('name', '')}".strip()
+    return _CAMEL.sub(" ", node_type[: -len("Stmt")]).upper()
+
+
+def read_postgres(text: str, routines: Optional[Set[str]] = None) -> SQLAnalysis:
+    """Statements of ``text`` as PostgreSQL reads them, with their kinds and unknown constructs
+    (see ``effects``); ``routines`` are the names of routines created earlier in the same text."""
     try:
-        tree = json.loads(pg_parser.parse_sql_json(text))
+        raw_tree = pg_parser.parse_sql_json(text)
+        tree = json.loads(raw_tree)
     except pg_parser.ParseError as err:
         return SQLAnalysis((), f"unparseable SQL for PostgreSQL ({err.args[0] if err.args else err})")
     except RecursionError:
         return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
-    reader = _Reader()
+    # Calls sit in expressions, which the walk otherwise skips: only then is the whole tree walked.
+    reader = _Reader(has_calls='"FuncCall"' in raw_tree, routines=routines)
     statements: List[SQLStatement] = []
     encoded = text.encode("utf-8")
     try:
@@ -142,20 +160,23 @@ def read_postgres(text: str) -> SQLAnalysis:
         return SQLAnalysis((), unverifiable=str(err))
     except RecursionError:
         return SQLAnalysis((), "unparseable SQL (nested too deeply to analyse)")
-    if not statements:
-        return SQLAnalysis((), EMPTY_SQL)
     return SQLAnalysis(tuple(statements))
 
 
 class _Reader:
-    """Walks libpg_query's JSON tree, adding each statement node's kinds to a :class:`KindSet`.
+    """Walks libpg_query's JSON tree, looking every statement node and every call up in the
+    rules (:func:`.rules.pglast_rules`) and adding what they count as to a :class:`KindSet`.
 
     Remembers the names prepared earlier in the same text, so ``EXECUTE s`` of a statement
-    whose text was checked is known, and ``EXECUTE s`` of anything else is not.
+    whose text was checked is known, and ``EXECUTE s`` of anything else is not; and the
+    routines created in it, so ``CALL p()`` of one of them is judged by its body (read where it
+    is created).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, has_calls: bool = True, routines: Optional[Set[str]] = None) -> None:
         self.prepared: Set[str] = set()
+        self.routines: Set[str] = set(routines or ())
+        self.has_calls = has_calls
         #: The text of the top-level statement being walked (PL/pgSQL is parsed from it).
         self.statement_text = ""
 
@@ -173,45 +194,61 @@ class _Reader:
             self.walk(child, kinds)
 
     def node(self, node_type: str, node: Dict[str, Any], kinds: KindSet) -> bool:
-        """Add the kinds of one node; True when its children are already handled."""
+        """Add what one node counts as; True when its children are already handled."""
+        if node_type == "FuncCall":
+            if not rules.pg_function_known(node):
+                name = rules.pg_function_name(node)
+                if name.lower() not in self.routines:
+                    kinds.not_placed("function", name.lower(), f"{name}()")
+            return False
         kind = _node_kind(node_type, node)
         if kind is None:
             return False
-        kinds.add(kind)
-        if node_type == "SelectStmt" and node.get("intoClause"):
-            kinds.apply(SELECT_INTO)
-        elif node_type == "InsertStmt" and (node.get("onConflictClause") or {}).get("action") == "ONCONFLICT_UPDATE":
-            kinds.apply(UPSERT)
-        elif node_type == "MergeStmt":
+        if node_type == "CallStmt":
+            kinds.add("CALL")
+            call = node.get("funccall", {})
+            name = rules.pg_function_name(call.get("FuncCall", call))
+            if name.lower() not in self.routines:
+                kinds.not_placed("function", name.lower(), f"CALL {name}")
+            return False
+        if node_type in ("InsertStmt", "UpdateStmt", "DeleteStmt"):
+            relation = node.get("relation", {})
+            relation = relation.get("RangeVar", relation)
+            if relation.get("relname"):
+                kinds.writes[str(relation["relname"]).lower()] = None
+        matched = rules.pglast_rules(node_type, node)
+        if not matched:
+            kinds.apply(EFFECT_BY_NAME["unknown"], kind)
+            kinds.not_placed("statement", _construct(node_type, node))
+        else:
+            for rule in matched:
+                kinds.apply(EFFECT_BY_NAME[rule.effect], rule.keyword or kind)
+        if node_type == "MergeStmt":
             for clause in node.get("mergeWhenClauses", ()):
                 command = clause.get("MergeWhenClause", {}).get("commandType", "")
                 if command.startswith("CMD_") and command != "CMD_NOTHING":
-                    kinds.add(command[4:], "a MERGE branch runs it")
-        elif node_type == "AlterTableStmt":
-            for cmd in node.get("cmds", ()):
-                subtype = cmd.get("AlterTableCmd", {}).get("subtype", "")
-                if subtype.startswith("AT_Drop"):
-                    kinds.apply(ALTER_DROPS)
+                    kinds.add(command[4:], EFFECT_BY_NAME["merge"].why)
         elif node_type == "CopyStmt":
             if node.get("is_program"):
                 raise Unverifiable(
                     f"COPY ... PROGRAM runs a shell command on the database server: {node.get('filename', '')!r}"
                 )
-            if node.get("is_from"):
-                kinds.apply(COPY_FROM)
         elif node_type == "ExplainStmt":
             if not _explain_analyzes(node.get("options", ())):
                 return True  # EXPLAIN only plans: what it explains does not run
             inner = KindSet()
             self.walk(node.get("query"), inner)
-            kinds.merge([inner.statement("")], EXPLAIN_ANALYZE)
+            kinds.merge([inner.statement("")], _RUNS.why)
             return True
-        elif node_type == "ViewStmt" and node.get("replace"):
-            kinds.apply(REPLACES_DEFINITION)
         elif node_type == "CreateFunctionStmt":
-            if node.get("replace"):
-                kinds.apply(REPLACES_DEFINITION)
+            names = [str(n.get("String", {}).get("sval", "")) for n in node.get("funcname", ())]
+            if names:
+                self.routines.add(names[-1].lower())
             self._routine_body(node, kinds)
+        elif node_type == "CreateTrigStmt":
+            name = ".".join(str(n.get("String", {}).get("sval", "")) for n in node.get("funcname", ()))
+            if name.lower().rsplit(".", 1)[-1] not in self.routines:
+                kinds.not_placed("function", name.lower(), f"trigger function {name}()")
         elif node_type == "DoStmt":
             self._do_body(node, kinds)
             return True
@@ -219,7 +256,7 @@ class _Reader:
             self.prepared.add(str(node.get("name", "")).lower())
             inner = KindSet()
             self.walk(node.get("query"), inner)
-            kinds.merge([inner.statement("")], STATIC_PREPARE)
+            kinds.merge([inner.statement("")], _RUNS.why)
             return True
         elif node_type == "ExecuteStmt":
             name = str(node.get("name", "")).lower()
@@ -228,13 +265,21 @@ class _Reader:
                     f"EXECUTE {name} runs a statement prepared elsewhere; its text cannot be checked here"
                 )
         # A CreateStmt's ON COMMIT DROP is an option of the table it creates, no DropStmt: only CREATE.
-        if node_type in _QUERY_STATEMENTS:
+        if node_type in _QUERY_STATEMENTS and not self.has_calls:
             # PostgreSQL allows a data-modifying statement only at the top of a query or in its
-            # WITH; expressions and subqueries hold SELECTs at most: only those children matter.
+            # WITH; expressions and subqueries hold SELECTs at most, and with no call anywhere in
+            # the text, only those children matter.
             for key in _QUERY_CHILDREN:
                 child = node.get(key)
                 if child is not None:
                     self.walk(child if key != "larg" and key != "rarg" else {"SelectStmt": child}, kinds)
+            return True
+        if node_type in _QUERY_STATEMENTS:
+            for key in ("larg", "rarg"):
+                child = node.get(key)
+                if child is not None:
+                    self.walk({"SelectStmt": child}, kinds)
+            self.walk({k: v for k, v in node.items() if k not in ("larg", "rarg")}, kinds)
             return True
         return False
 
@@ -254,7 +299,7 @@ class _Reader:
         if language == "plpgsql":
             # PL/pgSQL is parsed from the CREATE statement itself, whose return type decides
             # what RETURN may say (a trigger function returns NEW or OLD).
-            self._take(language, _plpgsql_statements(self.statement_text), kinds)
+            self._take(language, _plpgsql_statements(self.statement_text, self.routines), kinds)
             return
         self._body(language, body, kinds)
 
@@ -271,9 +316,9 @@ class _Reader:
 
     def _body(self, language: str, body: str, kinds: KindSet) -> None:
         if language == "sql":
-            analysis = read_postgres(body)
+            analysis = read_postgres(body, self.routines)
         elif language == "plpgsql":
-            analysis = _read_plpgsql(body)
+            analysis = _read_plpgsql(body, self.routines)
         else:
             raise Unverifiable(f"a routine body in LANGUAGE {language} cannot be verified (only sql and plpgsql can)")
         self._take(language, analysis, kinds)
@@ -284,7 +329,7 @@ class _Reader:
             raise Unverifiable(analysis.unverifiable)
         if analysis.error:
             raise Unverifiable(f"a {language} body that PostgreSQL's parser cannot read ({analysis.error})")
-        kinds.merge(analysis.statements, ROUTINE_BODY)
+        kinds.merge(analysis.statements, _RUNS.why)
 
 
 def _explain_analyzes(options: Any) -> bool:
@@ -305,16 +350,18 @@ def _explain_analyzes(options: Any) -> bool:
     return False
 
 
-def _read_plpgsql(body: str) -> SQLAnalysis:
+def _read_plpgsql(body: str, routines: Optional[Set[str]] = None) -> SQLAnalysis:
     """The SQL statements a PL/pgSQL body (a ``DO`` block's) runs; dynamic ``EXECUTE`` is
     unverifiable."""
     tag = "$agentos_body$"
     if tag in body:
         return SQLAnalysis((), unverifiable="a PL/pgSQL body containing $agentos_body$ cannot be checked")
-    return _plpgsql_statements(f"CREATE FUNCTION agentos_body() RETURNS void LANGUAGE plpgsql AS {tag}{body}{tag}")
+    return _plpgsql_statements(
+        f"CREATE FUNCTION agentos_body() RETURNS void LANGUAGE plpgsql AS {tag}{body}{tag}", routines
+    )
 
 
-def _plpgsql_statements(create_statement: str) -> SQLAnalysis:
+def _plpgsql_statements(create_statement: str, routines: Optional[Set[str]] = None) -> SQLAnalysis:
     try:
         tree = json.loads(pg_parser.parse_plpgsql_json(create_statement))
     except pg_parser.ParseError as err:
@@ -337,7 +384,7 @@ def _plpgsql_statements(create_statement: str) -> SQLAnalysis:
                 )
                 if literal is None:
                     return SQLAnalysis((), unverifiable="PL/pgSQL EXECUTE of SQL built at run time cannot be checked")
-                inner = read_postgres(literal)  # EXECUTE 'literal text': known now
+                inner = read_postgres(literal, routines)  # EXECUTE 'literal text': known now
                 if inner.problem:
                     return SQLAnalysis(
                         (), unverifiable=f"PL/pgSQL EXECUTE of text that cannot be checked ({inner.problem})"
@@ -352,14 +399,30 @@ def _plpgsql_statements(create_statement: str) -> SQLAnalysis:
                 return SQLAnalysis(
                     (), unverifiable="PL/pgSQL RETURN QUERY EXECUTE of SQL built at run time cannot be checked"
                 )
-            if key == "PLpgSQL_expr" and isinstance(child, dict) and child.get("parseMode", 0) == _RAW_PARSE_DEFAULT:
-                inner = read_postgres(str(child.get("query", "")))
+            if key == "PLpgSQL_expr" and isinstance(child, dict):
+                # A whole statement is read as one; any other expression (IF, PERFORM, RETURN, an
+                # assignment) as the SELECT of it, so its calls are judged.
+                query = str(child.get("query", ""))
+                if child.get("parseMode", 0) != _RAW_PARSE_DEFAULT:
+                    query = "SELECT " + _assigned_value(query)
+                inner = read_postgres(query, routines)
+                if inner.error is not None and child.get("parseMode", 0) != _RAW_PARSE_DEFAULT:
+                    return SQLAnalysis((), unverifiable=f"a PL/pgSQL expression that cannot be read: {snippet(query)}")
                 if inner.problem:
                     return inner
                 statements.extend(inner.statements)
                 continue
             pending.append(child)
     return SQLAnalysis(tuple(statements))
+
+
+_ASSIGNMENT = re.compile(r"^\s*[\w.\[\]\"]+\s*:?=(?!=)")
+
+
+def _assigned_value(expression: str) -> str:
+    """The value side of a PL/pgSQL assignment (``x := f(1)``), else the expression itself."""
+    match = _ASSIGNMENT.match(expression)
+    return expression[match.end() :] if match else expression
 
 
 def _string_literal(expression: str) -> Optional[str]:

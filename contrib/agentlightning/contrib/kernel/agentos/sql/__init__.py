@@ -1,0 +1,38 @@
+"""The SQL guard: what a text of SQL does, decided on parsed statements, default deny.
+
+* :mod:`.effects` -- the closed set of effects (one row each, ``unknown`` among them), and what
+  an analysis is;
+* :mod:`.rules` -- for each row, the predicate each reader uses (sqlglot node, command word,
+  PostgreSQL parse-tree node);
+* :mod:`.functions` -- the built-ins known to have no side effects, per dialect;
+* :mod:`.generic` -- the sqlglot reader; :mod:`.postgres` -- PostgreSQL's own parser;
+* :mod:`.schema` -- the schema-aware mode (``SQLPolicy(database=...)``: a SQLite database's triggers);
+* :mod:`.policy` -- :class:`SQLPolicy` and :func:`analyze_sql`.
+"""
+
+from .effects import EFFECTS, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown, effects_table
+from .policy import (
+    DEFAULT_SQL_TOOLS,
+    SQL_ARG_NAMES,
+    SQLPolicy,
+    _checked_analysis,
+    _shared_analysis,
+    _shared_long_analysis,
+    analyze_sql,
+)
+
+__all__ = [
+    "SQLPolicy",
+    "SQLAnalysis",
+    "SQLStatement",
+    "Unknown",
+    "analyze_sql",
+    "SQL_KEYWORDS",
+    "DEFAULT_SQL_TOOLS",
+    "SQL_ARG_NAMES",
+    "EFFECTS",
+    "effects_table",
+    "_checked_analysis",
+    "_shared_analysis",
+    "_shared_long_analysis",
+]
