@@ -26,6 +26,7 @@ governance.policies[0]: unknown policy 'sqll'; use one of ['cost_control', 'sql'
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,9 @@ POLICY_BUILDERS: Dict[str, Callable[..., Policy]] = {
 }
 
 _KEYS = {"recorder_dir", "policies", "penalties", "text_action", "policy_timeout_s", "workers", "agent_id"}
+
+#: Numbers the kernels this process builds, so each gets its own recorder file.
+_KERNELS_IN_THIS_PROCESS = itertools.count(1)
 
 
 @dataclass
@@ -150,7 +154,8 @@ class GovernanceConfig:
         return built
 
     def build_kernel(self) -> GovernanceKernel:
-        """A kernel with the configured policies and a FlightRecorder file in ``recorder_dir`` (one per process)."""
+        """A kernel with the configured policies and a FlightRecorder file of its own in ``recorder_dir``
+        (``gateway-<pid>-<n>.db``: a recorder file has one writer, so two gateways in one process get two files)."""
         self.recorder_dir.mkdir(parents=True, exist_ok=True)
-        recorder = self.recorder_dir / f"gateway-{os.getpid()}.db"
+        recorder = self.recorder_dir / f"gateway-{os.getpid()}-{next(_KERNELS_IN_THIS_PROCESS)}.db"
         return GovernanceKernel(self.build_policies(), recorder=recorder, policy_timeout_s=self.policy_timeout_s)
