@@ -4,7 +4,6 @@ two runner processes), store, kernel and PolicyReward, on the real SQLite world.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ RECIPE_DIR = ROOT / "contrib" / "recipes" / "agentos"
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
-    sys.path.insert(0, str(RECIPE_DIR))
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(RECIPE_DIR))  # the recipe's sibling modules, as `python <recipe>.py` finds them
         import train_sql_grpo
         from sql_agent import task_reward
 
@@ -27,8 +26,6 @@ def quick_run(tmp_path_factory):
         arms = {arm: json.loads((out / f"{arm}.json").read_text()) for arm in ("governed", "ungoverned")}
         world = train_sql_grpo.SQLWorld.create(out / "shop.db", 0)
         return {"out": out, "results": results, "arms": arms, "world": world, "task_reward": task_reward}
-    finally:
-        sys.path.remove(str(RECIPE_DIR))
 
 
 def _rows(arm_result):
