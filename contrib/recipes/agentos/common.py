@@ -250,15 +250,17 @@ def parse_config(
     argv: Optional[Sequence[str]] = None,
     presets: Optional[Mapping[str, Mapping[str, Any]]] = None,
     aliases: Optional[Mapping[str, Sequence[str]]] = None,
+    description: str = "",
 ) -> C:
     """An instance of ``cls`` from the command line: the dataclass's defaults, then the preset's
     values (``--preset NAME``), then every option given. ``aliases`` maps a flag to the words it
-    stands for (``{"--quick": ["--preset", "quick"]}``). A bad value is an argparse error naming
+    stands for (``{"--quick": ["--preset", "quick"]}``); ``description`` heads ``--help`` (default:
+    the dataclass's first docstring paragraph). A bad value is an argparse error naming
     the option (the dataclass's ``__post_init__`` checks are reported the same way)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     for flag, words in (aliases or {}).items():
         argv = [w for a in argv for w in (words if a == flag else [a])]
-    parser = config_parser(cls, presets)
+    parser = config_parser(cls, presets, description)
     parsed = vars(parser.parse_args(argv))
     preset = parsed.pop("preset", None)
     values: Dict[str, Any] = dict((presets or {}).get(preset, {})) if preset else {}

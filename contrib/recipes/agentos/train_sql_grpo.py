@@ -111,7 +111,13 @@ def parse_args(argv: Optional[List[str]] = None) -> TabularRecipeConfig:
     >>> parse_args(["--quick", "--epochs", "2"]).epochs
     2
     """
-    return parse_config(TabularRecipeConfig, argv, presets=PRESETS, aliases={"--quick": ["--preset", "quick"]})
+    return parse_config(
+        TabularRecipeConfig,
+        argv,
+        presets=PRESETS,
+        aliases={"--quick": ["--preset", "quick"]},
+        description=__doc__.split("\n\n")[0],
+    )
 
 
 def check_store_url(url: str, timeout: float = 5.0) -> None:

@@ -178,15 +178,16 @@ PRESETS: Dict[str, Dict[str, Any]] = {
         "arms": ("governed-penalty", "ungoverned"),
         "seeds": (0,),
         "out": Path("runs/llm_demo"),
+        "threads": 1,  # one torch thread: on a shared 2-core machine two threads collapse when the other core is busy
+        "runners": 4,
         "steps": 5,
         "tasks_per_step": 3,
         "group_size": 4,
         "eval_tasks": 7,
         "eval_samples": 2,
-        "runners": 6,
         "max_new_tokens": 64,
         "sft_tasks": 21,
-        "sft_epochs": 2.0,
+        "sft_epochs": 1.5,
         "sft_batch": 16,
     },
     # What tests/test_recipe_llm_grpo.py runs: the smallest run that still trains on governed
@@ -205,6 +206,7 @@ PRESETS: Dict[str, Dict[str, Any]] = {
         "sft_tasks": 7,
         "max_new_tokens": 64,
         "runners": 4,
+        "threads": 1,
     },
 }
 
@@ -215,7 +217,13 @@ def parse_args(argv: Optional[List[str]] = None) -> LLMRecipeConfig:
     >>> parse_args(["--quick"]).steps, parse_args(["--preset", "demo", "--steps", "3"]).steps
     (2, 3)
     """
-    return parse_config(LLMRecipeConfig, argv, presets=PRESETS, aliases={"--quick": ["--preset", "quick"]})
+    return parse_config(
+        LLMRecipeConfig,
+        argv,
+        presets=PRESETS,
+        aliases={"--quick": ["--preset", "quick"]},
+        description=__doc__.split("\n\n")[0],
+    )
 
 
 def make_runner(arm: str, config: LLMRecipeConfig) -> "agl.LitAgentRunner":

@@ -101,7 +101,7 @@ def verl_config(model: str, gpus: int, group_size: int, epochs: int, out: Path) 
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    args = parse_config(GPURecipeConfig, argv)
+    args = parse_config(GPURecipeConfig, argv, description=__doc__.split("\n\n")[0])
 
     import agentlightning as agl
     from common import sql_kernel
