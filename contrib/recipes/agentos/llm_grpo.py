@@ -24,7 +24,7 @@
 5. publishes the updated policy (the server samples from the new weights) and repeats; finally
    measures held-out behaviour again and writes everything, with the seed, to ``result_path``.
 
-Reward modes (one per arm, :data:`REWARD_MODE`):
+Reward modes (:data:`REWARD_MODES`; the recipe gives each arm one, ``train_sql_llm.REWARD_MODE``):
 
 * ``penalty``: the advantage is group-normalised from the governed final reward (task reward plus
   ``PolicyReward``'s penalty and clean bonus), one scalar;

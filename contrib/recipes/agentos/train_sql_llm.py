@@ -494,7 +494,7 @@ def main(
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     from llm_grpo import limit_malloc_arenas
     from policy_model import PolicyModel
-    from smollm import load_model, load_tokenizer, set_threads
+    from smollm import set_threads
     from warm_start import warm_start
 
     from agentlightning.contrib.env.agentos.sql_world import WORLD_VERSION, SQLWorld
@@ -522,11 +522,12 @@ def main(
         + (f" (constrained {list(config.constrained_seeds)})" if "governed-constrained" in config.arms else "")
         + f", {config.steps} steps of {config.tasks_per_step} x {config.group_size} rollouts"
     )
-    weights, ws_record = warm_start(world, config, config.warm_start_cache)
-    log("loading SmolLM2-135M-Instruct with the warm-start weights, adding the RL LoRA adapters")
+    ws = warm_start(world, config, config.warm_start_cache)
+    weights, ws_record = ws.weights, ws.record
+    log("adding the RL LoRA adapters to the warm-started SmolLM2-135M-Instruct")
     policy = PolicyModel(
-        load_model(weights),
-        load_tokenizer(),
+        ws.model,
+        ws.tokenizer,
         lora_rank=config.lora_rank,
         lora_alpha=config.lora_alpha,
         precision=config.precision,

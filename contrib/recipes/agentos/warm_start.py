@@ -27,7 +27,7 @@ import json
 import random
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Tuple
 
 from common import first_tasks, log, progress_bar
 from precision import resolve_precision
@@ -83,17 +83,29 @@ def cache_key(world: SQLWorld, config: "LLMRecipeConfig") -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
+class WarmStart(NamedTuple):
+    """The warm start, loaded: its weights file, its record, the merged fp32 model and the tokenizer."""
+
+    weights: Path
+    record: Dict[str, Any]
+    model: Any
+    tokenizer: Any
+
+
 def warm_start(
     world: SQLWorld,
     config: "LLMRecipeConfig",
     cache_dir: Path,
     *,
     progress: Callable[[str], None] = log,
-) -> Tuple[Path, Dict[str, Any]]:
-    """The warm-start weights file (built now, or reused from ``cache_dir``) and its record.
+) -> WarmStart:
+    """The warm start, built now (and cached in ``cache_dir``) or read from the cache, loaded.
 
-    >>> path, record = warm_start(world, LLMRecipeConfig(), Path("runs/llm/warm_start"))  # doctest: +SKIP
-    >>> record["examples"], record["loss_first"] > record["loss_last"]  # doctest: +SKIP
+    A warm start built now is handed over in memory (its LoRA merged into the model it trained),
+    so the model is not loaded a second time; the saved file holds the same weights.
+
+    >>> ws = warm_start(world, LLMRecipeConfig(), Path("runs/llm/warm_start"))  # doctest: +SKIP
+    >>> ws.record["examples"], ws.record["loss_first"] > ws.record["loss_last"]  # doctest: +SKIP
     (138, True)
     """
     import torch
@@ -108,9 +120,10 @@ def warm_start(
         record = json.loads(record_path.read_text())
         progress(
             f"warm start: reusing {weights} ({record['examples']} examples, "
-            f"loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s)"
+            f"loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s); "
+            "loading it"
         )
-        return weights, {**record, "cached": True}
+        return WarmStart(weights, {**record, "cached": True}, load_model(weights), load_tokenizer())
 
     started = time.perf_counter()
     progress(f"warm start: none cached under {cache_dir} for these settings; loading SmolLM2-135M-Instruct to build it")
@@ -184,4 +197,7 @@ def warm_start(
     }
     record_path.write_text(json.dumps(record, indent=1))
     progress(f"warm start: saved {weights} in {record['seconds']:.0f} s")
-    return weights, {**record, "cached": False}
+    # merge_and_unload adds the same deltas to the same fp32 weights as merged_state_dict: the
+    # model handed over equals the file's.
+    merged = policy.model.merge_and_unload().eval()
+    return WarmStart(weights, {**record, "cached": False}, merged, tokenizer)
