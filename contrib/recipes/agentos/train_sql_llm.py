@@ -1,6 +1,6 @@
 """Governed RL of a real language model (SmolLM2-135M-Instruct) through Agent Lightning's LLM pipeline, on CPU.
 
-    python contrib/recipes/agentos/train_sql_llm.py --preset demo             # README's first command (~10 min)
+    python contrib/recipes/agentos/train_sql_llm.py --preset demo             # small run (26 min on the AMD machine)
     python contrib/recipes/agentos/train_sql_llm.py --out docs/results_llm   # full run (about an hour on 2 cores)
     python contrib/recipes/agentos/train_sql_llm.py --quick                  # smoke run (what the test runs)
     python contrib/recipes/agentos/train_sql_llm.py --help                   # every setting, with its default
@@ -172,8 +172,9 @@ class LLMRecipeConfig:
 
 #: Named sets of settings (``--preset NAME``; options given beside it override them).
 PRESETS: Dict[str, Dict[str, Any]] = {
-    # The README's first command: the real model, governed vs ungoverned, one seed, about ten
-    # minutes on 2 cores, its own small warm start included (see docs/results_demo.md).
+    # A small run of the real model, governed vs ungoverned, one seed, its own warm start: meant
+    # to become the README's first command; its one run (docs/results_demo.md) took 26 minutes
+    # and did not yet show the ungoverned arm keeping the shortcut (the 6-step warm start is too weak).
     "demo": {
         "arms": ("governed-penalty", "ungoverned"),
         "seeds": (0,),
