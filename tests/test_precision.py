@@ -99,8 +99,10 @@ def test_both_precisions_score_train_and_generate(tokenizer, chosen):
     assert logprobs.shape == (3,) and logprobs.dtype == torch.float32 and bool((logprobs < 0).all())
     # under bf16 the forward runs in autocast (bf16 activations); under fp32 it does not
     seen = []
-    hook = policy.model.get_base_model().model.layers[0].mlp.register_forward_hook(
-        lambda module, args, out: seen.append(out.dtype)
+    hook = (
+        policy.model.get_base_model()
+        .model.layers[0]
+        .mlp.register_forward_hook(lambda module, args, out: seen.append(out.dtype))
     )
     policy.response_logprobs([prompt], [response])
     hook.remove()

@@ -2,7 +2,9 @@
 
 One governed-penalty run of ``train_sql_llm.py --quick`` (a tiny warm start built in the test's
 temporary directory, in the precision detected for this CPU; 2 GRPO steps of 2 tasks x 2
-samples; 2 held-out tasks). The assertions check the claims of the recipe against the store it ran on:
+samples; 2 held-out tasks). It takes minutes, so the recipe's progress lines and bars go to the
+terminal (pytest's capture is lifted for the run). The assertions check the claims of the recipe
+against the store it ran on:
 
 * every sample the GRPO update used is a triplet of a traced ``openai.chat.completion`` call in
   the store, token ids included, and ``TracerTraceToTriplet`` on that rollout's spans gives the
@@ -19,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,11 @@ REPO = Path(__file__).resolve().parent.parent
 RECIPE_DIR = REPO / "contrib" / "recipes" / "agentos"
 
 
-def _recipe():
-    sys.path.insert(0, str(RECIPE_DIR))
+@pytest.fixture
+def recipe(monkeypatch):
+    """The recipe's modules, found the way ``python contrib/recipes/agentos/train_sql_llm.py`` finds
+    its siblings (the script's folder first on the path), for the duration of the test."""
+    monkeypatch.syspath_prepend(str(RECIPE_DIR))
     import llm_grpo
     import train_sql_llm
 
@@ -56,8 +60,8 @@ def _digest(ids) -> str:
     return hashlib.sha256(json.dumps(list(ids)).encode()).hexdigest()[:16]
 
 
-def test_advantages_and_classifier():
-    _, llm_grpo = _recipe()
+def test_advantages_and_classifier(recipe):
+    _, llm_grpo = recipe
     assert llm_grpo.group_advantages([5.0, 5.0, 5.0]) == [0.0, 0.0, 0.0]
     adv = llm_grpo.group_advantages([-100.0, 5.0, 5.0, 5.0])
     assert adv[0] < 0 < adv[1] and abs(sum(adv)) < 1e-6
@@ -71,22 +75,24 @@ def test_advantages_and_classifier():
     ] == ["destructive", "unparseable", "unparseable", "clean"]
 
 
-def test_quick_mode_trains_on_governed_triplets_from_the_store(tmp_path):
-    train_sql_llm, _ = _recipe()
+def test_quick_mode_trains_on_governed_triplets_from_the_store(recipe, tmp_path, capfd):
+    train_sql_llm, _ = recipe
     stores = {}
-    results = train_sql_llm.main(
-        [
-            "--quick",
-            "--arms",
-            "governed-penalty",
-            "--out",
-            str(tmp_path),
-            "--warm-start-cache",
-            str(tmp_path / "warm_start"),
-            "--no-plot",
-        ],
-        store_factory=lambda arm: stores.setdefault(arm, InMemoryLightningStore()),
-    )
+    with capfd.disabled():  # minutes of work: show the recipe's progress on the terminal
+        print()
+        results = train_sql_llm.main(
+            [
+                "--quick",
+                "--arms",
+                "governed-penalty",
+                "--out",
+                str(tmp_path),
+                "--warm-start-cache",
+                str(tmp_path / "warm_start"),
+                "--no-plot",
+            ],
+            store_factory=lambda arm: stores.setdefault(arm, InMemoryLightningStore()),
+        )
     store = stores["governed-penalty"]
     raw = json.loads((tmp_path / "governed-penalty.json").read_text())
     seed = raw["seeds"]["0"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -67,11 +66,9 @@ def model_server():
 
 
 def test_llm_written_sql_is_governed_like_the_tabular_policy(model_server, tmp_path):
-    sys.path.insert(0, str(RECIPE_DIR))
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(RECIPE_DIR))
         from sql_agent import SQLAgent, task_reward
-    finally:
-        sys.path.remove(str(RECIPE_DIR))
     world = SQLWorld.create(tmp_path / "shop.db", 0)
     task = world.task("remove_test_accounts-00")
     model_server.answers[:] = [task.candidates["destructive_shortcut"], task.candidates["precise"]]

@@ -53,7 +53,7 @@ from agentlightning.emitter import find_final_reward  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agl_store_server import agl_store_server, stop_process  # noqa: E402
-from grpo import sql_kernel, wait_for_rollouts  # noqa: E402
+from common import sql_kernel, wait_for_rollouts  # noqa: E402
 from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
 from agentlightning.contrib.adapter.agentos import adapters_for_directory, is_audit_span  # noqa: E402

@@ -23,7 +23,6 @@ their policies never share anything but the queue.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import random
@@ -31,11 +30,12 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List
 
 import agentlightning as agl
 from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
+from common import config_record, enqueue_group, group_advantages, log, sql_kernel, wait_for_rollouts
 from sql_agent import (
     REPORT_BLOCKED,
     REPORT_CORRECT,
@@ -47,29 +47,11 @@ from sql_agent import (
     softmax,
 )
 
-from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, SQLTask, SQLWorld
-from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_stats
+from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, SQLWorld
+from agentlightning.contrib.kernel.agentos import Action, governance_stats
 
-#: What counts as a destructive statement, in every arm (the governed arms' kernel denies these).
-DENIED_STATEMENTS = ("DROP", "DELETE", "TRUNCATE")
-
-
-def sql_kernel() -> GovernanceKernel:
-    """The kernel of the governed arms (and of the measuring instruments): SQLite's SQL, the
-    destructive statements denied."""
-    return GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
-
-
-@dataclass
-class GRPOConfig:
-    """Hyperparameters of the tabular GRPO algorithm (see the recipe's ``--help``)."""
-
-    seeds: Sequence[int] = (0, 1, 2, 3, 4)
-    epochs: int = 12
-    group_size: int = 4
-    learning_rate: float = 5.0
-    temperature: float = 1.0
-    rollout_timeout_s: float = 120.0
+if TYPE_CHECKING:
+    from train_sql_grpo import TabularRecipeConfig
 
 
 @dataclass
@@ -94,71 +76,6 @@ def violation_classifier() -> Callable[[str], bool]:
     return lambda sql: kernel.check(Action.sql(sql)).blocked
 
 
-async def wait_for_rollouts(store: agl.LightningStore, ids: List[str], timeout_s: float) -> Dict[str, str]:
-    """Status of each of ``ids`` that finished within ``timeout_s``, polling the store (its
-    client rejects waits over 0.1 s), with a short pause between polls."""
-    finished: Dict[str, str] = {}
-    deadline = time.monotonic() + timeout_s
-    while len(finished) < len(ids) and time.monotonic() < deadline:
-        pending = [i for i in ids if i not in finished]
-        for rollout in await store.wait_for_rollouts(rollout_ids=pending, timeout=0.1):
-            finished[rollout.rollout_id] = rollout.status
-        if len(finished) < len(ids):
-            await asyncio.sleep(0.05)
-    return finished
-
-
-def first_tasks(tasks: Sequence[SQLTask], n: int) -> List[SQLTask]:
-    """The first ``n`` of ``tasks`` by task number, one of each family before the next of any, so
-    a small subset still covers every family (``n`` = 0: all of them, in their order)."""
-    if not n:
-        return list(tasks)
-    return sorted(tasks, key=lambda t: (int(t.task_id.rsplit("-", 1)[1]), t.task_id))[:n]
-
-
-def group_advantages(values: Sequence[float], std_floor: float = 0.0, eps: float = 1e-6) -> List[float]:
-    """``(v - mean) / max(std, std_floor)`` within one group (population std); all zeros if the group is flat.
-
-    ``std_floor`` (in reward units) keeps differences far smaller than a task's worth of reward
-    (the agent's brevity bonus: hundredths) from being blown up into full-size advantages when a
-    group is otherwise uniform; without it GRPO trains for shorter SQL whether it is right or not.
-
-    >>> [round(a, 3) for a in group_advantages([1.0, 0.0, 0.0, 0.0])]
-    [1.732, -0.577, -0.577, -0.577]
-    >>> [round(a, 3) for a in group_advantages([5.2, 5.1, 5.1, 5.1], std_floor=0.5)]
-    [0.15, -0.05, -0.05, -0.05]
-    """
-    mean, std = statistics.fmean(values), statistics.pstdev(values)
-    if std < 1e-9:
-        return [0.0] * len(values)
-    return [(v - mean) / (max(std, std_floor) + eps) for v in values]
-
-
-async def enqueue_group(
-    store: agl.LightningStore,
-    task_id: str,
-    group_size: int,
-    resources_id: str,
-    *,
-    labels: Dict[str, Any],
-    metadata: Optional[Dict[str, Any]] = None,
-    mode: str = "train",
-) -> List[str]:
-    """Enqueue one GRPO group: ``group_size`` rollouts of the same task (``mode="val"`` for
-    held-out evaluation), each input ``{"task_id", **labels, "sample"}``; returns their rollout ids
-    in sample order."""
-    ids = []
-    for sample in range(group_size):
-        rollout = await store.enqueue_rollout(
-            input={"task_id": task_id, **labels, "sample": sample},
-            mode=mode,
-            resources_id=resources_id,
-            metadata=metadata,
-        )
-        ids.append(rollout.rollout_id)
-    return ids
-
-
 async def _outcomes(store: agl.LightningStore, ids: List[str], statuses: Dict[str, str]) -> List[Dict[str, Any]]:
     rows = []
     for rollout_id in ids:
@@ -176,13 +93,16 @@ async def _outcomes(store: agl.LightningStore, ids: List[str], statuses: Dict[st
 
 
 def make_grpo_algorithm(
-    config: GRPOConfig,
+    config: "TabularRecipeConfig",
     world: SQLWorld,
     arm: str,
     result_path: Path,
-    progress: Callable[[str], None] = print,
+    progress: Callable[[str], None] = log,
 ):
-    """The ``@algo`` for one arm; writes its per-epoch and evaluation results to ``result_path``."""
+    """The ``@algo`` for one arm; writes its per-epoch and evaluation results to ``result_path``.
+
+    ``config`` is the recipe's (:class:`train_sql_grpo.TabularRecipeConfig`): seeds, epochs,
+    group size, learning rate, temperature and the rollout timeout."""
     train = [t for t in world.split("train")]
     heldout = list(world.split("heldout"))
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
@@ -310,7 +230,7 @@ def make_grpo_algorithm(
         store_stats = await governance_stats(store, all_ids)  # violation spans the runners wrote (0 without a kernel)
         result = {
             "arm": arm,
-            "config": {**asdict(config), "seeds": list(config.seeds)},
+            "config": config_record(config),
             "heldout_before": before,
             "heldout_after": after,
             "epochs": epochs,

@@ -24,7 +24,7 @@
 5. publishes the updated policy (the server samples from the new weights) and repeats; finally
    measures held-out behaviour again and writes everything, with the seed, to ``result_path``.
 
-Reward modes (``LLMGRPOConfig.reward_mode``):
+Reward modes (:data:`REWARD_MODES`; the recipe gives each arm one, ``train_sql_llm.REWARD_MODE``):
 
 * ``penalty``: the advantage is group-normalised from the governed final reward (task reward plus
   ``PolicyReward``'s penalty and clean bonus), one scalar;
@@ -55,15 +55,23 @@ import math
 import random
 import statistics
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import agentlightning as agl
 from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
 from agentlightning.emitter.reward import get_rewards_from_span
-from grpo import DENIED_STATEMENTS, enqueue_group, first_tasks, group_advantages, wait_for_rollouts
+from common import (
+    DENIED_STATEMENTS,
+    config_record,
+    enqueue_group,
+    first_tasks,
+    group_advantages,
+    log,
+    progress_bar,
+    wait_for_rollouts,
+)
 from sql_agent import (
     REPORT_BLOCKED,
     REPORT_CORRECT,
@@ -78,42 +86,11 @@ from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy, governanc
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
 from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
+if TYPE_CHECKING:
+    from train_sql_llm import LLMRecipeConfig
+
+#: What the advantage is computed from (see the module docstring).
 REWARD_MODES = ("penalty", "constrained", "task")
-
-
-@dataclass
-class LLMGRPOConfig:
-    """Hyperparameters of the LLM GRPO algorithm (each one has help text in ``train_sql_llm.py --help``)."""
-
-    seeds: Sequence[int] = (0, 1, 2)
-    steps: int = 8
-    tasks_per_step: int = 3
-    group_size: int = 4
-    learning_rate: float = 5e-4
-    temperature: float = 1.0
-    max_new_tokens: int = 96
-    eval_samples: int = 2
-    eval_tasks: int = 0
-    reward_mode: str = "penalty"
-    adv_std_floor: float = 0.5
-    kl_coef: float = 0.0
-    clip_eps: float = 0.2
-    update_epochs: int = 1
-    micro_batch: int = 8
-    max_grad_norm: float = 1.0
-    violation_limit: float = 0.02
-    lagrange_lr: float = 5.0
-    lagrange_init: float = 1.0
-    lagrange_max: float = 100.0
-    rollout_timeout_s: float = 1800.0
-
-    def __post_init__(self) -> None:
-        if self.reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {self.reward_mode!r}")
-        if self.group_size < 2:
-            raise ValueError("group_size must be >= 2 (advantages are relative to the group)")
-        if self.steps < 1 or self.tasks_per_step < 1 or self.eval_samples < 1 or self.update_epochs < 1:
-            raise ValueError("steps, tasks_per_step, eval_samples and update_epochs must be >= 1")
 
 
 def sql_classifier() -> Callable[[str], str]:
@@ -193,7 +170,7 @@ def limit_malloc_arenas(arenas: int = 2) -> None:
 
 
 def grpo_update(
-    policy: Any, optimizer: Any, samples: List[Tuple[List[int], List[int], float]], config: LLMGRPOConfig
+    policy: Any, optimizer: Any, samples: List[Tuple[List[int], List[int], float]], config: "LLMRecipeConfig"
 ) -> Dict[str, Any]:
     """One GRPO update on ``(prompt_ids, response_ids, advantage)`` samples; returns its statistics.
 
@@ -201,7 +178,7 @@ def grpo_update(
     averaged over all samples of the step, as GRPO averages over the whole group.
 
     >>> grpo_update(  # doctest: +SKIP
-    ...     policy, torch.optim.AdamW(policy.trainable_parameters()), samples, LLMGRPOConfig()
+    ...     policy, torch.optim.AdamW(policy.trainable_parameters()), samples, LLMRecipeConfig()
     ... )
     {'sequences': 9, 'tokens': 2313, ...}
     """
@@ -267,30 +244,31 @@ def grpo_update(
 
 
 def make_llm_grpo(
-    config: LLMGRPOConfig,
+    config: "LLMRecipeConfig",
     world: SQLWorld,
     arm: str,
     policy: Any,
     result_path: Path,
     *,
-    train_tasks: int = 0,
-    server_batch: int = 16,
-    progress: Callable[[str], None] = print,
+    reward_mode: str = "penalty",
+    progress: Callable[[str], None] = log,
 ) -> Any:
     """The ``@algo`` of one arm (see the module docstring); writes its results to ``result_path``.
 
     Args:
-        config: hyperparameters (``reward_mode`` must match the arm's runner: ``penalty`` and
-            ``constrained`` need ``AgentOSRunner`` with ``PolicyReward``, ``task`` the plain runner).
+        config: the recipe's settings (:class:`train_sql_llm.LLMRecipeConfig`): the arm's seeds,
+            the GRPO and constrained-arm hyperparameters, ``train_tasks`` (use only the first N
+            training tasks) and ``runners`` (the most requests the policy server samples together).
         world: the text-to-SQL world (tasks and database).
-        arm: the arm's name, for the results and the progress lines.
+        arm: the arm's name (its seeds are ``config.seeds_of(arm)``), for the results and progress.
         policy: a :class:`policy_model.PolicyModel` holding the warm start.
         result_path: where the JSON results go.
-        train_tasks: use only the first N training tasks (0: all; quick mode uses a handful).
-        server_batch: most requests the policy server samples together.
+        reward_mode: one of :data:`REWARD_MODES`; it must match the arm's runner: ``penalty`` and
+            ``constrained`` need ``AgentOSRunner`` with ``PolicyReward``, ``task`` the plain runner.
+        progress: where progress lines go.
 
     >>> algorithm = make_llm_grpo(  # doctest: +SKIP
-    ...     LLMGRPOConfig(), world, "governed-penalty", policy, Path("out.json")
+    ...     LLMRecipeConfig(), world, "governed-penalty", policy, Path("out.json")
     ... )
     >>> agl.Trainer(  # doctest: +SKIP
     ...     algorithm=algorithm, runner=runner, adapter=agl.TracerTraceToTriplet(), n_runners=8
@@ -300,7 +278,10 @@ def make_llm_grpo(
 
     from policy_server import PolicyServer
 
-    train = first_tasks(world.split("train"), train_tasks)
+    if reward_mode not in REWARD_MODES:
+        raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+    seeds = config.seeds_of(arm)
+    train = first_tasks(world.split("train"), config.train_tasks)
     heldout = first_tasks(world.split("heldout"), config.eval_tasks)
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
     families = [f for f in FAMILIES if by_family[f]]
@@ -313,13 +294,17 @@ def make_llm_grpo(
     @algo
     async def llm_grpo(*, store: agl.LightningStore, adapter: agl.TraceAdapter) -> None:
         server = PolicyServer(
-            policy, "smollm2-135m-instruct", max_batch=server_batch, max_new_tokens=config.max_new_tokens
+            policy, "smollm2-135m-instruct", max_batch=config.runners, max_new_tokens=config.max_new_tokens
         ).start()
         progress(f"[{arm}] policy served at {server.endpoint} (OpenAI-compatible, token ids returned)")
         started = time.perf_counter()
-        results: Dict[str, Any] = {"arm": arm, "config": {**asdict(config), "seeds": list(config.seeds)}, "seeds": {}}
+        results: Dict[str, Any] = {
+            "arm": arm,
+            "config": {**config_record(config), "seeds": list(seeds), "reward_mode": reward_mode},
+            "seeds": {},
+        }
         try:
-            for seed_index, seed in enumerate(config.seeds):
+            for seed_index, seed in enumerate(seeds):
                 results["seeds"][str(seed)] = await run_seed(store, adapter, server, seed, seed_index)
                 result_path.write_text(json.dumps(results, indent=1))
         finally:
@@ -331,9 +316,10 @@ def make_llm_grpo(
         result_path.write_text(json.dumps(results, indent=1))
 
     async def collect(
-        store: agl.LightningStore, adapter: Any, ids: List[str], meta: List[Dict[str, Any]]
+        store: agl.LightningStore, adapter: Any, ids: List[str], meta: List[Dict[str, Any]], description: str
     ) -> List[Dict[str, Any]]:
-        statuses = await wait_for_rollouts(store, ids, config.rollout_timeout_s)
+        with progress_bar(len(ids), description, unit="rollout", leave=False) as bar:
+            statuses = await wait_for_rollouts(store, ids, config.rollout_timeout_s, on_finished=bar.update)
         rows = []
         for rollout_id, info in zip(ids, meta):
             spans = await store.query_spans(rollout_id, "latest")
@@ -410,7 +396,7 @@ def make_llm_grpo(
                 store, task.task_id, config.eval_samples, resources_id, labels=labels, mode="val"
             )
             meta += [{"task_id": task.task_id, "family": task.family, "sample": i} for i in range(config.eval_samples)]
-        rows = await collect(store, adapter, ids, meta)
+        rows = await collect(store, adapter, ids, meta, f"[{arm}] seed {seed} held-out {label}")
         stats = server.reset_stats()
         summary = summarize(rows)
         summary.update(
@@ -454,7 +440,7 @@ def make_llm_grpo(
             resources_id = await publish(store, server, f"seed{seed}/step{step}")
             rng = random.Random(f"llm-grpo/{seed}/{step}")
             chosen = rng.sample(families, min(config.tasks_per_step, len(families)))
-            metadata = lagrangian.rollout_metadata() if config.reward_mode == "constrained" else None
+            metadata = lagrangian.rollout_metadata() if reward_mode == "constrained" else None
             ids, meta = [], []
             for family in chosen:
                 task = rng.choice(by_family[family])
@@ -467,7 +453,7 @@ def make_llm_grpo(
                     for sample in range(config.group_size)
                 ]
             server.reset_stats()
-            rows = await collect(store, adapter, ids, meta)
+            rows = await collect(store, adapter, ids, meta, f"[{arm}] seed {seed} step {step + 1}/{config.steps}")
             gen = server.reset_stats()
             rollout_seconds = time.perf_counter() - t0
 
@@ -483,7 +469,7 @@ def make_llm_grpo(
                     and row.get("response_ids")
                     and row["final_reward"] is not None
                 )
-                if usable and config.reward_mode == "constrained" and (row["base"] is None or row["cost"] is None):
+                if usable and reward_mode == "constrained" and (row["base"] is None or row["cost"] is None):
                     usable = False
                 row["usable"] = bool(usable)
                 if usable:
@@ -492,7 +478,7 @@ def make_llm_grpo(
             for task_id, group in groups.items():
                 if len(group) < 2:
                     continue
-                if config.reward_mode == "constrained":
+                if reward_mode == "constrained":
                     advantages = constrained_advantages(
                         [r["base"] for r in group], [r["cost"] for r in group], multiplier, config.adv_std_floor
                     )
@@ -517,7 +503,7 @@ def make_llm_grpo(
                     trainer_thread, grpo_update, policy, optimizer, samples, config
                 )
             _release_memory()
-            if config.reward_mode == "constrained":
+            if reward_mode == "constrained":
                 await lagrangian.update_from_store(store, ids)
             summary = summarize(rows)
             summary.update(
@@ -529,8 +515,8 @@ def make_llm_grpo(
                     "reward_mismatches": sum(
                         1 for r in rows if r["usable"] and r["triplet_reward"] != r["final_reward"]
                     ),
-                    "lagrange_multiplier": multiplier if config.reward_mode == "constrained" else None,
-                    "lagrange_multiplier_next": lagrangian.multiplier if config.reward_mode == "constrained" else None,
+                    "lagrange_multiplier": multiplier if reward_mode == "constrained" else None,
+                    "lagrange_multiplier_next": lagrangian.multiplier if reward_mode == "constrained" else None,
                     "generated_tokens": gen.generated_tokens,
                     "generation_tokens_per_s": gen.tokens_per_second(),
                     "rollout_seconds": rollout_seconds,
@@ -555,7 +541,7 @@ def make_llm_grpo(
                 f"unparseable {summary['unparseable_rate']:5.1%}  accuracy {summary['accuracy']:5.1%}  "
                 f"executed {summary['destructive_executed']}  "
                 f"reward {summary['mean_final_reward']:7.2f}"
-                + (f"  lambda {multiplier:.2f}" if config.reward_mode == "constrained" else "")
+                + (f"  lambda {multiplier:.2f}" if reward_mode == "constrained" else "")
                 + f"  gen {summary['generation_tokens_per_s']:.0f} tok/s  step {summary['seconds']:.0f} s  "
                 f"(seed {elapsed / 60:.1f} min)"
             )
@@ -568,7 +554,7 @@ def make_llm_grpo(
             "heldout_after": after,
             "steps": steps,
             "updates": updates,
-            "lagrange_history": lagrangian.history if config.reward_mode == "constrained" else [],
+            "lagrange_history": lagrangian.history if reward_mode == "constrained" else [],
             "seconds": time.perf_counter() - seed_started,
         }
 

@@ -211,8 +211,8 @@ class PolicyModel:
         (a list of 1-D float32 tensors, with the autograd graph when gradients are enabled).
 
         Sequences are right-padded in micro-batches of ``micro_batch``; the forward pass runs
-        under bf16 autocast when the precision is ``bf16``; the log-softmax is taken in fp32 over
-        the response positions only.
+        under bf16 autocast when the precision is ``bf16``; the vocabulary projection and the
+        log-softmax (in fp32) are computed over the response positions only.
 
         >>> [lp.shape for lp in policy.response_logprobs([[1, 2]], [[3, 4, 5]])]  # doctest: +SKIP
         [torch.Size([3])]
@@ -229,12 +229,16 @@ class PolicyModel:
                 seq = list(p) + list(r)
                 input_ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
                 attention[i, : len(seq)] = 1
+            causal_lm = self.model.get_base_model()  # the LoRA layers sit inside it, so they still apply
             with self.compute():
-                logits = self.model(input_ids=input_ids, attention_mask=attention).logits
-            for i, (p, r) in enumerate(chunk):
-                positions = logits[i, len(p) - 1 : len(p) - 1 + len(r)].float()
-                targets = torch.tensor(list(r), dtype=torch.long)
-                out.append(torch.log_softmax(positions, dim=-1).gather(1, targets[:, None])[:, 0])
+                hidden = causal_lm.model(input_ids=input_ids, attention_mask=attention).last_hidden_state
+                # The vocabulary projection only where a response token is predicted: the prompt's
+                # positions are most of the sequence, and their 49k-wide logits most of the memory.
+                picked = torch.cat([hidden[i, len(p) - 1 : len(p) - 1 + len(r)] for i, (p, r) in enumerate(chunk)])
+                logits = causal_lm.lm_head(picked).float()
+            targets = torch.tensor([t for _, r in chunk for t in r], dtype=torch.long)
+            token_logprobs = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])[:, 0]
+            out.extend(torch.split(token_logprobs, [len(r) for _, r in chunk]))
         return out
 
 

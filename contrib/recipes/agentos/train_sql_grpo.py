@@ -27,7 +27,6 @@ What runs, top to bottom:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -36,11 +35,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not reach for the network
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # sql_agent / grpo, also in runner processes
 
 import portpicker  # noqa: E402
 
@@ -48,7 +47,8 @@ import agentlightning as agl  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
-from grpo import GRPOConfig, make_grpo_algorithm, sql_kernel  # noqa: E402
+from common import check_positive, config_record, log, mean_sd, option, parse_config, restart_clock, sql_kernel  # noqa: E402
+from grpo import make_grpo_algorithm  # noqa: E402
 from sql_agent import SQLAgent  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import SQLWorld  # noqa: E402
@@ -58,49 +58,66 @@ from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
 ARMS = ("governed", "ungoverned")
 
 
-def parse_args(argv: List[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    parser.add_argument(
-        "--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="training seeds (one independent policy each)"
-    )
-    parser.add_argument(
-        "--epochs", type=int, default=12, help="training epochs; each epoch is one group per task family per seed"
-    )
-    parser.add_argument(
-        "--group-size", type=int, default=4, help="rollouts per group (same task), for group-relative advantages"
-    )
-    parser.add_argument(
-        "--learning-rate", type=float, default=5.0, help="policy-gradient step size on the strategy logits"
-    )
-    parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature when sampling strategies")
-    parser.add_argument("--runners", type=int, default=2, help="runner processes per Trainer run")
-    parser.add_argument("--world-seed", type=int, default=0, help="seed of the database and the task set")
-    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="which arms to run")
-    parser.add_argument(
-        "--out", type=Path, default=Path("runs/sql_grpo"), help="output directory (database, audit, results, plots)"
-    )
-    parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 3 epochs, group size 3")
-    parser.add_argument("--no-plot", action="store_true", help="skip the PNG (matplotlib not needed then)")
-    parser.add_argument(
-        "--store-url",
-        default=None,
-        help="use the `agl store` at this URL (e.g. http://127.0.0.1:4747, where its dashboard shows the run) "
+@dataclass(frozen=True)
+class TabularRecipeConfig:
+    """Every setting of the tabular recipe, in one place: ``--help`` is generated from these fields,
+    and the algorithm (``grpo.make_grpo_algorithm``) reads its hyperparameters from this object.
+
+    >>> TabularRecipeConfig().epochs, TabularRecipeConfig(epochs=3).epochs
+    (12, 3)
+    """
+
+    seeds: Tuple[int, ...] = option((0, 1, 2, 3, 4), "training seeds (one independent policy each)")
+    epochs: int = option(12, "training epochs; each epoch is one group per task family per seed")
+    group_size: int = option(4, "rollouts per group (same task), for group-relative advantages")
+    learning_rate: float = option(5.0, "policy-gradient step size on the strategy logits")
+    temperature: float = option(1.0, "softmax temperature when sampling strategies")
+    rollout_timeout_s: float = option(120.0, "longest wait for one batch of rollouts (seconds)")
+    runners: int = option(2, "runner processes per Trainer run")
+    world_seed: int = option(0, "seed of the database and the task set")
+    arms: Tuple[str, ...] = option(ARMS, "which arms to run", choices=ARMS)
+    out: Path = option(Path("runs/sql_grpo"), "output directory (database, audit, results, plots)")
+    plot: bool = option(True, "write training_curves.png (--no-plot: skip it, matplotlib not needed then)")
+    store_url: Optional[str] = option(
+        None,
+        "use the `agl store` at this URL (e.g. http://127.0.0.1:4747, where its dashboard shows the run) "
         "instead of a private in-memory store on a free port; the Trainer then serves no store of its own, "
         "so nothing clashes with agl store's port",
     )
-    args = parser.parse_args(argv)
-    if args.store_url is not None:
-        args.store_url = args.store_url.rstrip("/")
-        if not args.store_url.startswith(("http://", "https://")):
-            parser.error(f"--store-url must be an http(s) URL such as http://127.0.0.1:4747, got {args.store_url!r}")
-    if args.quick:
-        args.seeds, args.epochs, args.group_size = args.seeds[:1], 3, 3
-    for name in ("epochs", "group_size", "runners"):
-        if getattr(args, name) < 1 or (name == "group_size" and args.group_size < 2):
-            parser.error(f"--{name.replace('_', '-')} is too small (epochs/runners >= 1, group size >= 2)")
-    return args
+
+    def __post_init__(self) -> None:
+        check_positive(self, ("epochs", "runners"))
+        if self.group_size < 2:
+            raise ValueError(f"--group-size must be >= 2 (advantages are relative to the group), got {self.group_size}")
+        if not self.seeds or not self.arms:
+            raise ValueError("--seeds and --arms need at least one value each")
+        if self.store_url is not None:
+            object.__setattr__(self, "store_url", self.store_url.rstrip("/"))
+            if not self.store_url.startswith(("http://", "https://")):
+                raise ValueError(
+                    f"--store-url must be an http(s) URL such as http://127.0.0.1:4747, got {self.store_url!r}"
+                )
+
+
+#: Named sets of settings (``--preset NAME``; options given beside it override them).
+PRESETS: Dict[str, Dict[str, Any]] = {
+    "quick": {"seeds": (0,), "epochs": 3, "group_size": 3},  # what tests/test_recipe_sql_grpo.py runs
+}
+
+
+def parse_args(argv: Optional[List[str]] = None) -> TabularRecipeConfig:
+    """The recipe's settings from the command line (``--help`` lists them); ``--quick`` is ``--preset quick``.
+
+    >>> parse_args(["--quick", "--epochs", "2"]).epochs
+    2
+    """
+    return parse_config(
+        TabularRecipeConfig,
+        argv,
+        presets=PRESETS,
+        aliases={"--quick": ["--preset", "quick"]},
+        description=__doc__.split("\n\n")[0],
+    )
 
 
 def check_store_url(url: str, timeout: float = 5.0) -> None:
@@ -120,56 +137,46 @@ def check_store_url(url: str, timeout: float = 5.0) -> None:
     )
 
 
-def train(algorithm: Any, runner: Any, agent: Any, args: argparse.Namespace) -> None:
+def train(algorithm: Any, runner: Any, agent: Any, config: TabularRecipeConfig) -> None:
     """One ``Trainer.fit``: against the ``agl store`` at ``--store-url`` (the Trainer serves no store
     and binds no port; algorithm and runner processes are clients of that store), or with the
     Trainer's own in-memory store served on a free port (never agentlightning's default 4747, which
     ``agl store`` uses by default too)."""
-    if args.store_url is None:
+    if config.store_url is None:
         port = portpicker.pick_unused_port()
-        agl.Trainer(algorithm=algorithm, runner=runner, n_runners=args.runners, port=port).fit(agent)
+        agl.Trainer(algorithm=algorithm, runner=runner, n_runners=config.runners, port=port).fit(agent)
         return
-    store = LightningStoreClient(args.store_url)
+    store = LightningStoreClient(config.store_url)
     try:
-        strategy = ClientServerExecutionStrategy(n_runners=args.runners, managed_store=False)
+        strategy = ClientServerExecutionStrategy(n_runners=config.runners, managed_store=False)
         agl.Trainer(algorithm=algorithm, runner=runner, store=store, strategy=strategy).fit(agent)
     finally:
         asyncio.run(store.close())
 
 
-def run_arm(arm: str, world: SQLWorld, args: argparse.Namespace) -> Dict[str, Any]:
+def run_arm(arm: str, world: SQLWorld, config: TabularRecipeConfig) -> Dict[str, Any]:
     """One Trainer run: every seed of ``arm`` trained side by side."""
-    config = GRPOConfig(
-        seeds=args.seeds,
-        epochs=args.epochs,
-        group_size=args.group_size,
-        learning_rate=args.learning_rate,
-        temperature=args.temperature,
-    )
-    result_path = args.out / f"{arm}.json"
+    result_path = config.out / f"{arm}.json"
     algorithm = make_grpo_algorithm(config, world, arm, result_path)
+    log(f"[{arm}] starting the Trainer: {config.runners} runner processes")
     if arm == "governed":
         kernel = sql_kernel()
         runner: agl.LitAgentRunner = AgentOSRunner(
             kernel,
             reward_fn=PolicyReward(kernel),
-            audit_dir=args.out / "audit",
+            audit_dir=config.out / "audit",
             log_violations=False,
             poll_interval=0.05,
         )
     else:
         runner = agl.LitAgentRunner(AgentOpsTracer(), poll_interval=0.05)
-    agent = SQLAgent(str(world.db_path), args.world_seed, governed=arm == "governed")
+    agent = SQLAgent(str(world.db_path), config.world_seed, governed=arm == "governed")
     started = time.perf_counter()
-    train(algorithm, runner, agent, args)
+    train(algorithm, runner, agent, config)
     result = json.loads(result_path.read_text())
     result["wall_seconds"] = time.perf_counter() - started
     result_path.write_text(json.dumps(result, indent=1))
     return result
-
-
-def mean_sd(values: List[float]) -> str:
-    return f"{statistics.fmean(values):.3f} ± {statistics.pstdev(values):.3f}"
 
 
 def summarize(result: Dict[str, Any]) -> Dict[str, Any]:
@@ -256,38 +263,39 @@ def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: List[str] | None = None) -> Dict[str, Any]:
-    args = parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    if args.store_url is not None:
-        check_store_url(args.store_url)
+def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
+    restart_clock()
+    config = parse_args(argv)
+    config.out.mkdir(parents=True, exist_ok=True)
+    if config.store_url is not None:
+        check_store_url(config.store_url)
     started = time.perf_counter()
-    world = SQLWorld.create(args.out / "shop.db", args.world_seed)
-    print(
-        f"world: {world.db_path} (seed {args.world_seed}), "
+    world = SQLWorld.create(config.out / "shop.db", config.world_seed)
+    log(
+        f"world: {world.db_path} (seed {config.world_seed}), "
         f"{len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
-        f"arms {args.arms}, seeds {args.seeds}, {args.epochs} epochs, group size {args.group_size}"
+        f"arms {list(config.arms)}, seeds {list(config.seeds)}, {config.epochs} epochs, group size {config.group_size}"
     )
-    summaries = [summarize(run_arm(arm, world, args)) for arm in args.arms]
+    summaries = [summarize(run_arm(arm, world, config)) for arm in config.arms]
     print_table(summaries)
     results = {
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
-        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "args": config_record(config),
         "summaries": summaries,
         "total_seconds": time.perf_counter() - started,
     }
-    (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    if not args.no_plot:
-        plot(summaries, args.out / "training_curves.png")
+    (config.out / "results.json").write_text(json.dumps(results, indent=1))
+    if config.plot:
+        plot(summaries, config.out / "training_curves.png")
     print(
-        f"\nresults: {args.out / 'results.json'}"
-        + ("" if args.no_plot else f", plot: {args.out / 'training_curves.png'}")
+        f"\nresults: {config.out / 'results.json'}"
+        + (f", plot: {config.out / 'training_curves.png'}" if config.plot else "")
         + f"  (total {results['total_seconds']:.1f} s)"
     )
-    if args.store_url is not None:
+    if config.store_url is not None:
         print(
-            f"dashboard: {args.store_url}/rollouts   rollouts with violations: "
-            f"python -m agentlightning.contrib.runner.agentos violations --store-url {args.store_url}"
+            f"dashboard: {config.store_url}/rollouts   rollouts with violations: "
+            f"python -m agentlightning.contrib.runner.agentos violations --store-url {config.store_url}"
         )
     return results
 

@@ -1,7 +1,11 @@
 """Governed RL of a real language model (SmolLM2-135M-Instruct) through Agent Lightning's LLM pipeline, on CPU.
 
+    python contrib/recipes/agentos/train_sql_llm.py --preset demo             # small run (26 min on the AMD machine)
     python contrib/recipes/agentos/train_sql_llm.py --out docs/results_llm   # full run (about an hour on 2 cores)
-    python contrib/recipes/agentos/train_sql_llm.py --quick                  # smoke run (under 3 minutes)
+    python contrib/recipes/agentos/train_sql_llm.py --quick                  # smoke run (what the test runs)
+    python contrib/recipes/agentos/train_sql_llm.py --help                   # every setting, with its default
+
+Every setting lives in :class:`LLMRecipeConfig`; the command line is generated from its fields.
 
 What runs, top to bottom:
 
@@ -34,181 +38,204 @@ What runs, top to bottom:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not reach for the network
-os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is downloaded from a model hub
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # sibling modules, also in runner processes
+from common import check_positive, config_record, log, mean_sd, option, parse_config, restart_clock
+from precision import PRECISIONS, detect_precision, resolve_precision
 
-import portpicker  # noqa: E402
+# Agent Lightning, torch and the model code are imported inside the functions that use them:
+# importing them takes 10-30 s on a busy 2-core machine, and the command line (--help, a bad
+# option) and the first progress line should not wait for that.
+if TYPE_CHECKING:
+    import agentlightning as agl
 
-import agentlightning as agl  # noqa: E402
-from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
-from grpo import sql_kernel  # noqa: E402
-from llm_grpo import LLMGRPOConfig, limit_malloc_arenas, make_llm_grpo  # noqa: E402
-from precision import PRECISIONS, detect_precision, resolve_precision  # noqa: E402
-from sql_agent import SQLAgent  # noqa: E402
-from warm_start import WarmStartConfig, warm_start  # noqa: E402
+    from agentlightning.contrib.env.agentos.sql_world import SQLWorld
 
-from agentlightning.contrib.env.agentos.sql_world import WORLD_VERSION, SQLWorld  # noqa: E402
-from agentlightning.contrib.reward.agentos import LagrangianPenalty, PolicyReward, RewardConfig  # noqa: E402
-from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
-
+#: The recipe's arms, and the reward each one trains on (``llm_grpo.REWARD_MODES``).
 ARMS = ("governed-penalty", "governed-constrained", "ungoverned")
 REWARD_MODE = {"governed-penalty": "penalty", "governed-constrained": "constrained", "ungoverned": "task"}
 COLORS = {"governed-penalty": "tab:green", "governed-constrained": "tab:blue", "ungoverned": "tab:red"}
 
 
-def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    """The recipe's options (``--help`` lists them with their defaults); ``--quick`` shrinks everything.
+@dataclass(frozen=True)
+class LLMRecipeConfig:
+    """Every setting of the LLM recipe, in one place: ``--help`` is generated from these fields.
 
-    >>> parse_args(["--quick"]).steps
-    2
+    The algorithm (``llm_grpo.make_llm_grpo``) and the warm start (``warm_start.warm_start``)
+    read their settings from this object too; the warm start's cache key is made of its
+    ``sft_*`` fields, the world seed and the resolved precision.
+
+    >>> LLMRecipeConfig().steps, LLMRecipeConfig(steps=2).steps
+    (8, 2)
+    >>> LLMRecipeConfig(group_size=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: --group-size must be >= 2 (advantages are relative to the group), got 1
     """
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    g = p.add_argument_group("run")
-    g.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="which arms to run, in this order")
-    g.add_argument(
-        "--seeds",
-        type=int,
-        nargs="+",
-        default=[0, 1, 2],
-        help="training seeds of the governed-penalty and ungoverned arms",
-    )
-    g.add_argument(
-        "--constrained-seeds",
-        type=int,
-        nargs="+",
-        default=[0, 1],
-        help="training seeds of the governed-constrained arm",
-    )
-    g.add_argument("--world-seed", type=int, default=0, help="seed of the database and the task set")
-    g.add_argument("--runners", type=int, default=12, help="runner processes per Trainer run (concurrent model calls)")
-    g.add_argument(
-        "--threads", type=int, default=2, help="torch threads in the algorithm process (torch.set_num_threads)"
-    )
-    g.add_argument(
-        "--out", type=Path, default=Path("runs/llm"), help="output directory (database, audit, results, plots)"
-    )
-    g.add_argument(
-        "--warm-start-cache",
-        type=Path,
-        default=Path("runs/llm/warm_start"),
-        help="where the warm-start weights are cached",
-    )
-    g.add_argument(
-        "--quick", action="store_true", help="smoke run: 1 seed, 2 GRPO steps on a handful of tasks, a tiny warm start"
-    )
-    g.add_argument("--no-plot", action="store_true", help="skip the PNG")
-    g.add_argument(
-        "--precision",
+
+    # run
+    arms: Tuple[str, ...] = option(ARMS, "which arms to run, in this order", choices=ARMS)
+    seeds: Tuple[int, ...] = option((0, 1, 2), "training seeds of the governed-penalty and ungoverned arms")
+    constrained_seeds: Tuple[int, ...] = option((0, 1), "training seeds of the governed-constrained arm")
+    world_seed: int = option(0, "seed of the database and the task set")
+    runners: int = option(12, "runner processes per Trainer run (concurrent model calls)")
+    threads: int = option(2, "torch threads in the algorithm process (torch.set_num_threads)")
+    out: Path = option(Path("runs/llm"), "output directory (database, audit, results, plots)")
+    warm_start_cache: Path = option(Path("runs/llm/warm_start"), "where the warm-start weights are cached")
+    plot: bool = option(True, "write training_curves.png (--no-plot: skip it)")
+    precision: str = option(
+        "auto",
+        "compute precision: auto (bf16 where the CPU has bf16 instructions, else fp32), or force bf16/fp32",
         choices=PRECISIONS,
-        default="auto",
-        help="compute precision: auto (bf16 where the CPU has bf16 instructions, else fp32), or force bf16/fp32",
     )
-    g = p.add_argument_group("GRPO")
-    g.add_argument("--steps", type=int, default=8, help="GRPO steps per seed")
-    g.add_argument(
-        "--tasks-per-step", type=int, default=3, help="training tasks per step (distinct families), one group each"
+    rollout_timeout_s: float = option(1800.0, "longest wait for one batch of rollouts (seconds)")
+    # GRPO
+    steps: int = option(8, "GRPO steps per seed", group="GRPO")
+    tasks_per_step: int = option(3, "training tasks per step (distinct families), one group each", group="GRPO")
+    group_size: int = option(4, "samples per task (a group) for group-relative advantages", group="GRPO")
+    learning_rate: float = option(5e-4, "AdamW learning rate of the LoRA adapters during RL", group="GRPO")
+    temperature: float = option(1.0, "sampling temperature, training and evaluation", group="GRPO")
+    max_new_tokens: int = option(96, "most tokens the model may write per answer", group="GRPO")
+    adv_std_floor: float = option(
+        0.5,
+        "floor of the group std in the advantage (reward units): keeps the brevity bonus's hundredths from "
+        "becoming full-size advantages",
+        group="GRPO",
     )
-    g.add_argument("--group-size", type=int, default=4, help="samples per task (a group) for group-relative advantages")
-    g.add_argument(
-        "--learning-rate", type=float, default=5e-4, help="AdamW learning rate of the LoRA adapters during RL"
+    kl_coef: float = option(
+        0.0, "weight of the KL penalty to the warm start (0: off; costs one more forward pass)", group="GRPO"
     )
-    g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, training and evaluation")
-    g.add_argument("--max-new-tokens", type=int, default=96, help="most tokens the model may write per answer")
-    g.add_argument(
-        "--adv-std-floor",
-        type=float,
-        default=0.5,
-        help="floor of the group std in the advantage (reward units): "
-        "keeps the brevity bonus's hundredths from becoming full-size advantages",
+    clip_eps: float = option(0.2, "PPO-style ratio clip (only matters with --update-epochs > 1)", group="GRPO")
+    update_epochs: int = option(1, "gradient steps per batch of rollouts (1: plain on-policy)", group="GRPO")
+    micro_batch: int = option(8, "sequences per forward/backward pass", group="GRPO")
+    max_grad_norm: float = option(1.0, "gradient norm clip of every update", group="GRPO")
+    lora_rank: int = option(16, "LoRA rank of the RL adapters", group="GRPO")
+    lora_alpha: float = option(32.0, "LoRA alpha of the RL adapters", group="GRPO")
+    eval_samples: int = option(2, "samples per held-out task, before and after training", group="GRPO")
+    eval_tasks: int = option(0, "held-out tasks to evaluate on (0: all 14)", group="GRPO")
+    train_tasks: int = option(0, "training tasks to draw from (0: all 46)", group="GRPO")
+    # constrained arm
+    violation_limit: float = option(0.02, "allowed fraction of rollouts with a violation", group="constrained arm")
+    lagrange_lr: float = option(
+        5.0, "step size of lambda per unit of (violation rate - limit)", group="constrained arm"
     )
-    g.add_argument(
-        "--kl-coef",
-        type=float,
-        default=0.0,
-        help="weight of the KL penalty to the warm start (0: off; costs one more forward pass)",
+    lagrange_init: float = option(1.0, "initial lambda", group="constrained arm")
+    lagrange_max: float = option(100.0, "largest lambda", group="constrained arm")
+    # warm start
+    sft_epochs: float = option(3.0, "passes over the warm-start data", group="warm start")
+    sft_batch: int = option(16, "sequences per warm-start step", group="warm start")
+    sft_learning_rate: float = option(1e-3, "AdamW learning rate of the warm-start LoRA", group="warm start")
+    sft_tasks: int = option(0, "training tasks in the warm-start data (0: all 46)", group="warm start")
+    sft_lora_rank: int = option(
+        16, "LoRA rank of the warm start (merged into the weights afterwards)", group="warm start"
     )
-    g.add_argument(
-        "--clip-eps", type=float, default=0.2, help="PPO-style ratio clip (only matters with --update-epochs > 1)"
-    )
-    g.add_argument(
-        "--update-epochs", type=int, default=1, help="gradient steps per batch of rollouts (1: plain on-policy)"
-    )
-    g.add_argument("--micro-batch", type=int, default=8, help="sequences per forward/backward pass")
-    g.add_argument("--lora-rank", type=int, default=16, help="LoRA rank of the RL adapters")
-    g.add_argument("--lora-alpha", type=float, default=32.0, help="LoRA alpha of the RL adapters")
-    g.add_argument("--eval-samples", type=int, default=2, help="samples per held-out task, before and after training")
-    g.add_argument("--eval-tasks", type=int, default=0, help="held-out tasks to evaluate on (0: all 14)")
-    g.add_argument("--train-tasks", type=int, default=0, help="training tasks to draw from (0: all 46)")
-    g = p.add_argument_group("constrained arm")
-    g.add_argument("--violation-limit", type=float, default=0.02, help="allowed fraction of rollouts with a violation")
-    g.add_argument(
-        "--lagrange-lr", type=float, default=5.0, help="step size of lambda per unit of (violation rate - limit)"
-    )
-    g.add_argument("--lagrange-init", type=float, default=1.0, help="initial lambda")
-    g = p.add_argument_group("warm start")
-    g.add_argument("--sft-epochs", type=float, default=3.0, help="passes over the warm-start data")
-    g.add_argument("--sft-batch", type=int, default=16, help="sequences per warm-start step")
-    g.add_argument("--sft-learning-rate", type=float, default=1e-3, help="AdamW learning rate of the warm-start LoRA")
-    g.add_argument("--sft-tasks", type=int, default=0, help="training tasks in the warm-start data (0: all)")
-    args = p.parse_args(argv)
-    if args.quick:
-        args.seeds, args.constrained_seeds = args.seeds[:1], args.constrained_seeds[:1]
-        args.steps, args.tasks_per_step, args.group_size = 2, 2, 2
-        args.eval_samples, args.eval_tasks, args.train_tasks = 1, 2, 7
-        args.sft_epochs, args.sft_batch, args.sft_tasks = 2.0, 8, 7
-        args.max_new_tokens, args.runners = 64, 4
-    for name in ("steps", "tasks_per_step", "runners", "threads", "eval_samples", "micro_batch", "update_epochs"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
-    if args.group_size < 2:
-        p.error("--group-size must be >= 2 (advantages are relative to the group)")
-    return args
+    sft_lora_alpha: float = option(32.0, "LoRA alpha of the warm start", group="warm start")
+    sft_micro_batch: int = option(8, "sequences per warm-start forward/backward pass", group="warm start")
+
+    def __post_init__(self) -> None:
+        check_positive(
+            self,
+            (
+                "steps",
+                "tasks_per_step",
+                "runners",
+                "threads",
+                "eval_samples",
+                "micro_batch",
+                "update_epochs",
+                "sft_batch",
+                "sft_micro_batch",
+                "lora_rank",
+                "sft_lora_rank",
+                "max_new_tokens",
+            ),
+        )
+        if self.group_size < 2:
+            raise ValueError(f"--group-size must be >= 2 (advantages are relative to the group), got {self.group_size}")
+        if not self.arms or not self.seeds or ("governed-constrained" in self.arms and not self.constrained_seeds):
+            raise ValueError("--arms, --seeds and --constrained-seeds need at least one value each")
+        if self.sft_epochs <= 0:
+            raise ValueError(f"--sft-epochs must be > 0, got {self.sft_epochs}")
+
+    def seeds_of(self, arm: str) -> Tuple[int, ...]:
+        """The training seeds of ``arm``."""
+        return self.constrained_seeds if arm == "governed-constrained" else self.seeds
 
 
-def grpo_config(args: argparse.Namespace, arm: str) -> LLMGRPOConfig:
-    """The algorithm's hyperparameters for ``arm`` from the command line.
+#: Named sets of settings (``--preset NAME``; options given beside it override them).
+PRESETS: Dict[str, Dict[str, Any]] = {
+    # A small run of the real model, governed vs ungoverned, one seed, its own warm start: meant
+    # to become the README's first command; its one run (docs/results_demo.md) took 26 minutes
+    # and did not yet show the ungoverned arm keeping the shortcut (the 6-step warm start is too weak).
+    "demo": {
+        "arms": ("governed-penalty", "ungoverned"),
+        "seeds": (0,),
+        "out": Path("runs/llm_demo"),
+        "threads": 1,  # one torch thread: on a shared 2-core machine two threads collapse when the other core is busy
+        "runners": 4,
+        "steps": 5,
+        "tasks_per_step": 3,
+        "group_size": 4,
+        "eval_tasks": 7,
+        "eval_samples": 2,
+        "max_new_tokens": 64,
+        "sft_tasks": 21,
+        "sft_epochs": 1.5,
+        "sft_batch": 16,
+    },
+    # What tests/test_recipe_llm_grpo.py runs: the smallest run that still trains on governed
+    # triplets from the store (a tiny warm start, 2 GRPO steps of 2 tasks x 2 samples).
+    "quick": {
+        "seeds": (0,),
+        "constrained_seeds": (0,),
+        "steps": 2,
+        "tasks_per_step": 2,
+        "group_size": 2,
+        "eval_samples": 1,
+        "eval_tasks": 2,
+        "train_tasks": 7,
+        "sft_epochs": 2.0,
+        "sft_batch": 8,
+        "sft_tasks": 7,
+        "max_new_tokens": 64,
+        "runners": 4,
+        "threads": 1,
+    },
+}
 
-    >>> grpo_config(parse_args([]), "governed-constrained").reward_mode
-    'constrained'
+
+def parse_args(argv: Optional[List[str]] = None) -> LLMRecipeConfig:
+    """The recipe's settings from the command line (``--help`` lists them); ``--quick`` is ``--preset quick``.
+
+    >>> parse_args(["--quick"]).steps, parse_args(["--preset", "demo", "--steps", "3"]).steps
+    (2, 3)
     """
-    return LLMGRPOConfig(
-        seeds=args.constrained_seeds if arm == "governed-constrained" else args.seeds,
-        steps=args.steps,
-        tasks_per_step=args.tasks_per_step,
-        group_size=args.group_size,
-        learning_rate=args.learning_rate,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        eval_samples=args.eval_samples,
-        eval_tasks=args.eval_tasks,
-        reward_mode=REWARD_MODE[arm],
-        adv_std_floor=args.adv_std_floor,
-        kl_coef=args.kl_coef,
-        clip_eps=args.clip_eps,
-        update_epochs=args.update_epochs,
-        micro_batch=args.micro_batch,
-        violation_limit=args.violation_limit,
-        lagrange_lr=args.lagrange_lr,
-        lagrange_init=args.lagrange_init,
+    return parse_config(
+        LLMRecipeConfig,
+        argv,
+        presets=PRESETS,
+        aliases={"--quick": ["--preset", "quick"]},
+        description=__doc__.split("\n\n")[0],
     )
 
 
-def make_runner(arm: str, args: argparse.Namespace) -> agl.LitAgentRunner:
+def make_runner(arm: str, config: LLMRecipeConfig) -> "agl.LitAgentRunner":
     """The arm's runner: AgentOSRunner + PolicyReward (governed) or the plain LitAgentRunner."""
+    import agentlightning as agl
+    from agentlightning.tracer.agentops import AgentOpsTracer
+    from common import sql_kernel
+
+    from agentlightning.contrib.reward.agentos import LagrangianPenalty, PolicyReward, RewardConfig
+    from agentlightning.contrib.runner.agentos import AgentOSRunner
+
     if arm == "ungoverned":
         return agl.LitAgentRunner(AgentOpsTracer(), poll_interval=0.05)
     kernel = sql_kernel()
@@ -217,45 +244,35 @@ def make_runner(arm: str, args: argparse.Namespace) -> agl.LitAgentRunner:
         reward = PolicyReward(
             kernel,
             config=RewardConfig(clean_bonus=0.0),
-            lagrangian=LagrangianPenalty(target_violation_rate=args.violation_limit, multiplier=args.lagrange_init),
+            lagrangian=LagrangianPenalty(target_violation_rate=config.violation_limit, multiplier=config.lagrange_init),
         )
     else:
         reward = PolicyReward(kernel)
     return AgentOSRunner(
-        kernel, reward_fn=reward, audit_dir=args.out / "audit" / arm, log_violations=False, poll_interval=0.05
+        kernel, reward_fn=reward, audit_dir=config.out / "audit" / arm, log_violations=False, poll_interval=0.05
     )
-
-
-RUN_STARTED = time.perf_counter()
-
-
-def progress(message: str) -> None:
-    """A progress line, stamped with the minutes since the recipe started."""
-    print(f"[{(time.perf_counter() - RUN_STARTED) / 60:5.1f} min] {message}", flush=True)
 
 
 def run_arm(
-    arm: str, world: SQLWorld, policy: Any, args: argparse.Namespace, store: Optional[agl.LightningStore] = None
+    arm: str, world: "SQLWorld", policy: Any, config: LLMRecipeConfig, store: Optional["agl.LightningStore"] = None
 ) -> Dict[str, Any]:
     """One Trainer run: every seed of ``arm``, one after the other, from the same warm start."""
-    result_path = args.out / f"{arm}.json"
-    algorithm = make_llm_grpo(
-        grpo_config(args, arm),
-        world,
-        arm,
-        policy,
-        result_path,
-        train_tasks=args.train_tasks,
-        server_batch=max(args.runners, 1),
-        progress=progress,
-    )
-    agent = SQLAgent(str(world.db_path), args.world_seed, governed=arm != "ungoverned", prompt="compact")
+    import portpicker
+
+    import agentlightning as agl
+    from llm_grpo import make_llm_grpo
+    from sql_agent import SQLAgent
+
+    result_path = config.out / f"{arm}.json"
+    algorithm = make_llm_grpo(config, world, arm, policy, result_path, reward_mode=REWARD_MODE[arm])
+    agent = SQLAgent(str(world.db_path), config.world_seed, governed=arm != "ungoverned", prompt="compact")
     started = time.perf_counter()
+    log(f"[{arm}] starting the Trainer: {config.runners} runner processes, an in-memory store on a free port")
     trainer = agl.Trainer(
         algorithm=algorithm,
-        runner=make_runner(arm, args),
+        runner=make_runner(arm, config),
         adapter=agl.TracerTraceToTriplet(),
-        n_runners=args.runners,
+        n_runners=config.runners,
         port=portpicker.pick_unused_port(),
         store=store,
     )
@@ -268,13 +285,6 @@ def run_arm(
     result["wall_seconds"] = time.perf_counter() - started
     result_path.write_text(json.dumps(result, indent=1))
     return result
-
-
-def _ms(values: List[float], digits: int = 3) -> str:
-    """``mean ± sd`` (population sd) of ``values``."""
-    if not values:
-        return "n/a"
-    return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
 
 
 def summarize(result: Dict[str, Any]) -> Dict[str, Any]:
@@ -331,18 +341,21 @@ def summarize(result: Dict[str, Any]) -> Dict[str, Any]:
 
 
 TABLE_ROWS = [
-    ("held-out attempted destructive, before", lambda s: _ms(s["heldout_attempted_before"])),
-    ("held-out attempted destructive, after", lambda s: _ms(s["heldout_attempted_after"])),
-    ("held-out unparseable/non-SQL, before", lambda s: _ms(s["heldout_unparseable_before"])),
-    ("held-out unparseable/non-SQL, after", lambda s: _ms(s["heldout_unparseable_after"])),
-    ("held-out accuracy, before", lambda s: _ms(s["heldout_accuracy_before"])),
-    ("held-out accuracy, after", lambda s: _ms(s["heldout_accuracy_after"])),
-    ("destructive statements attempted (per seed, all rollouts)", lambda s: _ms(s["attempted_destructive_total"], 1)),
-    ("destructive statements executed (per seed)", lambda s: _ms(s["destructive_executed"], 1)),
-    ("rows destroyed (per seed, rolled back)", lambda s: _ms(s["rows_destroyed"], 0)),
-    ("unparseable answers (per seed, all rollouts)", lambda s: _ms(s["unparseable_total"], 1)),
-    ("harmless SQL errors (per seed, all rollouts)", lambda s: _ms(s["harmless_errors_total"], 1)),
-    ("blocked by the kernel (per seed)", lambda s: _ms(s["blocked_total"], 1)),
+    ("held-out attempted destructive, before", lambda s: mean_sd(s["heldout_attempted_before"])),
+    ("held-out attempted destructive, after", lambda s: mean_sd(s["heldout_attempted_after"])),
+    ("held-out unparseable/non-SQL, before", lambda s: mean_sd(s["heldout_unparseable_before"])),
+    ("held-out unparseable/non-SQL, after", lambda s: mean_sd(s["heldout_unparseable_after"])),
+    ("held-out accuracy, before", lambda s: mean_sd(s["heldout_accuracy_before"])),
+    ("held-out accuracy, after", lambda s: mean_sd(s["heldout_accuracy_after"])),
+    (
+        "destructive statements attempted (per seed, all rollouts)",
+        lambda s: mean_sd(s["attempted_destructive_total"], 1),
+    ),
+    ("destructive statements executed (per seed)", lambda s: mean_sd(s["destructive_executed"], 1)),
+    ("rows destroyed (per seed, rolled back)", lambda s: mean_sd(s["rows_destroyed"], 0)),
+    ("unparseable answers (per seed, all rollouts)", lambda s: mean_sd(s["unparseable_total"], 1)),
+    ("harmless SQL errors (per seed, all rollouts)", lambda s: mean_sd(s["harmless_errors_total"], 1)),
+    ("blocked by the kernel (per seed)", lambda s: mean_sd(s["blocked_total"], 1)),
     ("generation tokens/s (mean over steps)", lambda s: f"{s['generation_tokens_per_s']:.0f}"),
     ("training tokens/s (mean over steps)", lambda s: f"{s['train_tokens_per_s']:.0f}"),
     ("seconds per GRPO step", lambda s: f"{s['seconds_per_step']:.1f}"),
@@ -360,6 +373,26 @@ def table_markdown(summaries: List[Dict[str, Any]]) -> str:
     lines = [head, "|---|" + "---|" * len(summaries)]
     for label, cell in TABLE_ROWS:
         lines.append(f"| {label} | " + " | ".join(cell(s) for s in summaries) + " |")
+    return "\n".join(lines)
+
+
+def steps_markdown(summaries: List[Dict[str, Any]]) -> str:
+    """Per GRPO step, the training rollouts' attempted-destructive, unparseable and accuracy rates
+    (mean over seeds) as Markdown: the curve the plot draws, in numbers."""
+    n_steps = max(len(s["attempted_destructive_by_step"]["mean"]) for s in summaries)
+    lines = [
+        "| arm | metric (training rollouts, mean over seeds) | "
+        + " | ".join(str(i + 1) for i in range(n_steps))
+        + " |",
+        "|---|---|" + "---|" * n_steps,
+    ]
+    for s in summaries:
+        for key, label in (
+            ("attempted_destructive_by_step", "attempted destructive"),
+            ("unparseable_by_step", "unparseable"),
+            ("accuracy_by_step", "accuracy"),
+        ):
+            lines.append(f"| {s['arm']} | {label} | " + " | ".join(f"{v:.3f}" for v in s[key]["mean"]) + " |")
     return "\n".join(lines)
 
 
@@ -432,95 +465,112 @@ def machine() -> Dict[str, Any]:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": _cpu_model(),
         "detected_precision": list(detect_precision()),
     }
 
 
+def _cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (empty where there is none)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
+
+
 def main(
-    argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str], agl.LightningStore]] = None
+    argv: Optional[List[str]] = None, store_factory: Optional[Callable[[str], "agl.LightningStore"]] = None
 ) -> Dict[str, Any]:
     """Run the recipe; returns what it wrote to ``results.json``.
 
     ``store_factory(arm)`` may supply each arm's store (tests inspect it).
     """
+    restart_clock()
+    config = parse_args(argv)
+    log(f"settings: {config_record(config)}")
+    log("importing Agent Lightning, torch and transformers (tens of seconds on a busy machine)")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not reach for the network
+    os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is downloaded from a model hub
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    from llm_grpo import limit_malloc_arenas
     from policy_model import PolicyModel
-    from smollm import load_model, load_tokenizer, set_threads
+    from smollm import set_threads
+    from warm_start import warm_start
 
-    global RUN_STARTED
-    RUN_STARTED = time.perf_counter()
-    args = parse_args(argv)
+    from agentlightning.contrib.env.agentos.sql_world import WORLD_VERSION, SQLWorld
+
+    load_at_start = os.getloadavg()
     limit_malloc_arenas(2)
-    set_threads(args.threads)
-    args.out.mkdir(parents=True, exist_ok=True)
+    set_threads(config.threads)
+    config.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    chosen = resolve_precision(args.precision)
-    print(
+    chosen = resolve_precision(config.precision)
+    log(
         f"precision: {chosen} "
-        + (f"(detected: {detect_precision()[1]})" if args.precision == "auto" else "(forced by --precision)"),
-        flush=True,
+        + (f"(detected: {detect_precision()[1]})" if config.precision == "auto" else "(forced by --precision)")
     )
-    db_path = args.out / "shop.db"
+    db_path = config.out / "shop.db"
+    log(f"building the text-to-SQL world (SQLite shop database, seed {config.world_seed}) at {db_path}")
     try:
-        world = SQLWorld.create(db_path, args.world_seed)
+        world = SQLWorld.create(db_path, config.world_seed)
     except FileExistsError:  # a database of another world version in our own output directory
-        world = SQLWorld.create(db_path, args.world_seed, overwrite=True)
-    print(
-        f"world: {world.db_path} (seed {args.world_seed}, version {WORLD_VERSION}), "
+        world = SQLWorld.create(db_path, config.world_seed, overwrite=True)
+    log(
+        f"world: version {WORLD_VERSION}, "
         f"{len(world.split('train'))} train / {len(world.split('heldout'))} held-out tasks; "
-        f"arms {args.arms}, seeds {args.seeds} (constrained {args.constrained_seeds}), "
-        f"{args.steps} steps of {args.tasks_per_step} x {args.group_size} rollouts",
-        flush=True,
+        f"arms {list(config.arms)}, seeds {list(config.seeds)}"
+        + (f" (constrained {list(config.constrained_seeds)})" if "governed-constrained" in config.arms else "")
+        + f", {config.steps} steps of {config.tasks_per_step} x {config.group_size} rollouts"
     )
-    ws_config = WarmStartConfig(
-        epochs=args.sft_epochs,
-        batch_size=args.sft_batch,
-        learning_rate=args.sft_learning_rate,
-        max_tasks=args.sft_tasks,
-        seed=args.world_seed,
-        precision=args.precision,
-    )
-    weights, ws_record = warm_start(world, ws_config, args.warm_start_cache, progress=progress)
+    ws = warm_start(world, config, config.warm_start_cache)
+    weights, ws_record = ws.weights, ws.record
+    log("adding the RL LoRA adapters to the warm-started SmolLM2-135M-Instruct")
     policy = PolicyModel(
-        load_model(weights),
-        load_tokenizer(),
-        lora_rank=args.lora_rank,
-        lora_alpha=args.lora_alpha,
-        precision=args.precision,
+        ws.model,
+        ws.tokenizer,
+        lora_rank=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        precision=config.precision,
     )
-    print(
-        f"policy: SmolLM2-135M-Instruct warm start {weights.name} + LoRA r={args.lora_rank} "
-        f"({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters, {policy.precision})",
-        flush=True,
+    log(
+        f"policy: warm start {weights.name} + LoRA r={config.lora_rank} "
+        f"({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters, {policy.precision})"
     )
     raw, summaries = {}, []
-    for arm in args.arms:
-        raw[arm] = run_arm(arm, world, policy, args, store=store_factory(arm) if store_factory else None)
+    for arm in config.arms:
+        raw[arm] = run_arm(arm, world, policy, config, store=store_factory(arm) if store_factory else None)
         summaries.append(summarize(raw[arm]))
-        progress(f"[{arm}] done in {summaries[-1]['wall_seconds']:.0f} s")
+        log(f"[{arm}] done in {summaries[-1]['wall_seconds']:.0f} s")
     table = table_markdown(summaries)
-    print("\n" + table)
+    print("\n" + table + "\n\n" + steps_markdown(summaries), flush=True)
     checked = targets(summaries)
     for arm, checks in checked.items():
-        print(f"targets {arm}: " + ", ".join(f"{k}={v}" for k, v in checks.items()))
+        print(f"targets {arm}: " + ", ".join(f"{k}={v}" for k, v in checks.items()), flush=True)
     results = {
         "command": " ".join(
             ["python contrib/recipes/agentos/train_sql_llm.py", *(argv if argv is not None else sys.argv[1:])]
         ),
-        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "args": config_record(config),
         "world_version": WORLD_VERSION,
         "warm_start": ws_record,
-        "machine": machine(),
+        "machine": {
+            **machine(),
+            "load_average_start": [round(v, 2) for v in load_at_start],
+            "load_average_end": [round(v, 2) for v in os.getloadavg()],
+        },
         "summaries": summaries,
         "targets": checked,
         "table_markdown": table,
+        "steps_markdown": steps_markdown(summaries),
         "total_seconds": time.perf_counter() - started,
     }
-    (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    if not args.no_plot:
-        plot(summaries, args.out / "training_curves.png")
+    (config.out / "results.json").write_text(json.dumps(results, indent=1))
+    if config.plot:
+        plot(summaries, config.out / "training_curves.png")
     print(
-        f"\nresults: {args.out / 'results.json'}"
-        + ("" if args.no_plot else f", plot: {args.out / 'training_curves.png'}")
+        f"\nresults: {config.out / 'results.json'}"
+        + (f", plot: {config.out / 'training_curves.png'}" if config.plot else "")
         + f"  (total {results['total_seconds']:.0f} s)",
         flush=True,
     )

@@ -26,14 +26,31 @@ What changes against the CPU recipe, and what does not:
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before agentlightning is imported (by common)
+
+from common import option, parse_config  # noqa: E402
+
+
+@dataclass(frozen=True)
+class GPURecipeConfig:
+    """Every setting of the GPU recipe (``--help`` is generated from these fields).
+
+    >>> GPURecipeConfig().group_size
+    4
+    """
+
+    model: str = option("Qwen/Qwen2.5-Coder-1.5B-Instruct", "model VERL loads (a hub name or a local path)")
+    gpus: int = option(1, "GPUs on this node")
+    group_size: int = option(4, "samples per task (GRPO group)")
+    epochs: int = option(4, "passes over the training tasks")
+    runners: int = option(8, "runner processes")
+    world_seed: int = option(0, "seed of the database and the task set")
+    out: Path = option(Path("runs/verl"), "database, audit and checkpoints")
 
 
 def verl_config(model: str, gpus: int, group_size: int, epochs: int, out: Path) -> Dict[str, Any]:
@@ -84,22 +101,10 @@ def verl_config(model: str, gpus: int, group_size: int, epochs: int, out: Path) 
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    parser.add_argument(
-        "--model", default="Qwen/Qwen2.5-Coder-1.5B-Instruct", help="model VERL loads (a hub name or a local path)"
-    )
-    parser.add_argument("--gpus", type=int, default=1, help="GPUs on this node")
-    parser.add_argument("--group-size", type=int, default=4, help="samples per task (GRPO group)")
-    parser.add_argument("--epochs", type=int, default=4, help="passes over the training tasks")
-    parser.add_argument("--runners", type=int, default=8, help="runner processes")
-    parser.add_argument("--world-seed", type=int, default=0, help="seed of the database and the task set")
-    parser.add_argument("--out", type=Path, default=Path("runs/verl"), help="database, audit and checkpoints")
-    args = parser.parse_args(argv)
+    args = parse_config(GPURecipeConfig, argv, description=__doc__.split("\n\n")[0])
 
     import agentlightning as agl
-    from grpo import sql_kernel
+    from common import sql_kernel
     from sql_agent import SQLAgent
 
     from agentlightning.contrib.env.agentos.sql_world import SQLWorld

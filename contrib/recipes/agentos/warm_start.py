@@ -26,30 +26,35 @@ import hashlib
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Tuple
 
-from grpo import first_tasks
+from common import first_tasks, log, progress_bar
 from precision import resolve_precision
 from sql_agent import llm_messages
 
 from agentlightning.contrib.env.agentos.sql_world import STRATEGIES, WORLD_VERSION, SQLWorld
 
+if TYPE_CHECKING:
+    from train_sql_llm import LLMRecipeConfig
 
-@dataclass(frozen=True)
-class WarmStartConfig:
-    """Hyperparameters of the supervised warm start (see the recipe's ``--help``)."""
+#: The recipe settings the warm start depends on (with the world seed and the resolved precision,
+#: they make its cache key; every other setting can change without rebuilding it).
+SETTINGS = (
+    "sft_epochs",
+    "sft_batch",
+    "sft_learning_rate",
+    "sft_lora_rank",
+    "sft_lora_alpha",
+    "sft_tasks",
+    "sft_micro_batch",
+    "world_seed",
+)
 
-    epochs: float = 3.0
-    batch_size: int = 16
-    learning_rate: float = 1e-3
-    lora_rank: int = 16
-    lora_alpha: float = 32.0
-    max_tasks: int = 0  # 0: every training task; else the first N (quick mode)
-    seed: int = 0
-    micro_batch: int = 8
-    precision: str = "auto"  # "auto" (detect from the CPU), "bf16" or "fp32"; part of the cache key once resolved
+
+def settings(config: "LLMRecipeConfig") -> Dict[str, Any]:
+    """The warm start's settings out of the recipe's config, the precision resolved."""
+    return {**{name: getattr(config, name) for name in SETTINGS}, "precision": resolve_precision(config.precision)}
 
 
 def warm_start_examples(world: SQLWorld, max_tasks: int = 0) -> List[Tuple[str, str, str]]:
@@ -63,32 +68,44 @@ def warm_start_examples(world: SQLWorld, max_tasks: int = 0) -> List[Tuple[str, 
     return [(t.task_id, s, t.candidates[s]) for t in tasks for s in STRATEGIES]
 
 
-def cache_key(world: SQLWorld, config: WarmStartConfig) -> str:
+def cache_key(world: SQLWorld, config: "LLMRecipeConfig") -> str:
     """A short hash of the SFT data and hyperparameters (the cache file's name)."""
     payload = json.dumps(
         {
-            "world": [WORLD_VERSION, world.seed, warm_start_examples(world, config.max_tasks)],
+            "world": [WORLD_VERSION, world.seed, warm_start_examples(world, config.sft_tasks)],
             "questions": [t.question for t in world.split("train")],
             "prompt": llm_messages("", "compact"),
-            "config": {**asdict(config), "precision": resolve_precision(config.precision)},
-            "v": 1,
+            "config": settings(config),
+            "v": 2,
         },
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
+class WarmStart(NamedTuple):
+    """The warm start, loaded: its weights file, its record, the merged fp32 model and the tokenizer."""
+
+    weights: Path
+    record: Dict[str, Any]
+    model: Any
+    tokenizer: Any
+
+
 def warm_start(
     world: SQLWorld,
-    config: WarmStartConfig,
+    config: "LLMRecipeConfig",
     cache_dir: Path,
     *,
-    progress: Callable[[str], None] = print,
-) -> Tuple[Path, Dict[str, Any]]:
-    """The warm-start weights file (built now, or reused from ``cache_dir``) and its record.
+    progress: Callable[[str], None] = log,
+) -> WarmStart:
+    """The warm start, built now (and cached in ``cache_dir``) or read from the cache, loaded.
 
-    >>> path, record = warm_start(world, WarmStartConfig(), Path("runs/llm/warm_start"))  # doctest: +SKIP
-    >>> record["examples"], record["loss_first"] > record["loss_last"]  # doctest: +SKIP
+    A warm start built now is handed over in memory (its LoRA merged into the model it trained),
+    so the model is not loaded a second time; the saved file holds the same weights.
+
+    >>> ws = warm_start(world, LLMRecipeConfig(), Path("runs/llm/warm_start"))  # doctest: +SKIP
+    >>> ws.record["examples"], ws.record["loss_first"] > ws.record["loss_last"]  # doctest: +SKIP
     (138, True)
     """
     import torch
@@ -103,38 +120,41 @@ def warm_start(
         record = json.loads(record_path.read_text())
         progress(
             f"warm start: reusing {weights} ({record['examples']} examples, "
-            f"loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s)"
+            f"loss {record['loss_first']:.2f} -> {record['loss_last']:.2f}, built in {record['seconds']:.0f} s); "
+            "loading it"
         )
-        return weights, {**record, "cached": True}
+        return WarmStart(weights, {**record, "cached": True}, load_model(weights), load_tokenizer())
 
     started = time.perf_counter()
+    progress(f"warm start: none cached under {cache_dir} for these settings; loading SmolLM2-135M-Instruct to build it")
     tokenizer = load_tokenizer()
     policy = PolicyModel(
         load_model(),
         tokenizer,
-        lora_rank=config.lora_rank,
-        lora_alpha=config.lora_alpha,
-        seed=config.seed,
+        lora_rank=config.sft_lora_rank,
+        lora_alpha=config.sft_lora_alpha,
+        seed=config.world_seed,
         precision=config.precision,
     )
-    examples = warm_start_examples(world, config.max_tasks)
+    examples = warm_start_examples(world, config.sft_tasks)
     data = []
     for task_id, _, sql in examples:
         prompt = prompt_ids(tokenizer, llm_messages(world.task(task_id).question, "compact"))
         response = list(tokenizer(sql, add_special_tokens=False).input_ids) + [policy.end_id]
         data.append((prompt, response))
-    steps = max(1, round(config.epochs * len(data) / config.batch_size))
+    steps = max(1, round(config.sft_epochs * len(data) / config.sft_batch))
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.learning_rate, weight_decay=0.0)
-    rng = random.Random(config.seed)
+    rng = random.Random(config.world_seed)
     order: List[int] = []
     losses: List[float] = []
     progress(
         f"warm start: {len(data)} examples ({len(data) // len(STRATEGIES)} training tasks x "
-        f"{len(STRATEGIES)} candidates), {steps} steps of {config.batch_size}, {policy.precision}"
+        f"{len(STRATEGIES)} candidates), {steps} steps of {config.sft_batch}, {policy.precision}"
     )
+    bar = progress_bar(steps, "warm start", unit="step")
     for step in range(steps):
         batch = []
-        while len(batch) < config.batch_size:
+        while len(batch) < config.sft_batch:
             if not order:
                 order = list(range(len(data)))
                 rng.shuffle(order)
@@ -142,17 +162,22 @@ def warm_start(
         optimizer.zero_grad()
         n_tokens = sum(len(r) for _, r in batch)
         total = 0.0
-        for start in range(0, len(batch), config.micro_batch):
-            chunk = batch[start : start + config.micro_batch]
+        for start in range(0, len(batch), config.sft_micro_batch):
+            chunk = batch[start : start + config.sft_micro_batch]
             logprobs = policy.response_logprobs(
-                [p for p, _ in chunk], [r for _, r in chunk], micro_batch=config.micro_batch
+                [p for p, _ in chunk], [r for _, r in chunk], micro_batch=config.sft_micro_batch
             )
             loss = -sum(lp.sum() for lp in logprobs) / n_tokens
             loss.backward()
             total += float(loss.detach())
         optimizer.step()
         losses.append(total)
-        progress(f"warm start: step {step + 1:3d}/{steps}  loss {total:.3f}  ({time.perf_counter() - started:5.0f} s)")
+        bar.set_postfix(loss=f"{total:.3f}")
+        bar.update(1)
+    bar.close()
+    progress(
+        f"warm start: {steps} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f} ({time.perf_counter() - started:.0f} s)"
+    )
     state = policy.merged_state_dict()
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = weights.with_suffix(".tmp")
@@ -160,7 +185,7 @@ def warm_start(
     tmp.replace(weights)
     record = {
         "key": key,
-        "config": {**asdict(config), "precision": policy.precision},
+        "config": settings(config),
         "examples": len(data),
         "training_tasks": sorted({t for t, _, _ in examples}),
         "strategies": list(STRATEGIES),
@@ -172,4 +197,7 @@ def warm_start(
     }
     record_path.write_text(json.dumps(record, indent=1))
     progress(f"warm start: saved {weights} in {record['seconds']:.0f} s")
-    return weights, {**record, "cached": False}
+    # merge_and_unload adds the same deltas to the same fp32 weights as merged_state_dict: the
+    # model handed over equals the file's.
+    merged = policy.model.merge_and_unload().eval()
+    return WarmStart(weights, {**record, "cached": False}, merged, tokenizer)

@@ -1,0 +1,323 @@
+"""What the recipes share: the kernel they govern with, the GRPO bookkeeping, progress, and the command line.
+
+* :data:`DENIED_STATEMENTS` and :func:`sql_kernel`: what counts as destructive, and the governed
+  arms' kernel (also the measuring instrument of the ungoverned arms);
+* :func:`first_tasks`, :func:`group_advantages`, :func:`enqueue_group`, :func:`wait_for_rollouts`:
+  the parts of a GRPO ``@algo`` that do not depend on the policy (tabular or a language model);
+* :func:`log` and :func:`progress_bar`: progress on the terminal, also under pytest's capture;
+* :func:`option` and :func:`parse_config`: each recipe keeps its settings in **one** documented
+  dataclass; its command line is generated from the fields (name, type, default, help), the way
+  CleanRL and TRL scripts derive theirs.
+
+>>> from dataclasses import dataclass
+>>> @dataclass
+... class Config:
+...     steps: int = option(8, "GRPO steps per seed")
+...     seeds: Tuple[int, ...] = option((0, 1), "training seeds")
+...     plot: bool = option(True, "write the PNG")
+>>> parse_config(Config, ["--steps", "3", "--seeds", "4", "--no-plot"])
+Config(steps=3, seeds=(4,), plot=False)
+>>> parse_config(Config, ["--preset", "small"], presets={"small": {"steps": 1}}).steps
+1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import statistics
+import sys
+import time
+import typing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
+
+if TYPE_CHECKING:  # importing agentlightning takes seconds: the recipes' command lines and first lines come first
+    import agentlightning as agl
+
+    from agentlightning.contrib.env.agentos.sql_world import SQLTask
+    from agentlightning.contrib.kernel.agentos import GovernanceKernel
+
+#: What counts as a destructive statement, in every arm (the governed arms' kernel denies these).
+DENIED_STATEMENTS = ("DROP", "DELETE", "TRUNCATE")
+
+
+def sql_kernel() -> "GovernanceKernel":
+    """The kernel of the governed arms (and of the measuring instruments): SQLite's SQL, the
+    destructive statements denied."""
+    from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+
+    return GovernanceKernel([SQLPolicy(deny=list(DENIED_STATEMENTS), dialect="sqlite")])
+
+
+# -- GRPO bookkeeping shared by the tabular and the language-model algorithm
+
+
+async def wait_for_rollouts(
+    store: "agl.LightningStore",
+    ids: List[str],
+    timeout_s: float,
+    on_finished: Optional[Callable[[int], Any]] = None,
+) -> Dict[str, str]:
+    """Status of each of ``ids`` that finished within ``timeout_s``, polling the store (its
+    client rejects waits over 0.1 s), with a short pause between polls; ``on_finished(n)`` is
+    told how many more finished (a progress bar's ``update``)."""
+    finished: Dict[str, str] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(finished) < len(ids) and time.monotonic() < deadline:
+        pending = [i for i in ids if i not in finished]
+        done = await store.wait_for_rollouts(rollout_ids=pending, timeout=0.1)
+        for rollout in done:
+            finished[rollout.rollout_id] = rollout.status
+        if done and on_finished is not None:
+            on_finished(len(done))
+        if len(finished) < len(ids):
+            await asyncio.sleep(0.05)
+    return finished
+
+
+def first_tasks(tasks: Sequence["SQLTask"], n: int) -> List["SQLTask"]:
+    """The first ``n`` of ``tasks`` by task number, one of each family before the next of any, so
+    a small subset still covers every family (``n`` = 0: all of them, in their order)."""
+    if not n:
+        return list(tasks)
+    return sorted(tasks, key=lambda t: (int(t.task_id.rsplit("-", 1)[1]), t.task_id))[:n]
+
+
+def group_advantages(values: Sequence[float], std_floor: float = 0.0, eps: float = 1e-6) -> List[float]:
+    """``(v - mean) / max(std, std_floor)`` within one group (population std); all zeros if the group is flat.
+
+    ``std_floor`` (in reward units) keeps differences far smaller than a task's worth of reward
+    (the agent's brevity bonus: hundredths) from being blown up into full-size advantages when a
+    group is otherwise uniform; without it GRPO trains for shorter SQL whether it is right or not.
+
+    >>> [round(a, 3) for a in group_advantages([1.0, 0.0, 0.0, 0.0])]
+    [1.732, -0.577, -0.577, -0.577]
+    >>> [round(a, 3) for a in group_advantages([5.2, 5.1, 5.1, 5.1], std_floor=0.5)]
+    [0.15, -0.05, -0.05, -0.05]
+    """
+    mean, std = statistics.fmean(values), statistics.pstdev(values)
+    if std < 1e-9:
+        return [0.0] * len(values)
+    return [(v - mean) / (max(std, std_floor) + eps) for v in values]
+
+
+async def enqueue_group(
+    store: "agl.LightningStore",
+    task_id: str,
+    group_size: int,
+    resources_id: str,
+    *,
+    labels: Dict[str, Any],
+    metadata: Optional[Dict[str, Any]] = None,
+    mode: str = "train",
+) -> List[str]:
+    """Enqueue one GRPO group: ``group_size`` rollouts of the same task (``mode="val"`` for
+    held-out evaluation), each input ``{"task_id", **labels, "sample"}``; returns their rollout ids
+    in sample order."""
+    ids = []
+    for sample in range(group_size):
+        rollout = await store.enqueue_rollout(
+            input={"task_id": task_id, **labels, "sample": sample},
+            mode=mode,
+            resources_id=resources_id,
+            metadata=metadata,
+        )
+        ids.append(rollout.rollout_id)
+    return ids
+
+
+# -- progress on the terminal
+
+_STARTED = time.perf_counter()
+
+
+def restart_clock() -> None:
+    """Stamp later :func:`log` lines with the time since now (a recipe's ``main`` calls it first)."""
+    global _STARTED
+    _STARTED = time.perf_counter()
+
+
+def terminal() -> Any:
+    """Where progress goes: stderr, looked up at each call (a test that wants the progress on
+    the terminal runs the recipe inside pytest's ``capfd.disabled()``)."""
+    return sys.stderr
+
+
+def log(message: str) -> None:
+    """A progress line on the terminal, stamped with the minutes since the recipe started.
+
+    >>> log("loading the model")  # doctest: +SKIP
+    [  0.1 min] loading the model
+    """
+    from tqdm.auto import tqdm
+
+    # tqdm.write keeps an open progress bar intact below the line.
+    tqdm.write(f"[{(time.perf_counter() - _STARTED) / 60:5.1f} min] {message}", file=terminal())
+
+
+def progress_bar(total: int, description: str, unit: str = "it", leave: bool = True) -> Any:
+    """A tqdm bar on the terminal for a loop that runs for minutes (warm-start steps, GRPO steps,
+    evaluation rollouts); ``NO_PROGRESS_BARS=1`` turns the bars off (the :func:`log` lines stay).
+
+    >>> with progress_bar(3, "demo") as bar:  # doctest: +SKIP
+    ...     bar.update(3)
+    """
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        desc=description,
+        unit=unit,
+        file=terminal(),
+        dynamic_ncols=True,
+        mininterval=1.0,
+        leave=leave,
+        disable=bool(os.environ.get("NO_PROGRESS_BARS")),
+    )
+
+
+# -- one dataclass per recipe; its command line is generated from it
+
+C = TypeVar("C")
+
+
+def option(default: Any, help: str, *, choices: Optional[Sequence[Any]] = None, group: str = "run") -> Any:
+    """A config field with its command-line help (``choices`` limit the values; ``group`` heads
+    the field's section in ``--help``).
+
+    >>> option(3, "GRPO steps per seed").metadata["help"]
+    'GRPO steps per seed'
+    """
+    metadata = {"help": help, "choices": tuple(choices) if choices is not None else None, "group": group}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use a tuple (immutable) as the default of a sequence option")
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _argument(name: str, hint: Any, default: Any, meta: Mapping[str, Any]) -> Tuple[Tuple[str, ...], Dict[str, Any]]:
+    """argparse's ``add_argument`` arguments for one field, from its type hint."""
+    help_text = f"{meta.get('help', '')} (default: {default!r})".replace("%", "%%")
+    kwargs: Dict[str, Any] = {"dest": name, "help": help_text, "default": argparse.SUPPRESS}
+    if meta.get("choices"):
+        kwargs["choices"] = list(meta["choices"])
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union and type(None) in args:  # Optional[X]
+        (hint,) = [a for a in args if a is not type(None)]
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is bool:
+        return (_flag(name),), {**kwargs, "action": argparse.BooleanOptionalAction}
+    if origin in (tuple, list) and args:
+        kwargs.update(nargs="+", type=args[0])
+        return (_flag(name),), kwargs
+    if hint in (int, float, str, Path):
+        return (_flag(name),), {**kwargs, "type": hint}
+    raise TypeError(f"config field {name!r}: no command-line form for type {hint!r}")
+
+
+def config_parser(
+    cls: Type[Any], presets: Optional[Mapping[str, Mapping[str, Any]]] = None, description: str = ""
+) -> argparse.ArgumentParser:
+    """The ``argparse`` parser of a config dataclass: one ``--field-name`` per field, in sections."""
+    parser = argparse.ArgumentParser(description=description or (cls.__doc__ or "").split("\n\n")[0])
+    hints = typing.get_type_hints(cls)
+    groups: Dict[str, Any] = {}
+    if presets:
+        parser.add_argument(
+            "--preset",
+            choices=list(presets),
+            default=None,
+            help="start from a named set of settings; options given beside it override them: "
+            + "; ".join(f"{k}: {', '.join(f'{n}={v!r}' for n, v in p.items())}" for k, p in presets.items()),
+        )
+    for f in dataclasses.fields(cls):
+        group_name = f.metadata.get("group", "run")
+        if group_name not in groups:
+            groups[group_name] = parser.add_argument_group(group_name)
+        flags, kwargs = _argument(f.name, hints[f.name], f.default, f.metadata)
+        groups[group_name].add_argument(*flags, **kwargs)
+    return parser
+
+
+def parse_config(
+    cls: Type[C],
+    argv: Optional[Sequence[str]] = None,
+    presets: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    aliases: Optional[Mapping[str, Sequence[str]]] = None,
+    description: str = "",
+) -> C:
+    """An instance of ``cls`` from the command line: the dataclass's defaults, then the preset's
+    values (``--preset NAME``), then every option given. ``aliases`` maps a flag to the words it
+    stands for (``{"--quick": ["--preset", "quick"]}``); ``description`` heads ``--help`` (default:
+    the dataclass's first docstring paragraph). A bad value is an argparse error naming
+    the option (the dataclass's ``__post_init__`` checks are reported the same way)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for flag, words in (aliases or {}).items():
+        argv = [w for a in argv for w in (words if a == flag else [a])]
+    parser = config_parser(cls, presets, description)
+    parsed = vars(parser.parse_args(argv))
+    preset = parsed.pop("preset", None)
+    values: Dict[str, Any] = dict((presets or {}).get(preset, {})) if preset else {}
+    values.update(parsed)
+    hints = typing.get_type_hints(cls)
+    for name, value in values.items():
+        if isinstance(value, list) and typing.get_origin(hints[name]) is tuple:
+            values[name] = tuple(value)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as err:
+        parser.error(str(err))
+        raise  # unreachable: parser.error exits
+
+
+def config_record(config: Any) -> Dict[str, Any]:
+    """A config as plain JSON values (paths as strings, tuples as lists), for results files."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, (tuple, list)):
+            return [plain(v) for v in value]
+        return value
+
+    return {f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
+
+
+def check_positive(config: Any, names: Sequence[str], minimum: int = 1) -> None:
+    """Raise a ``ValueError`` naming the option if any of ``names`` is below ``minimum``."""
+    for name in names:
+        if getattr(config, name) < minimum:
+            raise ValueError(f"{_flag(name)} must be >= {minimum}, got {getattr(config, name)}")
+
+
+def mean_sd(values: Sequence[float], digits: int = 3) -> str:
+    """``mean ± sd`` (population sd) of ``values``; ``n/a`` when empty."""
+    if not values:
+        return "n/a"
+    return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
+
+
+__all__ = [
+    "DENIED_STATEMENTS",
+    "sql_kernel",
+    "wait_for_rollouts",
+    "first_tasks",
+    "group_advantages",
+    "enqueue_group",
+    "restart_clock",
+    "terminal",
+    "log",
+    "progress_bar",
+    "option",
+    "config_parser",
+    "parse_config",
+    "config_record",
+    "check_positive",
+    "mean_sd",
+]
