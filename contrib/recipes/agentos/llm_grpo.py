@@ -82,7 +82,7 @@ from sql_agent import (
 )
 
 from agentlightning.contrib.env.agentos.sql_world import FAMILIES, SQLWorld
-from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy, governance_stats
+from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy, analyze_sql, governance_stats
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
 from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
@@ -113,7 +113,9 @@ def sql_classifier() -> Callable[[str], str]:
     )
 
     def classify(sql: str) -> str:
-        violations = policy.check_sql(sql if sql.strip() else "")
+        if not analyze_sql(sql, "sqlite").statements:  # no SQL at all: empty, prose, or only comments
+            return "unparseable"
+        violations = policy.check_sql(sql)
         if not violations:
             return "clean"
         return "destructive" if any(v.severity == Severity.CRITICAL for v in violations) else "unparseable"

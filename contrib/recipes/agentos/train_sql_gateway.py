@@ -50,10 +50,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # agentlightning 
 
 import httpx  # noqa: E402
 
-from grpo import DENIED_STATEMENTS, first_tasks, group_advantages  # noqa: E402
-from llm_grpo import LLMGRPOConfig, grpo_update, sql_classifier  # noqa: E402
+from common import DENIED_STATEMENTS, first_tasks, group_advantages  # noqa: E402
+from llm_grpo import grpo_update, sql_classifier  # noqa: E402
 from sql_agent import extract_sql, llm_messages  # noqa: E402
-from warm_start import WarmStartConfig, warm_start  # noqa: E402
+from train_sql_llm import LLMRecipeConfig  # noqa: E402
+from warm_start import warm_start  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import WORLD_VERSION, SQLWorld  # noqa: E402
 
@@ -238,17 +239,20 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
 
     torch.set_num_threads(2)
     world = SQLWorld.create(args.out / "shop.db", 0, overwrite=True)
-    if args.no_warm_start:
-        weights, ws_record = None, {"skipped": True}
-    else:
-        weights, ws_record = warm_start(world, WarmStartConfig(max_tasks=args.sft_tasks), args.warm_start_cache)
-    policy = PolicyModel(load_model(weights), load_tokenizer())
-    grpo = LLMGRPOConfig(
+    grpo = LLMRecipeConfig(
         steps=args.steps,
         tasks_per_step=args.tasks_per_step,
         group_size=args.group_size,
         learning_rate=args.learning_rate,
+        sft_tasks=args.sft_tasks,
     )
+    if args.no_warm_start:
+        ws_record = {"skipped": True}
+        policy = PolicyModel(load_model(), load_tokenizer())
+    else:
+        ws = warm_start(world, grpo, args.warm_start_cache)
+        ws_record = ws.record
+        policy = PolicyModel(ws.model, ws.tokenizer)
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=grpo.learning_rate, weight_decay=0.0)
     server = PolicyServer(policy, MODEL_NAME, max_new_tokens=grpo.max_new_tokens).start()
     tool_parser = ToolCallParser(server.endpoint)
