@@ -35,6 +35,7 @@ from agent_os import FlightRecorder
 
 from agentlightning.contrib.kernel.agentos.audit import flush_recorder
 from agentlightning.contrib.kernel.agentos.audit_record import RecordFormatError, read_tool_args
+from agentlightning.contrib.kernel.agentos.audit_seal import RECORD_COLUMNS
 
 __all__ = [
     "AuditError",
@@ -50,24 +51,6 @@ __all__ = [
 
 RecorderLike = Union[FlightRecorder, str, Path]
 
-#: The columns of Agent OS 3.7's ``audit_log`` table, in table order.
-RECORD_COLUMNS: Tuple[str, ...] = (
-    "id",
-    "trace_id",
-    "timestamp",
-    "agent_id",
-    "tool_name",
-    "tool_args",
-    "input_prompt",
-    "policy_verdict",
-    "violation_reason",
-    "result",
-    "execution_time_ms",
-    "metadata",
-    "entry_hash",
-    "previous_hash",
-    "content_hash",
-)
 _REQUIRED_COLUMNS = frozenset(RECORD_COLUMNS)
 #: Values of ``policy_verdict`` the FlightRecorder writes (``pending`` until the outcome is logged).
 RECORD_VERDICTS = frozenset({"pending", "allowed", "blocked", "error", "shadow"})

@@ -77,8 +77,9 @@ MIN_KEY_BYTES = 32
 HEAD_TABLE = "agentos_audit_head"
 SEAL_KEY = "agentos_seal"
 SEAL_VERSION = 1
-#: The columns a seal covers, in this order (every column of Agent OS 3.7's row but ``id`` and ``metadata``).
-SEALED_COLUMNS = (
+#: The columns of Agent OS 3.7's ``audit_log`` table, in table order.
+RECORD_COLUMNS = (
+    "id",
     "trace_id",
     "timestamp",
     "agent_id",
@@ -89,10 +90,14 @@ SEALED_COLUMNS = (
     "violation_reason",
     "result",
     "execution_time_ms",
+    "metadata",
     "entry_hash",
     "previous_hash",
     "content_hash",
 )
+#: The columns a seal covers, in this order: every column but ``id`` (SQLite assigns it) and
+#: ``metadata`` (where the seal itself is kept).
+SEALED_COLUMNS = tuple(name for name in RECORD_COLUMNS if name not in ("id", "metadata"))
 UNKEYED_WARNING = (
     "no audit key: the hash chain only detects accidental damage; anyone who can write the file can edit a "
     f"record and recompute every hash. Set {KEY_ENV} or {KEY_FILE_ENV} to seal records with a key kept "

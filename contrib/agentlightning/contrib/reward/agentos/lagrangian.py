@@ -1,22 +1,14 @@
 """An adaptive penalty: a Lagrange multiplier on the constraint cost, tuned from store statistics.
 
-Instead of guessing ``critical_penalty=-100`` vs ``-50``, state the constraint ("at most 1% of
-rollouts may violate a policy") and let the multiplier find the price. Once per epoch:
-
-    lambda <- clip(lambda + learning_rate * (observed_violation_rate - target_violation_rate), 0, max_multiplier)
-
-where ``observed_violation_rate`` is the fraction of the epoch's rollouts with at least one
-violation, read from the store (:func:`governance_stats`). The rollout's penalty is then
-``-lambda * cost`` (cost: severity-weighted violations, see ``constraint_cost``). This is
-dual gradient ascent on the constrained problem ``max E[reward] s.t. P(violation) <= target``:
-while the agent violates more than allowed, violations get more expensive; once it is within
-budget, the price relaxes (never below zero), so safe behaviour is not over-penalised.
+The multiplier, its update rule (dual gradient ascent on ``max E[reward] s.t. P(violation) <=
+target``, written out with a worked example in the kernel core's ``reward_config``) and the
+rollout's penalty ``-lambda * cost`` are the core's :class:`LagrangianPenalty`, shared with the
+Agent Lightning 1.0 hooks. This room adds one thing: reading the observed violation rate of an
+epoch from an agentlightning 0.3 store (:meth:`LagrangianPenalty.update_from_store`).
 
 >>> lagrangian = LagrangianPenalty(target_violation_rate=0.05, learning_rate=2.0, multiplier=1.0)
->>> lagrangian.update(0.30), lagrangian.update(0.30), lagrangian.update(0.0)
-(1.5, 2.0, 1.9)
->>> lagrangian.penalty(cost=10.0)
--19.0
+>>> lagrangian.update(0.30)
+1.5
 """
 
 from __future__ import annotations
