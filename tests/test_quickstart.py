@@ -419,3 +419,30 @@ def test_an_ungoverned_rollout_is_reported_and_earns_no_clean_bonus(tmp_path, ca
     assert clean.governed and clean.reward.final == 6.0
     assert dropped.success is False and dropped.reward.final == -100.0
     assert governed.get_stats()["ungoverned_rollouts"] == 0
+
+
+def test_a_plain_functions_blocked_task_says_it_was_judged_as_the_action(caplog):
+    """With the default, a plain function's string task is the action: a task in prose is blocked
+    as unparseable SQL, and the runner says once why, and how to opt out (govern_input=False);
+    passing govern_input=True explicitly means the user knows, so nothing is explained."""
+    answered = []
+
+    def chat_agent(task):
+        answered.append(task)
+        return f"answered: {task}"
+
+    runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False)
+    runner.init(chat_agent)
+    with caplog.at_level(logging.WARNING):
+        rollouts = [asyncio.run(runner.step(q)) for q in ("How many users?", "Who signed up?", "SELECT 1")]
+    assert [r.success for r in rollouts] == [False, False, True] and answered == ["SELECT 1"]
+    hints = [r.getMessage() for r in caplog.records if "each string task is itself the action" in r.getMessage()]
+    assert len(hints) == 1  # once per runner
+    assert "database_query(query=task)" in hints[0] and "govern_input=False" in hints[0]
+
+    caplog.clear()
+    explicit = AgentOSRunner([SQLPolicy(deny=["DROP"])], govern_input=True, log_violations=False)
+    explicit.init(chat_agent)
+    with caplog.at_level(logging.WARNING):
+        assert asyncio.run(explicit.step("How many users?")).success is False
+    assert not [r for r in caplog.records if "each string task is itself the action" in r.getMessage()]

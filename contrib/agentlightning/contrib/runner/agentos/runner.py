@@ -38,6 +38,7 @@ from agentlightning.contrib.kernel.agentos.spans import add_spans
 from .agents import TaskActionAgent, as_agent, describe, govern_task, needs_resource, task_action
 from .attempt import RolloutGovernance, RolloutOutcome, active_rollout, propagate_rollout_to_threads
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
+from .tools import PolicyViolationError
 
 __all__ = ["AgentError", "AgentOSRunner", "GovernedRunner", "GovernedRollout"]
 
@@ -370,7 +371,30 @@ class AgentOSRunner(LitAgentRunner[Any]):
             return True
         if isinstance(self._agent, TaskActionAgent):  # it governs the task itself
             return True
-        return govern_task(record, task_action(task, self.input_tool, self.input_arg)).allowed
+        try:
+            decision = govern_task(record, task_action(task, self.input_tool, self.input_arg))
+        except PolicyViolationError:  # fail_on_violation: the task was blocked
+            self._explain_task_as_action()
+            raise
+        if decision.blocked:
+            self._explain_task_as_action()
+        return decision.allowed
+
+    def _explain_task_as_action(self) -> None:
+        """Once per runner, when a plain function's task was blocked: the task was judged as the
+        action only because of the default, so a user whose tasks are questions rather than SQL must
+        learn why they are blocked, and how not to be."""
+        if self.govern_input is None:
+            self._tell_once(
+                "task-as-action",
+                "AgentOSRunner: the agent (%s) is a plain function, so each string task is itself the action, "
+                "judged as %s(%s=task) before the function runs, and this one was blocked. If your tasks are "
+                "not the action (questions in prose, say), pass AgentOSRunner(..., govern_input=False) and wrap "
+                "the function's tools with governed_tool. (Logged once per runner.)",
+                describe(self._agent),
+                self.input_tool,
+                self.input_arg,
+            )
 
     # ------------------------------------------------------------------ rollouts
     async def _step_impl(self, next_rollout: AttemptedRollout, raise_on_exception: bool = False) -> str:
