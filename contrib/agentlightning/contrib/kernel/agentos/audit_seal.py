@@ -459,6 +459,11 @@ def iter_file_rows(conn: sqlite3.Connection, chunk_size: int = 2000) -> Iterator
         last = chunk[-1][0]
 
 
+def _unreadable(error: str) -> Dict[str, Any]:
+    """The verifier's result for a file it could not read at all."""
+    return {"valid": False, "total_entries": 0, "first_tampered_id": None, "sealed": False, "error": error}
+
+
 def verify_file(
     path: Union[str, Path], *, key: Union[AuditKey, bytes, str, None] = None, expected_head: Optional[str] = None
 ) -> Dict[str, Any]:
@@ -469,35 +474,17 @@ def verify_file(
     audit_key = load_audit_key(key)
     source = Path(path)
     if not source.is_file():
-        return {
-            "valid": False,
-            "total_entries": 0,
-            "first_tampered_id": None,
-            "sealed": False,
-            "error": f"the audit file {str(source)!r} does not exist (deleted or moved?)",
-        }
+        return _unreadable(f"the audit file {str(source)!r} does not exist (deleted or moved?)")
     try:
         conn = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as err:
-        return {
-            "valid": False,
-            "total_entries": 0,
-            "first_tampered_id": None,
-            "sealed": False,
-            "error": f"cannot open the audit file {str(source)!r}: {err}",
-        }
+        return _unreadable(f"cannot open the audit file {str(source)!r}: {err}")
     try:
         conn.execute("BEGIN")  # one snapshot: the head and the rows as of the same moment, while a writer goes on
         head = read_head(conn)
         result = verify_rows(iter_file_rows(conn), key=audit_key, head=head, expected_head=expected_head)
     except sqlite3.Error as err:
-        return {
-            "valid": False,
-            "total_entries": 0,
-            "first_tampered_id": None,
-            "sealed": False,
-            "error": f"cannot read the audit file {str(source)!r}: {err}",
-        }
+        return _unreadable(f"cannot read the audit file {str(source)!r}: {err}")
     finally:
         conn.close()
     result["path"] = str(source)
