@@ -182,7 +182,9 @@ class Decision:
     """The kernel's decision about one action.
 
     ``action`` is what may execute (a policy may have rewritten it; see ``original_action``).
-    ``total_penalty`` is the sum of the violations' penalties (zero or negative).
+    ``total_penalty`` is the sum of the violations' penalties (zero or negative). ``notes`` are
+    what the policies consulted say about the tool without finding a violation (a check skipped
+    by configuration, :meth:`.policies.Policy.note_for`); they are recorded with the decision.
     """
 
     action: Action
@@ -194,6 +196,7 @@ class Decision:
     original_action: Optional[Action] = None
     audit_id: Optional[str] = None
     elapsed_us: float = 0.0
+    notes: Tuple[str, ...] = ()
 
     @property
     def allowed(self) -> bool:

@@ -7,6 +7,7 @@ tamper-evident as the rest of the row::
 
     {"args": {...},
      "agentos": {"decision_id", "verdict", "rollout_id", "attempt_id", "violations": [...], "signals": [...],
+                 "notes": [...] (only when a policy noted something, such as a skipped check),
                  "original_args" (only when a policy rewrote the action)}}
 
 A violation in ``violations`` is :meth:`PolicyViolation.to_dict`: its keys, what each must hold
@@ -98,8 +99,9 @@ def _safe_repr(value: Any) -> str:
 
 def governance_envelope(decision: Decision) -> Dict[str, Any]:
     """The ``agentos`` part of ``decision``'s record (without ``original_args``, which
-    :func:`build_tool_args` adds)."""
-    return {
+    :func:`build_tool_args` adds); ``notes`` only when the decision has some, so records
+    without them read as before."""
+    envelope = {
         "decision_id": decision.decision_id,
         "verdict": decision.verdict.value,
         "rollout_id": decision.context.rollout_id,
@@ -107,6 +109,9 @@ def governance_envelope(decision: Decision) -> Dict[str, Any]:
         "violations": [violation.to_dict() for violation in decision.violations],
         "signals": list(decision.signals),
     }
+    if decision.notes:
+        envelope["notes"] = list(decision.notes)
+    return envelope
 
 
 def build_tool_args(
@@ -143,9 +148,10 @@ _ENVELOPE_FIELDS: Dict[str, Callable[[Any], Optional[str]]] = {
     "attempt_id": _string_or_null,
     "violations": lambda value: None if isinstance(value, list) else f"must be a list, got {type(value).__name__}",
     "signals": _strings,
+    "notes": _strings,
     "original_args": any_value,
 }
-_ENVELOPE_DEFAULTS: Dict[str, Any] = {"violations": [], "signals": []}
+_ENVELOPE_DEFAULTS: Dict[str, Any] = {"violations": [], "signals": [], "notes": []}
 
 
 def _unexpected(unknown: List[str], where: str) -> RecordFormatError:
@@ -195,6 +201,8 @@ def _check_envelope(envelope: Any, strict: bool, extra: Dict[str, Any]) -> Dict[
     checked["signals"] = list(checked["signals"])
     if "original_args" not in envelope:
         del checked["original_args"]  # only rewritten actions have it
+    if "notes" not in envelope:
+        del checked["notes"]  # only decisions with notes have them
     return checked
 
 

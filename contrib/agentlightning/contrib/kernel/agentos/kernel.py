@@ -220,6 +220,7 @@ class GovernanceKernel:
         self._id_prefix = uuid.uuid4().hex[:16]
         self._id_counter = itertools.count(1)
         self._by_tool: Dict[str, Tuple[Policy, ...]] = {}
+        self._notes_by_tool: Dict[str, Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]] = {}
 
     # ----------------------------------------------------------------- construction helpers
     @classmethod
@@ -296,6 +297,7 @@ class GovernanceKernel:
                     )
                 )
         policies = self._policies_for(action.tool_name)
+        notes = self._notes_for(action.tool_name, policies, violations)
         for policy in policies:
             found = self._run(policy, "evaluate", action, context, violations)
             if found is not None:
@@ -306,7 +308,7 @@ class GovernanceKernel:
         if committed < len(policies):
             verdict = Verdict.BLOCKED
             self._release(policies[committed:], action, context)
-        return self._decide(action, context, verdict, violations, original, started)
+        return self._decide(action, context, verdict, violations, original, started, notes)
 
     def refuse(
         self,
@@ -338,6 +340,7 @@ class GovernanceKernel:
         violations: List[PolicyViolation],
         original: Optional[Action],
         started: float,
+        notes: Tuple[str, ...] = (),
     ) -> Decision:
         """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
         signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
@@ -352,6 +355,7 @@ class GovernanceKernel:
             audit_id=decision_id if self.audit is not None else None,
             original_action=original,
             elapsed_us=(time.perf_counter() - started) * 1e6,
+            notes=notes,
         )
         return self._record(decision)
 
@@ -363,6 +367,34 @@ class GovernanceKernel:
             if len(self._by_tool) < _MAX_CACHED_TOOL_NAMES:  # agents can invent tool names
                 self._by_tool[tool_name] = policies
         return policies
+
+    def _notes_for(self, tool_name: str, policies: Sequence[Policy], sink: List[PolicyViolation]) -> Tuple[str, ...]:
+        """What ``policies`` note about ``tool_name`` (:meth:`Policy.note_for`), asked once per
+        tool name; a policy whose ``note_for`` raises or answers something other than a str or
+        None blocks the action (a skipped check that cannot be stated is not skipped silently)."""
+        cached = self._notes_by_tool.get(tool_name)
+        if cached is None:
+            notes: List[str] = []
+            failures: List[Tuple[Policy, str]] = []
+            for policy in policies:
+                if type(policy).note_for is Policy.note_for:
+                    continue
+                try:
+                    note = policy.note_for(tool_name)
+                except Exception as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+                    logger.exception("policy %s.note_for raised", policy.name)
+                    failures.append((policy, f"note_for raised {type(err).__name__}: {err}"))
+                    continue
+                if note is not None and not isinstance(note, str):
+                    failures.append((policy, f"note_for returned {type(note).__name__}, not a str or None"))
+                elif note:
+                    notes.append(f"{policy.name}: {note}")
+            cached = (tuple(notes), tuple(failures))
+            if len(self._notes_by_tool) < _MAX_CACHED_TOOL_NAMES:
+                self._notes_by_tool[tool_name] = cached
+        for policy, what in cached[1]:
+            sink.append(self._failure(policy, what))
+        return cached[0]
 
     @staticmethod
     def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:

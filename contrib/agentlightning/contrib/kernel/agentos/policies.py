@@ -82,6 +82,12 @@ class Policy(ABC):
         """Optionally return a safer version of ``action`` (recorded as MODIFIED). Default: none."""
         return None
 
+    def note_for(self, tool_name: str) -> Optional[str]:
+        """What an auditor should know about every decision on ``tool_name`` that is no
+        violation, such as a check this policy skips for it by configuration; the kernel records
+        it in ``Decision.notes`` and the audit trail. Default: nothing."""
+        return None
+
     def on_allowed(self, action: Action, context: ActionContext) -> None:
         """Called once the kernel has allowed ``action``: commit state such as spent budget."""
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import re
 import sqlite3
+import unicodedata
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import sqlglot
@@ -281,6 +282,46 @@ def _tool_key(name: str) -> str:
     return tool_key(name)
 
 
+@functools.lru_cache(maxsize=4096)
+def _not_sql_key(name: str) -> str:
+    """The name a tool declared not-SQL is matched by: Unicode NFKC (the form Python itself gives
+    identifiers, so ``ｓｅｎｄ_message`` is ``send_message``) with invisible characters removed,
+    and nothing else folded. :func:`_tool_key` folds more (case, separators, look-alike letters)
+    because there folding makes more names judged; here it would make more names *skip* the
+    check, so a name that only looks like a declared one (a Cyrillic letter, another case, a
+    ``_v2`` suffix) is another tool and stays judged.
+
+    >>> _not_sql_key("send\u200b_message") == _not_sql_key("ｓｅｎｄ_message") == "send_message"
+    True
+    >>> _not_sql_key("sеnd_message") == "send_message"  # a Cyrillic е
+    False
+    """
+    text = unicodedata.normalize("NFKC", str.__str__(name))
+    return "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Cc"))
+
+
+def _not_sql_tools(values: Any, sql_tools: Sequence[str]) -> Tuple[str, ...]:
+    """``not_sql_tools=``, checked: a list of tool names, none of them a tool the policy judges
+    as SQL (``tools=``, compared as :func:`_tool_key` compares them, so ``Run-SQL`` conflicts with
+    ``run_sql``)."""
+    if values is None:
+        return ()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"not_sql_tools must be a list of tool names such as ['send_message'], got {values!r}")
+    sql_tool_by_key = {_tool_key(t): t for t in sql_tools}
+    names = tuple(values)
+    for value in names:
+        if not isinstance(value, str) or not _not_sql_key(value).strip():
+            raise TypeError(f"not_sql_tools entries must be non-empty tool names (str), got {value!r}")
+        clash = sql_tool_by_key.get(_tool_key(value))
+        if clash is not None:
+            raise GovernanceConfigError(
+                f"tool {value!r} is in not_sql_tools= (it runs no SQL) and, as {clash!r}, in tools= (it runs SQL; "
+                "tools= is DEFAULT_SQL_TOOLS unless given): a tool is one or the other, remove it from one list"
+            )
+    return names
+
+
 class SQLPolicy(Policy):
     """Deny (or allow only) kinds of SQL statement, decided on the parsed statements.
 
@@ -346,6 +387,7 @@ class SQLPolicy(Policy):
         allow_functions: Optional[Iterable[str]] = None,
         allow_statements: Optional[Iterable[str]] = None,
         database: Any = None,
+        not_sql_tools: Optional[Iterable[str]] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(severity=severity, **kwargs)
@@ -358,6 +400,8 @@ class SQLPolicy(Policy):
             raise TypeError(f"tools must be a list of tool names, got {tools!r}")
         self.tools = frozenset(tools)
         self._tool_keys = frozenset(_tool_key(t) for t in tools)
+        self.not_sql_tools = frozenset(_not_sql_tools(not_sql_tools, sorted(self.tools)))
+        self._not_sql_keys = frozenset(_not_sql_key(t) for t in self.not_sql_tools)
         if not isinstance(arg, str) or not arg:
             raise TypeError(f"arg must be the name of the argument holding the SQL, got {arg!r}")
         self.arg = arg
@@ -395,6 +439,21 @@ class SQLPolicy(Policy):
 
     def applies_to(self, tool_name: str) -> bool:
         return self.detect or _tool_key(tool_name) in self._tool_keys
+
+    def _declared_not_sql(self, tool_name: str) -> bool:
+        """Whether ``tool_name`` is one the user declared runs no SQL (``not_sql_tools``), matched
+        as :func:`_not_sql_key` says: a look-alike of a declared name is another tool."""
+        return bool(self._not_sql_keys) and _not_sql_key(tool_name) in self._not_sql_keys
+
+    def note_for(self, tool_name: str) -> Optional[str]:
+        """On a tool declared not-SQL, that its arguments were not judged as SQL, and why (the
+        kernel records it with every decision about the tool, so an auditor sees the skip)."""
+        if not self._declared_not_sql(tool_name) or _tool_key(tool_name) in self._tool_keys:
+            return None
+        return (
+            f"SQL check skipped: tool {tool_name!r} is declared not to run SQL "
+            f"({self.name}(not_sql_tools=[...])), so its arguments were not judged as SQL"
+        )
 
     def _analyze(self, query: str) -> _Reading:
         if type(query) is not str:  # the cache is keyed on plain text: a subclass's __eq__ cannot hit it
@@ -519,8 +578,8 @@ class SQLPolicy(Policy):
                     continue
                 for violation in self.check_sql(value):
                     found.append(self.violation(prefix + violation.description, severity=violation.severity))
-        elif not self.detect:
-            return []
+        elif not self.detect or self._declared_not_sql(action.tool_name):
+            return []  # a tool the user declared runs no SQL: its arguments are not this policy's business
         found.extend(self._detected(action, skip=sql_args, listed=listed))
         if len(found) <= 1:
             return found
