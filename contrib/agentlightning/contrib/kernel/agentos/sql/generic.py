@@ -56,8 +56,6 @@ _DATA_TOKENS = frozenset(t for name, t in TokenType.__members__.items() if name.
 }
 _ROUTINE_WORDS = frozenset({"TRIGGER", "PROCEDURE", "FUNCTION", "EVENT"})
 _DYNAMIC_WORDS = frozenset({"PREPARE", "EXECUTE", "EXEC"})
-_DML_WORDS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "MERGE", "VALUES", "TABLE"})
-_FALSE_WORDS = frozenset({"FALSE", "OFF", "0"})
 _ENDS_OWN_BLOCK = frozenset({"IF", "LOOP", "WHILE", "REPEAT", "CASE"})
 #: SQLite's conflict clauses that keep a statement what its keyword says (``OR REPLACE`` does not).
 _PLAIN_CONFLICT = frozenset({"IGNORE", "ABORT", "FAIL", "ROLLBACK"})
@@ -254,7 +252,6 @@ _COMMAND_KEYWORDS = {
     "TABLE": "SELECT",
     "CACHE": "OPTIMIZE",
 }
-_SPECIAL_COMMANDS = frozenset({"EXPLAIN", "DESCRIBE", "DESC", "ANALYZE", "PREPARE", "EXECUTE", "EXEC", "DO"})
 #: Statements read from their tokens by the command rules even when sqlglot would parse them
 #: (into something else: ``FLUSH TABLES`` parses as a column with an alias).
 _COMMAND_FIRST = frozenset(
@@ -380,7 +377,7 @@ class _Reader:
                 kinds.add("ALTER")
                 kinds.not_placed("statement", f"ALTER {words[1]}")  # ALTER EVENT ... DO <body>, ...
                 return kinds
-        if first in _COMMAND_FIRST or first in _SPECIAL_COMMANDS:
+        if first in _COMMAND_FIRST or first in rules.WRAPPER_WORDS:
             self._command(tokens, kinds)
             return kinds
         if first == "UPDATE" and len(tokens) > 2 and _word(tokens[1]) == "OR":
@@ -494,36 +491,15 @@ class _Reader:
             # string; it is code, not a literal: read its tokens.
             rest = list(self.dialect.tokenize(rest[0].text))
         words = joined.split() + [_word(t) for t in rest]
-        if first in ("EXPLAIN", "DESCRIBE", "DESC"):
-            kinds.add("EXPLAIN" if first == "EXPLAIN" else "DESCRIBE")
-            if _explain_analyzes(words):
-                self._nested(rest, kinds, _RUNS.why)
-            return
-        if first == "ANALYZE" and words and not rules._analyze_table(words):
-            # MariaDB's ANALYZE [FORMAT=JSON] <statement> runs the statement; ANALYZE TABLE does not.
-            kinds.add("ANALYZE")
-            self._nested(rest, kinds, _RUNS.why)
+        wrapper = rules.wrapper_for(first, words)
+        if wrapper is not None:
+            self._wrapper(wrapper, rest, words, kinds)
             return
         if first == "ALTER":
             self._alter(words, kinds)
             return
         if first == "CREATE":
             self._create(words, kinds)
-            return
-        if first == "PREPARE":
-            self._prepare(rest, words, kinds)
-            return
-        if first in ("EXECUTE", "EXEC"):
-            self._execute(rest, words, kinds)
-            return
-        if first == "DO":
-            self._do(rest, kinds)
-            return
-        if first == "CALL":
-            kinds.add("CALL")
-            name = rest[0].text if rest else ""
-            if name.lower() not in self.routines:
-                kinds.not_placed("function", name.lower(), f"CALL {name}")
             return
         matched = rules.command_rules(first, words)
         keyword = _COMMAND_KEYWORDS.get(first, first)
@@ -577,26 +553,62 @@ class _Reader:
         if what not in rules._CREATE_KINDS:
             kinds.not_placed("statement", f"CREATE {what}".strip())
 
-    def _nested(self, tokens: List[Token], kinds: KindSet, why: str) -> None:
-        """Kinds of the statement that starts at the first DML keyword of ``tokens``."""
-        start = next((i for i, t in enumerate(tokens) if _word(t) in _DML_WORDS), None)
-        if start is None:
+    def _wrapper(self, wrapper: rules.Wrapper, rest: List[Token], words: List[str], kinds: KindSet) -> None:
+        """A statement that holds another (a row of ``rules.WRAPPERS``): it counts as its keyword,
+        and its inner statement, found by the row, counts as run by it when the row says it runs."""
+        kinds.add(wrapper.keyword)
+        if wrapper.prepares:
+            if not rest:
+                raise SqlglotError(f"{wrapper.keyword} without a statement")
+            self.prepared.add(rest[0].text.lower())
+        if not wrapper.runs(words):
             return
-        inner = self.statement(tokens[start:])
-        kinds.merge([inner.statement("")], why)
+        inner = wrapper.inner(rest, words)
+        self._INNER_READERS[inner.how](self, inner, kinds)
 
-    def _do(self, rest: List[Token], kinds: KindSet) -> None:
-        """MySQL's ``DO expr, ...`` evaluates expressions: judged as ``SELECT expr, ...`` (their
-        calls must be known). A PostgreSQL ``DO`` block's body is read by the PostgreSQL reading
-        (``dialect="postgres"``, or with no dialect, where it joins in); here it is unknown."""
-        kinds.add("DO")
-        if rest and rest[0].token_type in _DATA_TOKENS and rest[0].token_type != TokenType.NUMBER:
-            kinds.not_placed("statement", "DO", "DO block (name dialect='postgres' to have its body read)")
-            return
+    def _inner_statement(self, inner: rules.Inner, kinds: KindSet) -> None:
+        kinds.merge([self.statement(list(inner.tokens)).statement("")], _RUNS.why)
+
+    def _inner_text(self, inner: rules.Inner, kinds: KindSet) -> None:
+        analysis = read_generic(inner.text, self.dialect_name)
+        if analysis.problem:
+            raise Unverifiable(f"prepared or executed text that cannot be checked ({analysis.problem})")
+        kinds.merge(analysis.statements, _RUNS.why)
+
+    def _inner_expressions(self, inner: rules.Inner, kinds: KindSet) -> None:
+        rest = inner.tokens
         text = "SELECT " + self.text[rest[0].start : rest[-1].end + 1] if rest else "SELECT"
-        inner = _Reader(text, self.dialect_name)
-        inner.routines = self.routines
-        kinds.merge(inner.statements(), _RUNS.why)
+        reader = _Reader(text, self.dialect_name)
+        reader.routines = self.routines
+        kinds.merge(reader.statements(), _RUNS.why)
+
+    def _inner_prepared(self, inner: rules.Inner, kinds: KindSet) -> None:
+        if inner.name not in self.prepared:  # else it runs a statement prepared from checked text
+            self._inner_dynamic(inner, kinds)
+
+    def _inner_routine(self, inner: rules.Inner, kinds: KindSet) -> None:
+        if inner.name.lower() not in self.routines:  # a routine created in this text: its body was read
+            kinds.not_placed("function", inner.name.lower(), f"CALL {inner.name}")
+
+    def _inner_unknown(self, inner: rules.Inner, kinds: KindSet) -> None:
+        kinds.not_placed("statement", inner.name, inner.why)
+
+    def _inner_dynamic(self, inner: rules.Inner, kinds: KindSet) -> None:
+        raise Unverifiable(inner.why or f"dynamic SQL ({snippet(self.text)}) runs text that cannot be checked here")
+
+    def _inner_none(self, inner: rules.Inner, kinds: KindSet) -> None:
+        """Nothing runs."""
+
+    _INNER_READERS = {
+        "statement": _inner_statement,
+        "text": _inner_text,
+        "expressions": _inner_expressions,
+        "prepared": _inner_prepared,
+        "routine": _inner_routine,
+        "unknown": _inner_unknown,
+        "dynamic": _inner_dynamic,
+        "none": _inner_none,
+    }
 
     def _routine(
         self,
@@ -686,43 +698,6 @@ class _Reader:
                 raise Unverifiable("a routine body that runs SQL with EXECUTE cannot be checked")
             self._body(list(tokens), kinds)
             return
-        kinds.merge(analysis.statements, _RUNS.why)
-
-    def _prepare(self, rest: List[Token], words: List[str], kinds: KindSet) -> None:
-        kinds.add("PREPARE")
-        if not rest:
-            raise SqlglotError("PREPARE without a statement")
-        self.prepared.add(rest[0].text.lower())
-        if len(words) >= 2 and words[1] == "FROM":
-            if len(rest) == 3 and rest[2].token_type in _DATA_TOKENS and rest[2].token_type != TokenType.NUMBER:
-                self._literal(rest[2].text, kinds)
-                return
-            raise Unverifiable(
-                "PREPARE ... FROM of text built at run time (a variable or an expression) cannot be checked"
-            )
-        self._nested(rest[1:], kinds, _RUNS.why)
-
-    def _execute(self, rest: List[Token], words: List[str], kinds: KindSet) -> None:
-        kinds.add("EXECUTE")
-        tokens = [t for t in rest if _word(t) not in ("IMMEDIATE", "(", ")")]
-        if tokens and tokens[0].text.lower() == "sp_executesql" and len(tokens) == 2:
-            tokens = tokens[1:]  # T-SQL's sp_executesql of one literal: static text
-        if (
-            tokens
-            and tokens[0].token_type in _DATA_TOKENS
-            and tokens[0].token_type not in (TokenType.NUMBER, TokenType.IDENTIFIER)
-        ):
-            if len(tokens) == 1:
-                self._literal(tokens[0].text, kinds)
-                return
-        elif tokens and tokens[0].text.lower() in self.prepared:
-            return  # runs a statement prepared from checked text earlier in this script
-        raise Unverifiable(f"dynamic SQL ({snippet(self.text)}) runs text that cannot be checked here")
-
-    def _literal(self, sql: str, kinds: KindSet) -> None:
-        analysis = read_generic(sql, self.dialect_name)
-        if analysis.problem:
-            raise Unverifiable(f"prepared or executed text that cannot be checked ({analysis.problem})")
         kinds.merge(analysis.statements, _RUNS.why)
 
 
@@ -817,16 +792,6 @@ def _on_conflict_replace(tokens: Sequence[Token]) -> Set[int]:
         if words[i] == "CONFLICT" and words[i + 1] == "REPLACE" and words[i - 1] == "ON":
             found.update((i - 1, i, i + 1))
     return found
-
-
-def _explain_analyzes(words: List[str]) -> bool:
-    """``EXPLAIN ANALYZE``/``ANALYSE`` or ``EXPLAIN (ANALYZE [true])`` executes the statement."""
-    for i, word in enumerate(words[:12]):
-        if word in ("ANALYZE", "ANALYSE"):
-            return not (i + 1 < len(words) and words[i + 1] in _FALSE_WORDS)
-        if word in _DML_WORDS:
-            return False
-    return False
 
 
 def _without_on_commit_drop(words: List[str]) -> List[str]:

@@ -94,7 +94,6 @@ _QUERY_STATEMENTS = frozenset({"SelectStmt", "InsertStmt", "UpdateStmt", "Delete
 _QUERY_CHILDREN = ("withClause", "larg", "rarg", "selectStmt")
 _RAW_PARSE_DEFAULT = 0  # a PL/pgSQL expression that is a whole SQL statement
 _RAW_PARSE_PLPGSQL_EXPR = 2  # an expression (IF, PERFORM, RETURN, ...)
-_FALSE_WORDS = frozenset({"false", "off", "0", "no"})
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
@@ -204,13 +203,10 @@ class _Reader:
         kind = _node_kind(node_type, node)
         if kind is None:
             return False
-        if node_type == "CallStmt":
-            kinds.add("CALL")
-            call = node.get("funccall", {})
-            name = rules.pg_function_name(call.get("FuncCall", call))
-            if name.lower() not in self.routines:
-                kinds.not_placed("function", name.lower(), f"CALL {name}")
-            return False
+        wrapper = rules.PG_WRAPPERS.get(node_type)
+        if wrapper is not None and not wrapper.own_rules:  # CALL: the routine decides, no row of its own
+            kinds.add(kind)
+            return self._unwrap(wrapper, node, kinds)
         if node_type in ("InsertStmt", "UpdateStmt", "DeleteStmt"):
             relation = node.get("relation", {})
             relation = relation.get("RangeVar", relation)
@@ -223,6 +219,8 @@ class _Reader:
         else:
             for rule in matched:
                 kinds.apply(EFFECT_BY_NAME[rule.effect], rule.keyword or kind)
+        if wrapper is not None:
+            return self._unwrap(wrapper, node, kinds)
         if node_type == "MergeStmt":
             for clause in node.get("mergeWhenClauses", ()):
                 command = clause.get("MergeWhenClause", {}).get("commandType", "")
@@ -233,13 +231,6 @@ class _Reader:
                 raise Unverifiable(
                     f"COPY ... PROGRAM runs a shell command on the database server: {node.get('filename', '')!r}"
                 )
-        elif node_type == "ExplainStmt":
-            if not _explain_analyzes(node.get("options", ())):
-                return True  # EXPLAIN only plans: what it explains does not run
-            inner = KindSet()
-            self.walk(node.get("query"), inner)
-            kinds.merge([inner.statement("")], _RUNS.why)
-            return True
         elif node_type == "CreateFunctionStmt":
             names = [str(n.get("String", {}).get("sval", "")) for n in node.get("funcname", ())]
             if names:
@@ -249,21 +240,6 @@ class _Reader:
             name = ".".join(str(n.get("String", {}).get("sval", "")) for n in node.get("funcname", ()))
             if name.lower().rsplit(".", 1)[-1] not in self.routines:
                 kinds.not_placed("function", name.lower(), f"trigger function {name}()")
-        elif node_type == "DoStmt":
-            self._do_body(node, kinds)
-            return True
-        elif node_type == "PrepareStmt":
-            self.prepared.add(str(node.get("name", "")).lower())
-            inner = KindSet()
-            self.walk(node.get("query"), inner)
-            kinds.merge([inner.statement("")], _RUNS.why)
-            return True
-        elif node_type == "ExecuteStmt":
-            name = str(node.get("name", "")).lower()
-            if name not in self.prepared:
-                raise Unverifiable(
-                    f"EXECUTE {name} runs a statement prepared elsewhere; its text cannot be checked here"
-                )
         # A CreateStmt's ON COMMIT DROP is an option of the table it creates, no DropStmt: only CREATE.
         if node_type in _QUERY_STATEMENTS and not self.has_calls:
             # PostgreSQL allows a data-modifying statement only at the top of a query or in its
@@ -282,6 +258,40 @@ class _Reader:
             self.walk({k: v for k, v in node.items() if k not in ("larg", "rarg")}, kinds)
             return True
         return False
+
+    # ----------------------------------------------------------------------- wrappers
+    def _unwrap(self, wrapper: rules.PgWrapper, node: Dict[str, Any], kinds: KindSet) -> bool:
+        """A statement that holds another (a row of ``rules.PG_WRAPPERS``): its inner, found by
+        the row, counts as run by it when the row says it runs; True when its children are done."""
+        if wrapper.prepares:
+            self.prepared.add(str(node.get("name", "")).lower())
+        if wrapper.runs(node):
+            inner = wrapper.inner(node)
+            self._INNER_READERS[inner.how](self, inner, kinds)
+        return not wrapper.children
+
+    def _inner_tree(self, inner: rules.Inner, kinds: KindSet) -> None:
+        found = KindSet()
+        self.walk(inner.node, found)
+        kinds.merge([found.statement("")], _RUNS.why)
+
+    def _inner_prepared(self, inner: rules.Inner, kinds: KindSet) -> None:
+        if inner.name not in self.prepared:  # else it runs a statement prepared from checked text
+            raise Unverifiable(inner.why)
+
+    def _inner_routine(self, inner: rules.Inner, kinds: KindSet) -> None:
+        if inner.name.lower() not in self.routines:  # a routine created in this text: its body was read
+            kinds.not_placed("function", inner.name.lower(), f"CALL {inner.name}")
+
+    def _inner_body(self, inner: rules.Inner, kinds: KindSet) -> None:
+        self._do_body(inner.node, kinds)
+
+    _INNER_READERS = {
+        "tree": _inner_tree,
+        "prepared": _inner_prepared,
+        "routine": _inner_routine,
+        "body": _inner_body,
+    }
 
     # ----------------------------------------------------------------------- bodies
     def _routine_body(self, node: Dict[str, Any], kinds: KindSet) -> None:
@@ -330,24 +340,6 @@ class _Reader:
         if analysis.error:
             raise Unverifiable(f"a {language} body that PostgreSQL's parser cannot read ({analysis.error})")
         kinds.merge(analysis.statements, _RUNS.why)
-
-
-def _explain_analyzes(options: Any) -> bool:
-    for option in options or ():
-        elem = option.get("DefElem", {})
-        if elem.get("defname") != "analyze":
-            continue
-        arg = elem.get("arg")
-        if arg is None:
-            return True
-        value = next(iter(arg.values()), {}) if isinstance(arg, dict) else {}
-        word = (
-            str(value.get("sval", value.get("boolval", value.get("ival", "true")))).lower()
-            if isinstance(value, dict)
-            else "true"
-        )
-        return word not in _FALSE_WORDS and word != "{}"
-    return False
 
 
 def _read_plpgsql(body: str, routines: Optional[Set[str]] = None) -> SQLAnalysis:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from .effects import EFFECT_BY_NAME, SQLITE_SCHEMA_TABLES
 from .functions import SQLGLOT_KEYS, is_known_function
@@ -40,6 +41,13 @@ __all__ = [
     "ALTER_CLAUSES",
     "PG_ALTER_TABLE",
     "setting_is_known",
+    "Inner",
+    "Wrapper",
+    "WRAPPERS",
+    "wrapper_for",
+    "WRAPPER_WORDS",
+    "PgWrapper",
+    "PG_WRAPPERS",
 ]
 
 
@@ -686,3 +694,224 @@ def pglast_rules(node_type: str, node: Dict[str, Any]) -> Optional[List[Rule]]:
 
 def pg_function_known(node: Dict[str, Any]) -> bool:
     return _pg_function_known(node)
+
+
+# --------------------------------------------------------------------------- statements that hold statements
+
+
+@dataclass(frozen=True)
+class Inner:
+    """Where a wrapper's inner statement is, as its row found it; ``how`` says how the reader
+    reads it:
+
+    * ``statement`` -- the tokens of a statement (``EXPLAIN ANALYZE DELETE ...``): read as one;
+    * ``text`` -- a literal holding SQL text (``PREPARE s FROM '...'``, ``EXECUTE '...'``): read;
+    * ``expressions`` -- expressions evaluated (MySQL's ``DO expr, ...``): read as ``SELECT`` them;
+    * ``prepared`` -- the name of a statement prepared earlier (``EXECUTE s``): known when this
+      text prepared it from checked text, else SQL that cannot be checked;
+    * ``routine`` -- a routine called by name (``CALL p()``): known when this text created it,
+      else an unknown function;
+    * ``unknown`` -- a body this reader cannot read (a PostgreSQL ``DO`` block): unknown;
+    * ``dynamic`` -- text built at run time: cannot be checked (``why`` says what);
+    * ``none`` -- nothing runs (``EXPLAIN`` without ``ANALYZE``, or no statement follows);
+    * ``tree`` -- (PostgreSQL) the parse tree of the inner statement: walked;
+    * ``body`` -- (PostgreSQL) a ``DO`` block: read in its language.
+    """
+
+    how: str
+    tokens: Tuple[Any, ...] = ()
+    text: str = ""
+    name: str = ""
+    why: str = ""
+    #: PostgreSQL's reader: the parse-tree node of the inner statement (``tree``) or the
+    #: wrapper's own node (``body``: a ``DO`` block, read by its language).
+    node: Any = None
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A statement that holds another statement, or the text or name of one, read from its
+    tokens (the command reader): the first words it starts with, the keyword it counts as
+    itself, ``when`` it is this form (the words after the first), whether its inner statement
+    runs (``runs``: ``EXPLAIN`` without ``ANALYZE`` only plans), and ``inner``: where the inner
+    is, from the tokens after the first word and all the words. ``prepares``: it names a
+    prepared statement (its first token after the keyword), which a later ``EXECUTE`` may run."""
+
+    words: Tuple[str, ...]
+    keyword: str
+    inner: Callable[[Sequence[Any], List[str]], Inner]
+    runs: Callable[[List[str]], bool] = lambda words: True
+    when: Optional[Callable[[List[str]], bool]] = None
+    prepares: bool = False
+
+
+#: Tokens that are literal text (strings of any quoting); not numbers, not quoted names.
+_TEXT_TOKENS = frozenset(t for name, t in TokenType.__members__.items() if name.endswith("STRING"))
+_FALSE_WORDS = frozenset({"FALSE", "OFF", "0"})
+
+
+#: Words that start a statement a wrapper can hold.
+_DML_WORDS = _DML | {"TABLE"}
+
+
+def _is_text(token: Any) -> bool:
+    return token.token_type in _TEXT_TOKENS
+
+
+def _is_quoted(token: Any) -> bool:
+    """Text or a quoted name (MySQL reads ``PREPARE s FROM `...``` and ``DO `...``` the same way)."""
+    return token.token_type in _TEXT_TOKENS or token.token_type is TokenType.IDENTIFIER
+
+
+def _token_word(token: Any) -> str:
+    """The keyword a token is, upper case; empty for data (strings, quoted names, numbers)."""
+    data = token.token_type in _TEXT_TOKENS or token.token_type in (TokenType.IDENTIFIER, TokenType.NUMBER)
+    return "" if data else token.text.upper()
+
+
+def _statement_after(tokens: Sequence[Any], words: List[str]) -> Inner:
+    """The statement that starts at the first DML keyword of ``tokens`` (none: nothing runs)."""
+    start = next((i for i, t in enumerate(tokens) if _token_word(t) in _DML_WORDS), None)
+    return Inner("none") if start is None else Inner("statement", tokens=tuple(tokens[start:]))
+
+
+def _explain_analyzes(words: List[str]) -> bool:
+    """``EXPLAIN ANALYZE``/``ANALYSE`` or ``EXPLAIN (ANALYZE [true])`` executes the statement."""
+    for i, word in enumerate(words[:12]):
+        if word in ("ANALYZE", "ANALYSE"):
+            return not (i + 1 < len(words) and words[i + 1] in _FALSE_WORDS)
+        if word in _DML_WORDS:
+            return False
+    return False
+
+
+def _prepared_from(tokens: Sequence[Any], words: List[str]) -> Inner:
+    """``PREPARE s FROM '<text>'`` (MySQL: a literal is checked, anything else is built at run
+    time) or ``PREPARE s [(types)] AS <statement>`` (PostgreSQL)."""
+    if len(words) >= 2 and words[1] == "FROM":
+        if len(tokens) == 3 and _is_quoted(tokens[2]):
+            return Inner("text", text=tokens[2].text)
+        return Inner(
+            "dynamic", why="PREPARE ... FROM of text built at run time (a variable or an expression) cannot be checked"
+        )
+    return _statement_after(tokens[1:], words)
+
+
+def _executed(tokens: Sequence[Any], words: List[str]) -> Inner:
+    """``EXECUTE '<text>'``/``EXECUTE IMMEDIATE '<text>'``/T-SQL's ``EXEC sp_executesql N'<text>'``
+    run that text; ``EXECUTE s`` runs a prepared statement; anything else is built at run time."""
+    kept = [t for t in tokens if _token_word(t) not in ("IMMEDIATE", "(", ")")]
+    if kept and kept[0].text.lower() == "sp_executesql" and len(kept) == 2:
+        kept = kept[1:]  # T-SQL's sp_executesql of one literal: static text
+    if kept and _is_text(kept[0]):
+        return Inner("text", text=kept[0].text) if len(kept) == 1 else Inner("dynamic")
+    if kept:
+        return Inner("prepared", name=kept[0].text.lower())
+    return Inner("dynamic")
+
+
+def _done(tokens: Sequence[Any], words: List[str]) -> Inner:
+    """MySQL's ``DO expr, ...`` evaluates expressions (their calls must be known); a PostgreSQL
+    ``DO '<block>'`` is a procedural body only PostgreSQL's reading reads."""
+    if tokens and _is_quoted(tokens[0]):
+        return Inner("unknown", name="DO", why="DO block (name dialect='postgres' to have its body read)")
+    return Inner("expressions", tokens=tuple(tokens))
+
+
+def _called(tokens: Sequence[Any], words: List[str]) -> Inner:
+    return Inner("routine", name=tokens[0].text if tokens else "")
+
+
+def _analyze_statement(words: List[str]) -> bool:
+    """MariaDB's ``ANALYZE [FORMAT=JSON] <statement>`` runs the statement; ``ANALYZE TABLE`` does not."""
+    return bool(words) and not _analyze_table(words)
+
+
+#: One row per statement that holds another, for the command reader. What the wrapper counts as
+#: itself is its keyword's row (``EXPLAIN`` is ``describe``, ``CALL``'s routine is judged by its
+#: body or is unknown); what its inner statement counts as is added, as run by it, when it runs.
+WRAPPERS: Tuple[Wrapper, ...] = (
+    Wrapper(("EXPLAIN",), "EXPLAIN", _statement_after, runs=_explain_analyzes),
+    Wrapper(("DESCRIBE", "DESC"), "DESCRIBE", _statement_after, runs=_explain_analyzes),
+    Wrapper(("ANALYZE",), "ANALYZE", _statement_after, when=_analyze_statement),
+    Wrapper(("PREPARE",), "PREPARE", _prepared_from, prepares=True),
+    Wrapper(("EXECUTE", "EXEC"), "EXECUTE", _executed),
+    Wrapper(("DO",), "DO", _done),
+    Wrapper(("CALL",), "CALL", _called),
+)
+_WRAPPER_INDEX: Dict[str, Tuple[Wrapper, ...]] = {}
+for _wrapper in WRAPPERS:
+    for _first in _wrapper.words:
+        _WRAPPER_INDEX[_first] = _WRAPPER_INDEX.get(_first, ()) + (_wrapper,)
+#: First words of the wrappers: statements the command reader reads (sqlglot would not unwrap them).
+WRAPPER_WORDS: FrozenSet[str] = frozenset(_WRAPPER_INDEX)
+
+
+def wrapper_for(first: str, words: List[str]) -> Optional[Wrapper]:
+    """The wrapper row a command starting with ``first`` (then ``words``) is, or None."""
+    return next((w for w in _WRAPPER_INDEX.get(first, ()) if w.when is None or w.when(words)), None)
+
+
+@dataclass(frozen=True)
+class PgWrapper:
+    """The same for PostgreSQL's reader, by parse-tree node type: where the inner is (``inner``,
+    from the node), whether it runs, whether the node names a prepared statement (its
+    ``name``), whether the node's own rule rows apply (``CALL`` has none: the routine decides)
+    and whether the node's children are walked afterwards (``CALL``'s arguments,
+    ``EXECUTE``'s parameters)."""
+
+    inner: Callable[[Dict[str, Any]], Inner]
+    runs: Callable[[Dict[str, Any]], bool] = lambda node: True
+    prepares: bool = False
+    own_rules: bool = True
+    children: bool = False
+
+
+_PG_FALSE_WORDS = frozenset({"false", "off", "0", "no"})
+
+
+def _pg_explain_analyzes(node: Dict[str, Any]) -> bool:
+    """``EXPLAIN (ANALYZE [true])``/``EXPLAIN ANALYZE`` executes the statement."""
+    for option in node.get("options", ()) or ():
+        elem = option.get("DefElem", {})
+        if elem.get("defname") != "analyze":
+            continue
+        arg = elem.get("arg")
+        if arg is None:
+            return True
+        value = next(iter(arg.values()), {}) if isinstance(arg, dict) else {}
+        word = (
+            str(value.get("sval", value.get("boolval", value.get("ival", "true")))).lower()
+            if isinstance(value, dict)
+            else "true"
+        )
+        return word not in _PG_FALSE_WORDS and word != "{}"
+    return False
+
+
+def _pg_query(node: Dict[str, Any]) -> Inner:
+    return Inner("tree", node=node.get("query"))
+
+
+def _pg_executed(node: Dict[str, Any]) -> Inner:
+    name = str(node.get("name", "")).lower()
+    return Inner(
+        "prepared",
+        name=name,
+        why=f"EXECUTE {name} runs a statement prepared elsewhere; its text cannot be checked here",
+    )
+
+
+def _pg_called(node: Dict[str, Any]) -> Inner:
+    call = node.get("funccall", {})
+    return Inner("routine", name=pg_function_name(call.get("FuncCall", call)))
+
+
+#: One row per PostgreSQL statement that holds another (by parse-tree node type).
+PG_WRAPPERS: Dict[str, PgWrapper] = {
+    "ExplainStmt": PgWrapper(_pg_query, runs=_pg_explain_analyzes),
+    "PrepareStmt": PgWrapper(_pg_query, prepares=True),
+    "ExecuteStmt": PgWrapper(_pg_executed, children=True),
+    "DoStmt": PgWrapper(lambda node: Inner("body", node=node)),
+    "CallStmt": PgWrapper(_pg_called, own_rules=False, children=True),
+}
