@@ -333,9 +333,13 @@ class SQLPolicy(Policy):
     forgot is not a way around it. Such text is judged as the statement it reads as, fail
     closed: a search for "delete my account" reads as a ``DELETE`` and is judged as one, while
     prose that does not parse ("delete my account please") is left alone. To refuse unknown tools outright, add a
-    ``ToolAllowListPolicy``. What each statement counts as (``REPLACE`` as ``DELETE``, ...) is
-    the table of effects in ``effects``; the reason names the effect that was denied. A
-    statement, call or body no row places is unknown and blocked at ``unparseable_severity``;
+    ``ToolAllowListPolicy``. ``not_sql_tools=[...]`` names tools the user declares run no SQL
+    (a statement of trust about the tool): their arguments are not judged as SQL, matched by the
+    exact name after NFKC with invisible characters removed (a look-alike or suffixed name stays
+    judged), and every decision about them notes the skipped check (:meth:`note_for`). What each
+    statement counts as (``REPLACE`` as ``DELETE``, ...) is the table of effects in ``effects``;
+    the reason names the effect that was denied. A statement, call or body no row places is
+    unknown and blocked at ``unparseable_severity``;
     ``allow_functions=[...]`` places calls of (and ``CALL``s to) the routines named,
     ``allow_statements=[...]`` the constructs named as the reasons name them, and what they
     place still counts as its keyword for ``deny``/``allow``. ``database=`` (a SQLite path or
