@@ -160,9 +160,10 @@ def test_bad_not_sql_tools_are_refused_at_construction(value, message):
 def test_not_sql_tools_from_a_generator_and_detect_false():
     policy = SQLPolicy(deny=DENY, not_sql_tools=(name for name in ["send_message", "notify"]))
     assert policy.not_sql_tools == {"send_message", "notify"}
-    # With detect=False no unnamed tool is judged anyway; the note still says the tool was declared.
+    assert policy.note_for("send_message") is not None and policy.note_for("send_text") is None
+    # With detect=False no unnamed tool is judged in the first place: no check is skipped, no note.
     quiet = SQLPolicy(deny=DENY, detect=False, not_sql_tools=["send_message"])
-    assert quiet.note_for("send_message") is not None and quiet.note_for("send_text") is None
+    assert quiet.note_for("send_message") is None
 
 
 def test_a_note_that_cannot_be_given_fails_closed(audit_path):

@@ -451,8 +451,9 @@ class SQLPolicy(Policy):
 
     def note_for(self, tool_name: str) -> Optional[str]:
         """On a tool declared not-SQL, that its arguments were not judged as SQL, and why (the
-        kernel records it with every decision about the tool, so an auditor sees the skip)."""
-        if not self._declared_not_sql(tool_name) or _tool_key(tool_name) in self._tool_keys:
+        kernel records it with every decision about the tool, so an auditor sees the skip). With
+        ``detect=False`` no unnamed tool is judged in the first place: nothing is skipped."""
+        if not self.detect or not self._declared_not_sql(tool_name) or _tool_key(tool_name) in self._tool_keys:
             return None
         return (
             f"SQL check skipped: tool {tool_name!r} is declared not to run SQL "
