@@ -5,6 +5,8 @@ the inner statement's kinds when it runs, an unknown construct, or SQL that cann
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agentlightning.contrib.kernel.agentos import analyze_sql
@@ -97,3 +99,13 @@ def test_what_explain_only_plans_is_not_judged_and_what_it_runs_is(dialect):
 def test_analyze_table_is_maintenance_not_a_wrapper():
     assert rules.wrapper_for("ANALYZE", ["TABLE", "t"]) is None
     assert analyze_sql("ANALYZE TABLE t", "mysql").kinds == {"ANALYZE"}
+
+
+def test_the_docs_table_of_wrappers_names_every_row():
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "kernel.md").read_text()
+    table = docs[docs.index("**Statements that hold statements**") : docs.index("**Always blocked**")]
+    first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| ")][2:]
+    assert first_cells, "the wrappers table is missing"
+    for wrapper in rules.WRAPPERS:
+        for word in wrapper.words:
+            assert any(f"`{word}" in cell or f"/`{word}`" in cell for cell in first_cells), word
