@@ -9,6 +9,7 @@ allowed, and while a harmless statement stays allowed.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, List
 
 import pytest
@@ -184,3 +185,37 @@ def test_catalog_that_cannot_be_read_blocks(maria):
 
     with pytest.raises(GovernanceConfigError, match="autocommit"):
         SQLPolicy(deny=["DELETE"], dialect="mariadb", database=maria.connect(autocommit=False))
+
+
+def test_a_user_without_global_trigger_privilege_is_refused(maria):
+    """information_schema shows a table's triggers only to a user with the TRIGGER privilege on
+    it: such a user would read an empty catalog and allow everything, so it is blocked."""
+    maria.run(
+        "CREATE TABLE orders_{s} (id INT PRIMARY KEY, total INT)",
+        "CREATE TABLE audit_{s} (id INT)",
+        "CREATE TRIGGER purge_{s} AFTER UPDATE ON orders_{s} FOR EACH ROW DELETE FROM audit_{s}",
+    )
+    user, password = f"agentos_ro_{maria.s}", uuid.uuid4().hex
+    maria.run(
+        f"CREATE USER '{user}'@'localhost' IDENTIFIED BY '{password}'",
+        f"GRANT SELECT ON {maria.name}.* TO '{user}'@'localhost'",
+    )
+    try:
+        limited = maria.connect(user=user, password=password)
+        with limited.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM information_schema.TRIGGERS WHERE TRIGGER_NAME = %s", (f"purge_{maria.s}",)
+            )
+            assert cursor.fetchone() == (0,), "the trigger is hidden from this user"
+        description = maria.blocked(maria_policy(limited), "UPDATE orders_{s} SET total = 1")
+        assert (
+            "cannot read the MariaDB database's catalog: the guard's user lacks the global SELECT/TRIGGER"
+            in description
+        )
+        limited.close()
+    finally:
+        maria.run(f"DROP USER '{user}'@'localhost'")
+
+
+def maria_policy(connection):
+    return SQLPolicy(deny=["DELETE"], dialect="mariadb", database=connection)

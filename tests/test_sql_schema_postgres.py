@@ -13,7 +13,7 @@ from typing import Any, List
 
 import pytest
 
-from agentlightning.contrib.kernel.agentos import GovernanceConfigError, SQLPolicy
+from agentlightning.contrib.kernel.agentos import Action, GovernanceConfigError, GovernanceKernel, SQLPolicy
 
 from .sql_schema_servers import postgres_database
 
@@ -198,7 +198,7 @@ def test_writes_through_views_and_partitions_reach_the_tables_below(pg):
     assert pg.count("audit") == 0
 
 
-def test_catalog_that_cannot_be_read_blocks(pg):
+def test_catalog_that_cannot_be_read_blocks(pg, tmp_path):
     pg.run("CREATE TABLE t (id int); INSERT INTO t VALUES (1)")
     aware = pg.aware(["DELETE"])
     assert aware.check_sql("UPDATE t SET id = 2") == []
@@ -221,6 +221,14 @@ def test_catalog_that_cannot_be_read_blocks(pg):
     pg.run(f"SELECT pg_terminate_backend({pid})")
     for _ in range(2):
         assert "cannot read the PostgreSQL database's catalog" in _blocked(aware, "UPDATE t SET id = 2")
+    assert aware.check_sql("SELECT 1") == [], "a read that sets nothing off does not need the catalog"
+    kernel = GovernanceKernel([aware], recorder=tmp_path / "audit.db")
+    try:  # through the kernel: blocked, and the reason is in the audit trail
+        assert kernel.check(Action.sql("UPDATE t SET id = 2")).blocked
+        (row,) = kernel.audit.records()
+        assert row["policy_verdict"] == "blocked" and "cannot read the PostgreSQL" in row["violation_reason"]
+    finally:
+        kernel.close()
 
     # Given a factory, the guard reconnects on the next check and recovers.
     made = []

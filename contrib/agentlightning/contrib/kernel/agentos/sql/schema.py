@@ -372,4 +372,3 @@ def open_schema(database: Any, dialect: Optional[str] = None) -> Catalog:
             f"{sorted(d for d in _FITTING_DIALECTS[kind] if d)} or no dialect"
         )
     return catalog
-

@@ -147,9 +147,7 @@ class MariaDBCatalog(Catalog):
         if not found:
             return None
         bodies = [
-            read_body(d, name)
-            if d is not None
-            else body_of(_NoDefinition(), name)  # the user may not see it: unknown
+            read_body(d, name) if d is not None else body_of(_NoDefinition(), name)  # the user may not see it: unknown
             for d in found
         ]
         return SQLStatement(

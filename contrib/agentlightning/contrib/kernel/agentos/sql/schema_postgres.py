@@ -168,7 +168,8 @@ class PostgresCatalog(Catalog):
             if volatility in ("i", "s"):  # declared free of writes; PostgreSQL does not read the body
                 body = SQLStatement("", frozenset())
             else:
-                why = f"LANGUAGE {language}, {_VOLATILITY.get(volatility, volatility)} in pg_proc: its body cannot be read"
+                declared = _VOLATILITY.get(volatility, volatility)
+                why = f"LANGUAGE {language}, {declared} in pg_proc: its body cannot be read"
                 body = SQLStatement("", frozenset(), unknown=(unreadable_body(name, why),))
         self._bodies[oid] = body
         return body
@@ -188,4 +189,3 @@ class PostgresCatalog(Catalog):
             tuple(dict.fromkeys(u for b in bodies for u in b.unknown)),
             tuple(dict.fromkeys(t for b in bodies for t in b.writes)),
         )
-

@@ -73,7 +73,7 @@ class SQLiteCatalog(Catalog):
             for one in events:
                 self._add(str(table), one, Consequence(what, body))
         rows = self._rows(
-            "SELECT m.name, f.id, f.\"table\", f.on_delete, f.on_update FROM sqlite_master AS m, "
+            'SELECT m.name, f.id, f."table", f.on_delete, f.on_update FROM sqlite_master AS m, '
             "pragma_foreign_key_list(m.name) AS f WHERE m.type = 'table'"
         )
         for child, key, parent, on_delete, on_update in rows:
