@@ -178,6 +178,22 @@ def test_functions_in_select_judged_by_body_or_volatility(pg):
     assert pg.count("orders") == 0
 
 
+def test_event_trigger_runs_on_statements_that_define_objects(pg):
+    pg.run(
+        "CREATE TABLE audit (id int); INSERT INTO audit VALUES (1), (2);"
+        "CREATE FUNCTION purge_on_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM audit; END $$;"
+        "CREATE EVENT TRIGGER purge_ddl ON ddl_command_end EXECUTE FUNCTION purge_on_ddl()"
+    )
+    create = "CREATE TABLE scratch (a int)"
+    aware = pg.aware(["DELETE"])
+    assert TEXT_ONLY.check_sql(create) == []
+    assert "event trigger purge_ddl (ddl_command_end) runs it" in _blocked(aware, create)
+    assert aware.check_sql("UPDATE audit SET id = 3 WHERE id = 1") == [], "rows are not definitions"
+    pg.run(create)
+    assert pg.count("audit") == 0
+
+
 def test_writes_through_views_and_partitions_reach_the_tables_below(pg):
     pg.run(
         "CREATE TABLE audit (id int); INSERT INTO audit VALUES (1);"

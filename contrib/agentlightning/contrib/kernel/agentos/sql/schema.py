@@ -53,6 +53,10 @@ __all__ = ["Consequence", "Catalog", "CatalogUnreadable", "Unjudged", "open_sche
 #: The written-table name that stands for "every table" (a write whose table cannot be named).
 ANY_TABLE = "*"
 _ROW_EVENTS = ("INSERT", "UPDATE", "DELETE")
+#: The event of a statement that defines objects (PostgreSQL's event triggers fire on it), and
+#: the kinds that fire it; kept under no table.
+DDL_EVENT = "DDL"
+DDL_KINDS = frozenset({"CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "COMMENT"})
 
 
 class CatalogUnreadable(Exception):
@@ -124,6 +128,16 @@ def body_of(analysis: Any, name: str, drop: FrozenSet[str] = frozenset()) -> SQL
         tuple(sorted((k, w) for k, w in because.items() if k in kinds)),
         tuple(unknown),
         tuple(writes),
+    )
+
+
+def _sets_off(statement: SQLStatement) -> bool:
+    """Whether ``statement`` may set something off in the database (a write, a definition, a call
+    no list places); a plain read of known functions does not."""
+    return bool(
+        write_events(statement.kinds)
+        or statement.kinds & DDL_KINDS
+        or any(u.category == "function" for u in statement.unknown)
     )
 
 
@@ -218,7 +232,7 @@ class Catalog:
         """Each statement with what it sets off in the database added (see the module doc).
         Statements that write nothing and call nothing unknown set nothing off: for them (most
         reads) the catalog is not consulted."""
-        if not any(write_events(s.kinds) or any(u.category == "function" for u in s.unknown) for s in statements):
+        if not any(_sets_off(s) for s in statements):
             return list(statements)
         with self._lock:
             try:
@@ -258,6 +272,11 @@ class Catalog:
                     seen.add(f"routine {u.name}")
                     pending.append((body, f"routine {u.name}'s body runs it", True))
             events = write_events(part.kinds)
+            if part.kinds & DDL_KINDS:
+                for consequence in self._on_write.get(("", DDL_EVENT), ()):
+                    if consequence.what not in seen:
+                        seen.add(consequence.what)
+                        pending.append((consequence.body, consequence.reason(), True))
             tables = part.writes or ((ANY_TABLE,) if events else ())
             for table in tables:
                 for target in self._targets(table):

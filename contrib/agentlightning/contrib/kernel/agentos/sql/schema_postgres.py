@@ -2,6 +2,8 @@
 
 Read from the system catalogs of the database the connection is on:
 
+* ``pg_event_trigger`` (not disabled): their functions' bodies, counted for every statement that
+  defines objects (``CREATE``, ``ALTER``, ``DROP``, ``GRANT``, ``REVOKE``, ``COMMENT``);
 * ``pg_trigger`` (user triggers, not disabled): each trigger's function body, by event
   (``tgtype``); the body is read by PostgreSQL's own parser (``LANGUAGE sql``) or its PL/pgSQL
   parser, from ``pg_get_functiondef``;
@@ -14,9 +16,9 @@ Read from the system catalogs of the database the connection is on:
   judged by what it runs; any other (``c``, ``internal``, ``plpython3u``, ...) is placed when
   ``provolatile`` says ``IMMUTABLE`` or ``STABLE`` and is unknown when ``VOLATILE``.
 
-Change detector: for each of ``pg_trigger``, ``pg_rewrite``, ``pg_proc``, ``pg_constraint``,
-``pg_class``, ``pg_inherits`` and ``pg_namespace``, its row count and the sum of its rows'
-``xmin``. Every catalog change writes new row versions, whose ``xmin`` is the writing
+Change detector: for each of ``pg_trigger``, ``pg_event_trigger``, ``pg_rewrite``, ``pg_proc``,
+``pg_constraint``, ``pg_class``, ``pg_inherits`` and ``pg_namespace``, its row count and the sum
+of its rows' ``xmin``. Every catalog change writes new row versions, whose ``xmin`` is the writing
 transaction's id, newer than every committed row's: a change that adds or alters rows raises the
 sum, one that only removes rows lowers the count. One query, a few milliseconds, before every
 decision. It can be fooled only after transaction ids wrap around (about four billion
@@ -29,11 +31,20 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .effects import SQLStatement
 from .postgres import _plpgsql_statements, read_postgres
-from .schema import Catalog, Consequence, body_of, unreadable_body
+from .schema import DDL_EVENT, Catalog, Consequence, body_of, unreadable_body
 
 __all__ = ["PostgresCatalog"]
 
-_FINGERPRINTED = ("pg_trigger", "pg_rewrite", "pg_proc", "pg_constraint", "pg_class", "pg_inherits", "pg_namespace")
+_FINGERPRINTED = (
+    "pg_trigger",
+    "pg_event_trigger",
+    "pg_rewrite",
+    "pg_proc",
+    "pg_constraint",
+    "pg_class",
+    "pg_inherits",
+    "pg_namespace",
+)
 _FINGERPRINT = "SELECT " + ", ".join(
     f"(SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text FROM pg_catalog.{table})"
     for table in _FINGERPRINTED
@@ -55,6 +66,11 @@ FROM pg_catalog.pg_trigger t
 JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
 JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE NOT t.tgisinternal AND t.tgenabled <> 'D'
+"""
+_EVENT_TRIGGERS = """
+SELECT e.evtname, e.evtevent, e.evtfoid, p.proname
+FROM pg_catalog.pg_event_trigger e JOIN pg_catalog.pg_proc p ON p.oid = e.evtfoid
+WHERE e.evtenabled <> 'D'
 """
 _RULES = """
 SELECT r.rulename, c.relname, r.ev_type, pg_catalog.pg_get_ruledef(r.oid)
@@ -118,6 +134,10 @@ class PostgresCatalog(Catalog):
             for bit, event in _TRIGGER_EVENTS.items():
                 if int(tgtype) & bit:
                     self._add(str(table), event, Consequence(what, body))
+        for name, event, function_oid, function_name in self._rows(_EVENT_TRIGGERS):
+            body = self._body(int(function_oid), str(function_name).lower(), self._language(int(function_oid)))
+            what = f"event trigger {name} ({event})"
+            self._add("", DDL_EVENT, Consequence(what, body, why=f"{what} runs it when this statement defines objects"))
         for name, table, ev_type, definition in self._rows(_RULES):
             event = _RULE_EVENTS.get(str(ev_type))
             if event is None:
