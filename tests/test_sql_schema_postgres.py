@@ -178,6 +178,35 @@ def test_functions_in_select_judged_by_body_or_volatility(pg):
     assert pg.count("orders") == 0
 
 
+def test_writes_whose_table_is_not_named_count_as_every_table(pg):
+    pg.run(
+        "CREATE TABLE orders (id int PRIMARY KEY); CREATE TABLE audit (id int); INSERT INTO audit VALUES (1);"
+        "CREATE TABLE plain (id int);"
+        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
+        "CREATE TRIGGER purge AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION purge_audit()"
+    )
+    aware = pg.aware(["DELETE"])
+    merge = "MERGE INTO orders o USING (VALUES (1)) v(id) ON o.id = v.id WHEN NOT MATCHED THEN INSERT VALUES (v.id)"
+    assert TEXT_ONLY.check_sql(merge) == []
+    assert "trigger purge on orders" in _blocked(aware, merge), "MERGE's target is not among the reader's writes"
+    assert "trigger purge on orders" in _blocked(aware, "COPY plain FROM STDIN"), "COPY's neither: every table"
+    assert aware.check_sql("INSERT INTO plain VALUES (1)") == [], "a named table without trigger"
+    pg.run(merge)
+    assert pg.count("audit") == 0
+
+
+def test_trigger_whose_function_cannot_be_read_is_unknown_unless_allowed(pg):
+    pg.run(
+        "CREATE TABLE t (id int, v text); INSERT INTO t VALUES (1, 'a');"
+        "CREATE TRIGGER skip_same BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()"
+    )
+    update = "UPDATE t SET v = 'b'"
+    description = _blocked(pg.aware(["DELETE"]), update)
+    assert "suppress_redundant_updates_trigger() (LANGUAGE internal, VOLATILE in pg_proc" in description
+    assert pg.aware(["DELETE"], allow_functions=["suppress_redundant_updates_trigger"]).check_sql(update) == []
+
+
 def test_event_trigger_runs_on_statements_that_define_objects(pg):
     pg.run(
         "CREATE TABLE audit (id int); INSERT INTO audit VALUES (1), (2);"
