@@ -116,6 +116,7 @@ def test_call_is_judged_by_the_procedure_body(maria):
         "CREATE PROCEDURE note_{s}(m TEXT) INSERT INTO log_{s} VALUES (m)",
         "CREATE FUNCTION shout_{s}(m TEXT) RETURNS TEXT DETERMINISTIC RETURN UPPER(m)",
     )
+    maria.run("CREATE FUNCTION purge_{s}() RETURNS INT MODIFIES SQL DATA BEGIN DELETE FROM log_{s}; RETURN 1; END")
     call = "CALL archive_{s}()"
     assert "unknown effect" in TEXT_ONLY.check_sql(call.format(s=maria.s))[0].description
     aware = maria.aware(["DELETE"])
@@ -125,6 +126,7 @@ def test_call_is_judged_by_the_procedure_body(maria):
     assert maria.allowed(aware, "CALL note_{s}('hello')"), "a procedure that only inserts is placed by its body"
     assert maria.allowed(aware, "SELECT shout_{s}('x')"), "a function whose body only computes is placed"
     assert "unknown effect" in maria.blocked(aware, "SELECT sleep(1)"), "a built-in off the list stays unknown"
+    assert "routine purge_{s}'s body runs it".format(s=maria.s) in maria.blocked(aware, "SELECT purge_{s}()")
 
     maria.run(call)
     assert maria.rows("SELECT count(*) FROM orders_{s}") == [(0,)]
@@ -219,3 +221,19 @@ def test_a_user_without_global_trigger_privilege_is_refused(maria):
 
 def maria_policy(connection):
     return SQLPolicy(deny=["DELETE"], dialect="mariadb", database=connection)
+
+
+def test_a_write_through_a_view_reaches_the_table_below(maria):
+    maria.run(
+        "CREATE TABLE items_{s} (id INT PRIMARY KEY, qty INT)",
+        "CREATE TABLE audit_{s} (id INT)",
+        "INSERT INTO items_{s} VALUES (1, 1)",
+        "INSERT INTO audit_{s} VALUES (1)",
+        "CREATE VIEW items_v_{s} AS SELECT id, qty FROM items_{s}",
+        "CREATE TRIGGER purge_{s} AFTER UPDATE ON items_{s} FOR EACH ROW DELETE FROM audit_{s}",
+    )
+    update = "UPDATE items_v_{s} SET qty = 2"
+    assert maria.allowed(TEXT_ONLY, update)
+    assert "trigger purge_{s} on items_{s}".format(s=maria.s) in maria.blocked(maria.aware(["DELETE"]), update)
+    maria.run(update)
+    assert maria.rows("SELECT count(*) FROM audit_{s}") == [(0,)]
