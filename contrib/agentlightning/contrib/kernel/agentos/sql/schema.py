@@ -189,6 +189,11 @@ class Catalog:
     def _refresh(self) -> None:
         if self._conn is None and self._factory is not None:
             self._conn = self._factory()
+            if _database_of(self._conn) not in (None, "sqlite") and _autocommit(self._conn) is not True:
+                self._close_quietly()
+                raise CatalogUnreadable(
+                    f"cannot read {self.database}'s catalog: the factory's connection is not in autocommit mode"
+                )
         fingerprint = self._fingerprint()
         if fingerprint == self._seen_fingerprint:
             return
