@@ -111,7 +111,7 @@ def test_reference_quick_start_runs_literally(capsys, caplog):
 
         # The runner made its own agent and store; both rollouts and their spans are in it.
         runner = namespace["runner"]
-        assert isinstance(runner.get_agent(), TaskActionAgent)
+        assert isinstance(runner.get_agent().agent, TaskActionAgent)  # composed in the runner's GovernedAgent
         stats = loop.run_until_complete(governance_stats(runner.get_store()))
         assert (
             stats["total_rollouts"],
