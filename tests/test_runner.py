@@ -554,7 +554,7 @@ def test_bad_input_is_refused_where_it_enters(tmp_path):
         runner.init_worker("0", store=InMemoryLightningStore())
 
 
-# ----------------------------------------------------------------------------- the agent composed, one outcome, one view
+# ------------------------------------------------------------------------- the agent composed, one outcome, one view
 class _PlainSQLAgent(agl.LitAgent):
     """A user's agent with state of its own, run by both runners below."""
 
@@ -691,7 +691,11 @@ def test_a_reward_fn_that_raises_fails_the_attempt_after_its_summary(shop_db):
         store = StatusOrderStore()
         await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
         runner = AgentOSRunner(
-            [SQLPolicy(deny=["DROP"])], reward_fn=broken_reward, log_violations=False, poll_interval=0.05, max_rollouts=2
+            [SQLPolicy(deny=["DROP"])],
+            reward_fn=broken_reward,
+            log_violations=False,
+            poll_interval=0.05,
+            max_rollouts=2,
         )
         runner.init(_PlainSQLAgent())
         runner.init_worker(0, store)

@@ -1,18 +1,19 @@
 """The runner's behaviour before and after a change, on the same scenarios, in separate processes.
 
 Each side is a checkout of this repository (a ``git worktree`` of the commit to compare with, and
-this one); each runs every scenario below in a fresh interpreter with its own
-``agentlightning.contrib`` loaded from that checkout, against the real agentlightning store and
-runner. What ``runner.step`` returned (or raised), every span of every rollout (name and
+this one); each side runs every scenario below, one after the other, in an interpreter of its own
+with ``agentlightning.contrib`` loaded from that checkout, against the real agentlightning store
+and runner. What ``runner.step`` returned (or raised), every span of every rollout (name and
 attributes, ids and times left out), the final reward, the status, the governance summary and
 ``runner.get_stats()`` are written as JSON and compared::
 
     git worktree add /tmp/runner-base 6023c1d
     .venv/bin/python tests/benchmarks/runner_differential.py --before /tmp/runner-base --after .
 
-It prints the number of scenarios, rollouts, spans and values compared, and every difference (the
-order of spans is compared as written and, separately, as a multiset). Exit status 1 if any
-differs.
+It prints the number of scenarios, rollouts, spans and values compared, and every difference.
+Spans are compared as a multiset per rollout (name and attributes) and, separately, in the order
+the store returns them; a rollout whose spans differ only in order is reported as such, with both
+orders of span names. Exit status 1 if anything but the order differs.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def _step_result(rollout: Any) -> Dict[str, Any]:
             "task_output": _plain(rollout.task_output),
             "success": rollout.success,
             "violations": [
-                [v.policy_name, v.severity.value, v.penalty, v.action_blocked, v.description] for v in rollout.violations
+                [v.policy_name, v.severity.value, v.penalty, v.action_blocked, v.description]
+                for v in rollout.violations
             ],
             "signals_sent": list(rollout.signals_sent),
             "total_penalty": rollout.total_penalty,
@@ -99,7 +101,9 @@ def _step_result(rollout: Any) -> Dict[str, Any]:
             "agent_reward": rollout.agent_reward,
             "reward": reward.to_dict() if reward is not None else None,
             "governed": rollout.governed,
-            "decisions": [[d.verdict.value, d.action.tool_name, _plain(dict(d.action.args))] for d in rollout.decisions],
+            "decisions": [
+                [d.verdict.value, d.action.tool_name, _plain(dict(d.action.args))] for d in rollout.decisions
+            ],
             "execution_time_ms_positive": rollout.execution_time_ms > 0,
         }
 
@@ -108,7 +112,7 @@ async def _store_view(store: Any) -> List[Dict[str, Any]]:
     from agentlightning.emitter import find_final_reward
 
     rows = []
-    rollouts = sorted(await store.query_rollouts(), key=lambda r: (r.start_time or 0.0))
+    rollouts = sorted(await store.query_rollouts(), key=lambda r: r.start_time or 0.0)
     for rollout in rollouts:
         spans = await store.query_spans(rollout.rollout_id, "latest")
         attempt = await store.get_latest_attempt(rollout.rollout_id)
@@ -296,11 +300,11 @@ def _run_scenario(name: str, workdir: Path) -> Dict[str, Any]:  # noqa: C901 - o
 
 
 # ----------------------------------------------------------------------------- comparing the two sides
-def _side(root: Path, scenario: str) -> Dict[str, Any]:
+def _side(root: Path) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as workdir:
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AGENTOPS_LOGGING_TO_FILE": "False"}
         done = subprocess.run(
-            [sys.executable, __file__, "--one", scenario, "--root", str(root), "--workdir", workdir],
+            [sys.executable, __file__, "--side", "--root", str(root), "--workdir", workdir],
             capture_output=True,
             text=True,
             env=env,
@@ -308,7 +312,7 @@ def _side(root: Path, scenario: str) -> Dict[str, Any]:
             timeout=600,
         )
         if done.returncode != 0:
-            raise RuntimeError(f"{scenario} at {root} failed:\n{done.stderr[-4000:]}")
+            raise RuntimeError(f"the scenarios at {root} failed:\n{done.stderr[-4000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -335,40 +339,61 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, help="checkout of the code before the change")
     parser.add_argument("--after", type=Path, default=Path("."), help="checkout of the code after it")
-    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one:
+    if args.side:
         import logging
 
         logging.disable(logging.CRITICAL)
         _load_contrib(args.root.resolve())
-        print(json.dumps(_run_scenario(args.one, args.workdir)))
+        results = {}
+        for scenario in SCENARIOS:
+            (args.workdir / scenario).mkdir()
+            results[scenario] = _run_scenario(scenario, args.workdir / scenario)
+        print(json.dumps(results))
         return 0
+    sides = {"before": _side(args.before.resolve()), "after": _side(args.after.resolve())}
     totals = {"scenarios": 0, "rollouts": 0, "spans": 0, "values": 0}
-    differing = 0
+    differing, reordered = 0, 0
     for scenario in SCENARIOS:
-        before, after = _side(args.before.resolve(), scenario), _side(args.after.resolve(), scenario)
+        before, after = sides["before"][scenario], sides["after"][scenario]
         totals["scenarios"] += 1
         totals["rollouts"] += len(after["store"])
         totals["spans"] += sum(len(row["spans"]) for row in after["store"])
         totals["values"] += _count_values(after)
-        found = _differences(before, after)
-        multiset = [
-            (sorted(json.dumps(s, sort_keys=True) for s in b["spans"]), sorted(json.dumps(s, sort_keys=True) for s in a["spans"]))
-            for b, a in zip(before["store"], after["store"])
+        found = _differences(_spans_as_multisets(before), _spans_as_multisets(after))
+        order = [
+            (i, [s["name"] for s in b["spans"]], [s["name"] for s in a["spans"]])
+            for i, (b, a) in enumerate(zip(before["store"], after["store"]))
+            if b["spans"] != a["spans"]
         ]
-        same_multiset = all(b == a for b, a in multiset) and len(before["store"]) == len(after["store"])
-        print(f"{scenario}: {len(found)} difference(s); spans as a multiset {'equal' if same_multiset else 'DIFFER'}")
+        print(
+            f"{scenario}: {len(found)} difference(s); {len(order)} rollout(s) whose spans differ in order only"
+            if not found
+            else f"{scenario}: {len(found)} difference(s)"
+        )
         for line in found:
             print(f"  {line}")
+        if not found:
+            for index, names_before, names_after in order:
+                print(f"  rollout {index} span order: {names_before} -> {names_after}")
         differing += bool(found)
+        reordered += len(order) if not found else 0
     print(
         f"compared {totals['scenarios']} scenarios, {totals['rollouts']} rollouts, {totals['spans']} spans, "
-        f"{totals['values']} values: {differing} scenario(s) differ"
+        f"{totals['values']} values: {differing} scenario(s) differ; {reordered} rollout(s) differ in span order only"
     )
     return 1 if differing else 0
+
+
+def _spans_as_multisets(side: Dict[str, Any]) -> Dict[str, Any]:
+    """``side`` with each rollout's spans sorted (so only their content is compared)."""
+    rows = [
+        {**row, "spans": sorted(row["spans"], key=lambda s: json.dumps(s, sort_keys=True))} for row in side["store"]
+    ]
+    return {**side, "store": rows}
 
 
 if __name__ == "__main__":

@@ -305,9 +305,7 @@ class GovernedAgent(LitAgent[Any]):
                 reraise(err)
         return self._returned(runner, record, result)
 
-    async def _run_async(
-        self, method: Callable[..., Awaitable[Any]], task: Any, resources: Any, rollout: Any
-    ) -> Any:
+    async def _run_async(self, method: Callable[..., Awaitable[Any]], task: Any, resources: Any, rollout: Any) -> Any:
         runner, record = self._start(rollout)
         with record.activate():
             if not runner.task_allowed(record, task):

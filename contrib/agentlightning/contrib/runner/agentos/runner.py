@@ -460,9 +460,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         key = (next_rollout.rollout_id, next_rollout.attempt.attempt_id)
         record = RolloutGovernance(
             kernel=self.kernel,
-            context=ActionContext(
-                agent_id=self.agent_id or self.get_worker_id(), rollout_id=key[0], attempt_id=key[1]
-            ),
+            context=ActionContext(agent_id=self.agent_id or self.get_worker_id(), rollout_id=key[0], attempt_id=key[1]),
             fail_on_violation=self.fail_on_violation,
             on_decision=self._on_decision,
             rollout=next_rollout,
