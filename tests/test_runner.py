@@ -365,11 +365,13 @@ def test_summary_rollout_and_reward_input_come_from_one_outcome(shop_db):
     rollout, summary = _run(scenario())
     (view,) = seen
     assert ran == ["SELECT 1"]  # the DROP never ran
-    assert [d.decision_id for d in view.decisions] == [d.decision_id for d in rollout.decisions]
+    assert [d.decision_id for d in view.governance.decisions] == [d.decision_id for d in rollout.governance.decisions]
     assert view.violations == rollout.violations and len(rollout.violations) == 1
-    assert view.agent_reward == rollout.agent_reward == 0.5 and view.success is True and view.reward is None
-    assert rollout.reward.final == 2.0 and rollout.cost == 7.0  # the reward's own cost, everywhere
-    assert summary["reward"] == rollout.reward.to_dict() and summary["cost"] == rollout.cost
+    assert view.agent_reward == rollout.agent_reward == 0.5 and view.success is True and view.governance.reward is None
+    assert (
+        rollout.governance.reward.final == 2.0 and rollout.governance.cost == 7.0
+    )  # the reward's own cost, everywhere
+    assert summary["reward"] == rollout.governance.reward.to_dict() and summary["cost"] == rollout.governance.cost
     assert (summary["checks"], summary["violations"], summary["total_penalty"]) == (2, 1, rollout.total_penalty)
     # A governed tool called in the attempt's context after it ended is refused before it runs.
     ((tool, context),) = contexts
@@ -477,9 +479,10 @@ def test_a_governed_call_from_a_thread_the_agent_started_belongs_to_its_rollout(
     dirty, clean, summary = _run(scenario())
     assert table_counts(shop_db) == before
     assert [v.policy_name for v in dirty.violations] == ["SQLPolicy"] and dirty.total_penalty == -100.0
-    assert len(dirty.decisions) == 2 and all(d.context.rollout_id == dirty.rollout_id for d in dirty.decisions)
-    assert dirty.reward.final == -99.0 and summary["violations"] == 1 and summary["checks"] == 2
-    assert clean.violations == [] and clean.reward.final == 7.0 and len(clean.decisions) == 2
+    assert len(dirty.governance.decisions) == 2
+    assert all(d.context.rollout_id == dirty.rollout_id for d in dirty.governance.decisions)
+    assert dirty.governance.reward.final == -99.0 and summary["violations"] == 1 and summary["checks"] == 2
+    assert clean.violations == [] and clean.governance.reward.final == 7.0 and len(clean.governance.decisions) == 2
 
 
 class _Bail(BaseException):

@@ -209,7 +209,10 @@ class AgentOSRunner(LitAgentRunner[Any]):
     Inside each rollout attempt, tools wrapped with :func:`governed_tool` are checked by
     ``kernel``; every check and every violation becomes an annotation span of that rollout and
     attempt, and the attempt's metadata gets a summary under ``"agentos"``. Concurrent rollouts
-    never share state (it lives in a context variable per attempt).
+    never share state: each attempt has its own record, filed under its rollout and attempt ids
+    and active (a context variable) while its agent runs. The agent runs inside a
+    :class:`GovernedAgent` and is never modified. The path of one attempt is in this module's
+    docstring.
 
     Args:
         kernel: a :class:`GovernanceKernel`, an ``agent_os.KernelSpace`` or a list of policies.
@@ -230,7 +233,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
             result becomes one multi-dimensional reward span (primary dimension ``final``) that is
             the last reward span of the attempt, so ``find_final_reward`` returns it; a float
             returned by the agent is not stored unshaped. If the agent raises, the span is still
-            written (with ``success=False``) before the attempt is marked failed. An object with
+            written (with ``success=False``) before the attempt is marked failed; if ``reward_fn``
+            raises, the attempt is marked failed (and ``step`` raises its error). An object with
             ``score(rollout) -> GovernedReward`` keeps its decomposition; a plain callable's float
             is stored as ``final`` and ``base``.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
