@@ -228,7 +228,8 @@ class RolloutGovernance:
         return fields
 
     def emit_deferred_spans(self) -> None:
-        """Send the held-back check spans through the active trace now (the agent raised)."""
+        """Send the held-back check spans through the active trace now (``AgentOSRunner`` writes
+        them with :meth:`take_deferred_spans` instead, when the attempt is concluded)."""
         for decision, _ in self._deferred:
             emit_decision_spans(decision)
         self._deferred.clear()
