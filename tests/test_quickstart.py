@@ -111,7 +111,7 @@ def test_reference_quick_start_runs_literally(capsys, caplog):
 
         # The runner made its own agent and store; both rollouts and their spans are in it.
         runner = namespace["runner"]
-        assert isinstance(runner.get_agent(), TaskActionAgent)
+        assert isinstance(runner.get_agent().agent, TaskActionAgent)  # composed in the runner's GovernedAgent
         stats = loop.run_until_complete(governance_stats(runner.get_store()))
         assert (
             stats["total_rollouts"],
@@ -272,7 +272,7 @@ def test_results_other_than_rewards_are_the_task_output(caplog):
     )
     good.init(lambda task: {"accuracy": 0.75})
     rollout = asyncio.run(good.step("SELECT 1"))
-    assert rollout.reward.final == 5.75
+    assert rollout.governance.reward.final == 5.75
     assert find_final_reward(asyncio.run(good.get_store().query_spans(rollout.rollout_id, "latest"))) == 5.75
 
     wrong = PolicyReward(kernel, base_reward_fn=lambda r: r.task_output.accuracy)
@@ -401,7 +401,7 @@ def test_an_ungoverned_rollout_is_reported_and_earns_no_clean_bonus(tmp_path, ca
     assert len(messages) == 1  # once per runner
     assert "governed_tool('database_query', fn)" in messages[0] and "govern_input=True" in messages[0]
     assert all(r.governed is False and r.violations == [] for r in rollouts)
-    assert [r.reward.final for r in rollouts] == [1.0, 1.0]  # the agent's reward, no clean bonus
+    assert [r.governance.reward.final for r in rollouts] == [1.0, 1.0]  # the agent's reward, no clean bonus
     assert [r.reward.clean_bonus for r in rollouts] == [0.0, 0.0]
     assert runner.get_stats()["ungoverned_rollouts"] == 2
     assert runner.reward_fn.get_stats()["ungoverned_rate"] == 1.0 and runner.reward_fn.get_stats()["clean_rate"] == 0.0
@@ -416,8 +416,8 @@ def test_an_ungoverned_rollout_is_reported_and_earns_no_clean_bonus(tmp_path, ca
     governed = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), govern_input=True, log_violations=False)
     governed.init(careless_agent)
     clean, dropped = (asyncio.run(governed.step(q)) for q in ("SELECT 1", "DROP TABLE t2"))
-    assert clean.governed and clean.reward.final == 6.0
-    assert dropped.success is False and dropped.reward.final == -100.0
+    assert clean.governed and clean.governance.reward.final == 6.0
+    assert dropped.success is False and dropped.governance.reward.final == -100.0
     assert governed.get_stats()["ungoverned_rollouts"] == 0
 
 

@@ -90,8 +90,8 @@ def test_llm_written_sql_is_governed_like_the_tabular_policy(model_server, tmp_p
 
     first, second = asyncio.run(scenario())
     assert [len(r.violations) for r in (first, second)] == [1, 0]
-    assert first.decisions[0].blocked and first.reward.final == -100.0
-    assert second.reward.final == pytest.approx(task_reward(True, task.candidates["precise"]) + 5.0)
+    assert first.governance.decisions[0].blocked and first.governance.reward.final == -100.0
+    assert second.governance.reward.final == pytest.approx(task_reward(True, task.candidates["precise"]) + 5.0)
     request = model_server.requests[0]
     assert request["model"] == "sql-model" and request["temperature"] == 0.0
     assert (

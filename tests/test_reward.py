@@ -340,8 +340,8 @@ def test_runner_reward_span_is_multidimensional_with_cost(governed_run):
 
 def test_runner_exposes_reward_and_cost_on_the_rollout_and_attempt(governed_run):
     clean, dropped = governed_run["results"][:2]
-    assert (clean.reward.final, clean.cost, clean.agent_reward) == (5.75, 0.0, 0.75)
-    assert (dropped.reward.final, dropped.cost) == (-99.25, 10.0)
+    assert (clean.governance.reward.final, clean.governance.cost, clean.agent_reward) == (5.75, 0.0, 0.75)
+    assert (dropped.governance.reward.final, dropped.governance.cost) == (-99.25, 10.0)
     summaries = [r["metadata"]["agentos"] for r in governed_run["rows"]]
     assert [s["cost"] for s in summaries] == [0.0, 10.0, 20.0, 0.0, 10.0]
     assert [s["reward"]["final"] for s in summaries] == [5.75, -99.25, -100.0, 5.5, -100.0]

@@ -365,11 +365,13 @@ def test_summary_rollout_and_reward_input_come_from_one_outcome(shop_db):
     rollout, summary = _run(scenario())
     (view,) = seen
     assert ran == ["SELECT 1"]  # the DROP never ran
-    assert [d.decision_id for d in view.decisions] == [d.decision_id for d in rollout.decisions]
+    assert [d.decision_id for d in view.governance.decisions] == [d.decision_id for d in rollout.governance.decisions]
     assert view.violations == rollout.violations and len(rollout.violations) == 1
-    assert view.agent_reward == rollout.agent_reward == 0.5 and view.success is True and view.reward is None
-    assert rollout.reward.final == 2.0 and rollout.cost == 7.0  # the reward's own cost, everywhere
-    assert summary["reward"] == rollout.reward.to_dict() and summary["cost"] == rollout.cost
+    assert view.agent_reward == rollout.agent_reward == 0.5 and view.success is True and view.governance.reward is None
+    assert (
+        rollout.governance.reward.final == 2.0 and rollout.governance.cost == 7.0
+    )  # the reward's own cost, everywhere
+    assert summary["reward"] == rollout.governance.reward.to_dict() and summary["cost"] == rollout.governance.cost
     assert (summary["checks"], summary["violations"], summary["total_penalty"]) == (2, 1, rollout.total_penalty)
     # A governed tool called in the attempt's context after it ended is refused before it runs.
     ((tool, context),) = contexts
@@ -477,9 +479,10 @@ def test_a_governed_call_from_a_thread_the_agent_started_belongs_to_its_rollout(
     dirty, clean, summary = _run(scenario())
     assert table_counts(shop_db) == before
     assert [v.policy_name for v in dirty.violations] == ["SQLPolicy"] and dirty.total_penalty == -100.0
-    assert len(dirty.decisions) == 2 and all(d.context.rollout_id == dirty.rollout_id for d in dirty.decisions)
-    assert dirty.reward.final == -99.0 and summary["violations"] == 1 and summary["checks"] == 2
-    assert clean.violations == [] and clean.reward.final == 7.0 and len(clean.decisions) == 2
+    assert len(dirty.governance.decisions) == 2
+    assert all(d.context.rollout_id == dirty.rollout_id for d in dirty.governance.decisions)
+    assert dirty.governance.reward.final == -99.0 and summary["violations"] == 1 and summary["checks"] == 2
+    assert clean.violations == [] and clean.governance.reward.final == 7.0 and len(clean.governance.decisions) == 2
 
 
 class _Bail(BaseException):
@@ -552,3 +555,169 @@ def test_bad_input_is_refused_where_it_enters(tmp_path):
         runner.init_worker(0, store={})
     with pytest.raises(TypeError, match="worker_id must be an int"):
         runner.init_worker("0", store=InMemoryLightningStore())
+
+
+# ------------------------------------------------------------------------- the agent composed, one outcome, one view
+class _PlainSQLAgent(agl.LitAgent):
+    """A user's agent with state of its own, run by both runners below."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def rollout(self, task, resources, rollout):
+        self.calls += 1
+        try:
+            governed_tool("database_query", execute_query)(task["sql"], db=task["db"])
+        except ActionBlockedError:
+            return 0.0
+        return 1.0
+
+
+def _attributes(agent) -> dict:
+    return {name: value for name, value in vars(agent).items()}
+
+
+def test_the_users_agent_is_composed_never_modified(shop_db):
+    """The runner runs the user's agent inside a GovernedAgent: after init, steps (clean, blocked,
+    with and without reward_fn), a second init and teardown, the agent object has exactly the
+    attributes agentlightning's own LitAgentRunner leaves on it (its runner reference), no method
+    shadowed on the instance, and its class unchanged."""
+    from agentlightning.runner import LitAgentRunner
+    from agentlightning.tracer.agentops import AgentOpsTracer
+
+    from agentlightning.contrib.reward.agentos import PolicyReward
+    from agentlightning.contrib.runner.agentos.agents import GovernedAgent
+
+    async def run(runner, agent, tasks):
+        store = InMemoryLightningStore()
+        await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+        runner.init(agent)
+        runner.init_worker(0, store)
+        if isinstance(runner, AgentOSRunner):
+            assert isinstance(runner.get_agent(), GovernedAgent) and runner.get_agent().agent is agent
+        for task in tasks:
+            await runner.step(task)
+        while_set_up.append(set(vars(agent)))  # before teardown, which could undo a patch
+        runner.teardown_worker(0)
+        runner.teardown()
+
+    tasks = [{"db": str(shop_db), "sql": "SELECT 1"}, {"db": str(shop_db), "sql": "DROP TABLE users"}]
+    while_set_up = []
+    plain_agent, governed_agent = _PlainSQLAgent(), _PlainSQLAgent()
+    untouched = _attributes(governed_agent)
+    _run(run(LitAgentRunner(AgentOpsTracer()), plain_agent, []))  # its governed tool would refuse to run there
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    for reward_fn in (None, PolicyReward(kernel)):
+        runner = AgentOSRunner(kernel, reward_fn=reward_fn, log_violations=False)
+        _run(run(runner, governed_agent, tasks))
+    after = _attributes(governed_agent)
+    assert type(governed_agent) is _PlainSQLAgent and governed_agent.calls == 4 and plain_agent.calls == 0
+    assert set(after) == set(_attributes(plain_agent)) == set(untouched)  # nothing added, nothing shadowed
+    assert while_set_up == [set(untouched)] * 3  # also while the runners were set up
+    changed = {name for name in after if name != "calls" and after[name] is not untouched[name]}
+    assert changed == {"_runner_ref"}  # what LitAgentRunner.init sets too (agent.set_runner)
+    assert not any(name.endswith("rollout") or name.endswith("rollout_async") for name in after)
+    assert "users" in table_counts(shop_db)
+
+
+def test_get_agent_is_the_governed_agent_around_yours(shop_db):
+    from agentlightning.contrib.runner.agentos.agents import GovernedAgent
+
+    async def scenario():
+        runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False)
+        mine = _PlainSQLAgent()
+        await _started(runner, mine)
+        governed = runner.get_agent()
+        runner.init(governed)  # init with the governed agent governs the user's agent once, not twice
+        rollout = await runner.step({"db": str(shop_db), "sql": "DROP TABLE users"})
+        return runner, mine, governed, rollout
+
+    runner, mine, governed, rollout = _run(scenario())
+    assert isinstance(governed, GovernedAgent) and governed.agent is mine and runner.user_agent is mine
+    assert runner.get_agent().agent is mine and mine.calls == 1
+    assert len(rollout.governance.decisions) == 1 and len(rollout.violations) == 1  # checked once
+
+
+def test_the_rollout_holds_its_outcome_and_old_names_warn(shop_db):
+    """GovernedRollout holds the attempt's frozen outcome (rollout.governance) instead of copies;
+    the reference tutorial's names and the names reward functions read give the outcome's values
+    without a warning; cost, reward and decisions still work and warn."""
+    import warnings
+
+    from agentlightning.contrib.reward.agentos import PolicyReward
+    from agentlightning.contrib.runner.agentos import RolloutOutcome
+
+    async def scenario():
+        kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+        runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False)
+        store = await _started(runner, _PlainSQLAgent())
+        rollout = await runner.step({"db": str(shop_db), "sql": "DROP TABLE users"})
+        summary = (await store.query_attempts(rollout.rollout_id))[-1].metadata["agentos"]
+        return rollout, summary
+
+    rollout, summary = _run(scenario())
+    outcome = rollout.governance
+    assert isinstance(outcome, RolloutOutcome) and outcome.summary() == summary
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # none of these warns
+        tutorial = (
+            rollout.task_input,
+            rollout.task_output,
+            rollout.success,
+            rollout.violations,
+            rollout.signals_sent,
+            rollout.total_penalty,
+            rollout.execution_time_ms > 0,
+            rollout.governed,
+            rollout.agent_reward,
+        )
+    assert tutorial[1:] == (0.0, True, list(outcome.violations), [], -100.0, True, True, 0.0)
+    assert tutorial[0]["sql"] == "DROP TABLE users"
+    for name in ("cost", "reward", "decisions"):
+        with pytest.warns(DeprecationWarning, match=rf"GovernedRollout.{name} is deprecated; read rollout.governance"):
+            value = getattr(rollout, name)
+        assert value == (list(outcome.decisions) if name == "decisions" else getattr(outcome, name))
+    assert outcome.reward.final == -100.0 and outcome.cost == 10.0  # base 0.0 (the agent returned 0.0) - 100
+
+
+def test_a_reward_fn_that_raises_fails_the_attempt_after_its_summary(shop_db):
+    """The outcome is concluded in the on_rollout_end hook; a reward_fn that raises there must not
+    leave the attempt marked succeeded: the summary (without a reward) and the check spans are
+    stored, the attempt is failed, step raises the reward_fn's error, and iter goes on."""
+    from .test_runner_races import StatusOrderStore
+
+    def broken_reward(rollout):
+        raise ValueError("reward_fn is broken")
+
+    async def scenario():
+        store = StatusOrderStore()
+        await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+        runner = AgentOSRunner(
+            [SQLPolicy(deny=["DROP"])],
+            reward_fn=broken_reward,
+            log_violations=False,
+            poll_interval=0.05,
+            max_rollouts=2,
+        )
+        runner.init(_PlainSQLAgent())
+        runner.init_worker(0, store)
+        with pytest.raises(ValueError, match="reward_fn is broken"):
+            await runner.step({"db": str(shop_db), "sql": "DROP TABLE users"})
+        for sql in ("SELECT 1", "DROP TABLE orders"):
+            await store.enqueue_rollout(input={"db": str(shop_db), "sql": sql}, mode="train")
+        await runner.iter()
+        rows = []
+        for rollout in await store.query_rollouts():
+            attempt = (await store.query_attempts(rollout.rollout_id))[-1]
+            spans = await store.query_spans(rollout.rollout_id, "latest")
+            kinds = [s.attributes.get("agentos.kind") for s in spans if s.attributes.get("agentos.kind")]
+            rows.append((rollout.status, attempt.metadata["agentos"]["reward"], kinds))
+        return store, rows, runner
+
+    store, rows, runner = _run(scenario())
+    assert [row[0] for row in rows] == ["failed", "failed", "failed"]
+    assert all(row[1] is None for row in rows)  # no reward: none was computed
+    assert sorted(row[2] for row in rows) == [["check"], ["check", "violation"], ["check", "violation"]]
+    assert all(v["summary"] for v in store.at_final.values()) and len(store.at_final) == 3
+    assert runner._attempts == {} and runner.get_stats()["total_rollouts"] == 3

@@ -71,7 +71,7 @@ def _assert_each_step_got_its_own_governance(tasks, rollouts, runner) -> None:
         assert len(rollout.violations) == expected
         assert rollout.total_penalty == -100.0 * expected
         assert rollout.task_output == pytest.approx(1 / (1 + expected))  # only the SELECT ran
-        assert all(d.context.rollout_id == rollout.rollout_id for d in rollout.decisions)
+        assert all(d.context.rollout_id == rollout.rollout_id for d in rollout.governance.decisions)
     assert runner.get_stats()["total_rollouts"] == len(tasks)
     assert runner._attempts == {}  # every per-attempt record was handed over and dropped
 

@@ -6,23 +6,29 @@
 * :class:`TaskActionAgent` is the agent a runner uses when it was given none (the reference's
   quick start, ``await GovernedRunner(kernel).step("DROP TABLE users")``): the task itself is the
   action to govern. Its output, :class:`ActionOutcome`, is the kernel's decision on the task.
+* :class:`GovernedAgent` is what the runner hands to agentlightning: the user's agent, composed
+  (never patched), each rollout method run inside the attempt's governance record.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Awaitable, Callable, Mapping, Optional, Protocol, Tuple
+
+from opentelemetry.sdk.trace import ReadableSpan
 
 from agentlightning.litagent import LitAgent
 from agentlightning.litagent.decorator import FunctionalLitAgent
+from agentlightning.types import Span, SpanCoreFields
 
 from agentlightning.contrib.kernel.agentos import Action, Decision
 
-from .attempt import active_rollout
+from .attempt import RolloutGovernance, active_rollout
 from .tools import PolicyViolationError
 
-__all__ = ["ActionOutcome", "TaskActionAgent", "as_agent", "task_action"]
+__all__ = ["ActionOutcome", "AgentError", "GovernedAgent", "TaskActionAgent", "as_agent", "task_action"]
 
 #: Parameters agentlightning's FunctionalLitAgent fills in by name (besides the task).
 _INJECTED = ("llm", "prompt_template", "rollout")
@@ -199,3 +205,134 @@ def describe(agent: Optional[LitAgent[Any]]) -> str:
     if func is not None:
         return f"function {getattr(func, '__name__', repr(func))}"
     return type(agent).__name__
+
+
+class AgentError(RuntimeError):
+    """The agent raised a ``BaseException`` that is not an ``Exception`` (and not an interrupt,
+    an exit or a cancellation). agentlightning's runner only fails an attempt on an ``Exception``:
+    anything else would leave the attempt marked succeeded and end ``runner.iter()``. The agent's
+    exception is the ``__cause__``."""
+
+
+#: What the runner lets pass unchanged: they stop the program or the task, not just the agent.
+_STOPPING = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
+
+
+def reraise(err: BaseException) -> None:
+    """Re-raise what the agent raised; a ``BaseException`` that is not an ``Exception`` (nor an
+    interrupt, an exit or a cancellation) becomes an :class:`AgentError`, which fails the attempt."""
+    if isinstance(err, (Exception, *_STOPPING)):
+        raise err
+    raise AgentError(f"the agent raised {type(err).__name__}: {err}") from err
+
+
+def is_span_list(result: Any) -> bool:
+    """Whether an agent's ``result`` is a list of spans, which agentlightning stores as the trace."""
+    return (
+        isinstance(result, list)
+        and len(result) > 0
+        and all(isinstance(item, (ReadableSpan, Span, SpanCoreFields)) for item in result)
+    )
+
+
+def is_plain_result(result: Any) -> bool:
+    """Whether an agent's ``result`` is its task's result and not something agentlightning stores
+    (a reward or spans): a dict, a string, rows from ``fetchall()``, an object, an empty list."""
+    return result is not None and not isinstance(result, (bool, int, float)) and not is_span_list(result)
+
+
+class GovernanceOfAttempts(Protocol):
+    """What :class:`GovernedAgent` asks of its runner (``AgentOSRunner``)."""
+
+    reward_fn: Any
+
+    def attempt_record(self, rollout: Any) -> RolloutGovernance: ...
+
+    def task_allowed(self, record: RolloutGovernance, task: Any) -> bool: ...
+
+
+class GovernedAgent(LitAgent[Any]):
+    """The user's agent, run by ``AgentOSRunner`` inside each attempt's governance record.
+
+    agentlightning's runner calls one of the four rollout methods; each finds the attempt's
+    record (filed by the runner under its rollout and attempt ids), makes it the active one for
+    the agent's task and the threads it starts, records that the agent started, checks the task
+    itself when the task is the action, runs the wrapped agent's same method and records how it
+    ended: the result it returned, or that it raised. It concludes nothing: the runner does, once,
+    when the attempt ends. The wrapped agent (``.agent``) is never modified.
+
+    What it hands back to agentlightning is what agentlightning should store: a reward the agent
+    returned (unless the runner has a ``reward_fn``, which shapes it instead) or its spans;
+    ``None`` for anything else (the task's result, kept as ``task_output``).
+
+    >>> from agentlightning.litagent.decorator import FunctionalLitAgent
+    >>> inner = FunctionalLitAgent(lambda task: 1.0)
+    >>> governed = GovernedAgent(inner)
+    >>> governed.agent is inner, governed.is_async()
+    (True, False)
+    """
+
+    def __init__(self, agent: LitAgent[Any]) -> None:
+        super().__init__()
+        if not isinstance(agent, LitAgent):
+            raise TypeError(f"GovernedAgent wraps a LitAgent (see as_agent), got {type(agent).__name__}")
+        self.agent = agent
+
+    def is_async(self) -> bool:
+        return self.agent.is_async()
+
+    def training_rollout(self, task: Any, resources: Any, rollout: Any) -> Any:
+        return self._run(self.agent.training_rollout, task, resources, rollout)
+
+    def validation_rollout(self, task: Any, resources: Any, rollout: Any) -> Any:
+        return self._run(self.agent.validation_rollout, task, resources, rollout)
+
+    async def training_rollout_async(self, task: Any, resources: Any, rollout: Any) -> Any:
+        return await self._run_async(self.agent.training_rollout_async, task, resources, rollout)
+
+    async def validation_rollout_async(self, task: Any, resources: Any, rollout: Any) -> Any:
+        return await self._run_async(self.agent.validation_rollout_async, task, resources, rollout)
+
+    def _run(self, method: Callable[..., Any], task: Any, resources: Any, rollout: Any) -> Any:
+        runner, record = self._start(rollout)
+        with record.activate():
+            if not runner.task_allowed(record, task):
+                return None
+            try:
+                result = method(task, resources=resources, rollout=rollout)
+            except BaseException as err:
+                record.record_agent_failed()
+                reraise(err)
+        return self._returned(runner, record, result)
+
+    async def _run_async(self, method: Callable[..., Awaitable[Any]], task: Any, resources: Any, rollout: Any) -> Any:
+        runner, record = self._start(rollout)
+        with record.activate():
+            if not runner.task_allowed(record, task):
+                return None
+            try:
+                result = await method(task, resources=resources, rollout=rollout)
+            except BaseException as err:
+                record.record_agent_failed()
+                reraise(err)
+        return self._returned(runner, record, result)
+
+    def _start(self, rollout: Any) -> Tuple[GovernanceOfAttempts, RolloutGovernance]:
+        runner: GovernanceOfAttempts = self.get_runner()  # type: ignore[assignment]
+        record = runner.attempt_record(rollout)
+        record.record_agent_started()
+        return runner, record
+
+    @staticmethod
+    def _returned(runner: GovernanceOfAttempts, record: RolloutGovernance, result: Any) -> Any:
+        """Record what the agent returned; hand agentlightning what it should store."""
+        reward = None
+        if runner.reward_fn is not None and isinstance(result, (bool, int, float)):
+            # The agent's own reward is the base of the shaped one; it is not stored unshaped.
+            reward = float(result)
+        record.record_agent_result(result, reward)
+        if reward is not None or is_plain_result(result):
+            # A task result is not a reward: agentlightning's LitAgentRunner would fail the rollout
+            # on it (TypeError or ValueError: Invalid raw result type).
+            return None
+        return result

@@ -95,6 +95,7 @@ class RolloutGovernance:
     _decisions: List[Decision] = field(default_factory=list, init=False, repr=False)
     _flags: Set[str] = field(default_factory=set, init=False, repr=False)
     _result: Dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _emitted_reward: List[float] = field(default_factory=list, init=False, repr=False)
     _deferred: List[Tuple[Decision, float]] = field(default_factory=list, init=False, repr=False)
     _outcome: Optional[RolloutOutcome] = field(default=None, init=False, repr=False)
     #: Orders checks and the conclusion: a check under way when the attempt ends counts in it.
@@ -160,6 +161,14 @@ class RolloutGovernance:
             )
         self._result.update(task_output=task_output, agent_reward=agent_reward)
 
+    def record_emitted_reward(self, value: float) -> None:
+        """The last reward the agent emitted itself (``agl.emit_reward``), read from its trace when
+        the attempt ends. It is the agent's reward when the agent returned without giving one."""
+        self._refuse_if_concluded("its emitted reward cannot be recorded")
+        if self._emitted_reward:
+            raise RuntimeError(f"rollout {self.context.rollout_id}: the agent's emitted reward was already recorded")
+        self._emitted_reward.append(float(value))
+
     def _flag(self, name: str) -> None:
         self._refuse_if_concluded(f"{name} cannot be recorded")
         self._flags.add(name)
@@ -196,10 +205,13 @@ class RolloutGovernance:
         """
         with self._lock:
             self._refuse_if_concluded("it cannot be concluded again")
+            result = dict(self._result)
+            if result and result["agent_reward"] is None and self._emitted_reward:
+                result["agent_reward"] = self._emitted_reward[0]  # the agent returned, and emitted its reward
             facts = RolloutOutcome(
                 decisions=tuple(self._decisions),
                 **{name: name in self._flags for name in _FLAGS},
-                **self._result,
+                **result,
             )
             outcome = facts if score is None else replace(facts, reward=score(facts))
             object.__setattr__(self, "_outcome", outcome)  # the one write of the frozen record: closing it
@@ -216,7 +228,8 @@ class RolloutGovernance:
         return fields
 
     def emit_deferred_spans(self) -> None:
-        """Send the held-back check spans through the active trace now (the agent raised)."""
+        """Send the held-back check spans through the active trace now (``AgentOSRunner`` writes
+        them with :meth:`take_deferred_spans` instead, when the attempt is concluded)."""
         for decision, _ in self._deferred:
             emit_decision_spans(decision)
         self._deferred.clear()

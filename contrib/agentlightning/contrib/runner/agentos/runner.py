@@ -1,4 +1,20 @@
-"""AgentOSRunner: a real agentlightning ``LitAgentRunner`` that governs every action of a rollout."""
+"""AgentOSRunner: a real agentlightning ``LitAgentRunner`` that governs every action of a rollout.
+
+One attempt's path, in order (agentlightning's ``LitAgentRunner`` calls every step not marked ours):
+
+1. ``step`` (ours) or ``iter`` gets the attempt from the store;
+2. ``_step_impl`` (ours, around agentlightning's) files the attempt's :class:`RolloutGovernance`
+   record under (rollout id, attempt id);
+3. agentlightning fetches resources, opens the trace and calls the :class:`GovernedAgent`, which
+   runs the user's agent inside the record and appends to it (started, input blocked, result or
+   raise); ``governed_tool`` appends each decision;
+4. agentlightning post-processes what the governed agent handed back (a reward, spans or None);
+5. agentlightning calls the ``on_rollout_end`` hooks; the runner's own, last, calls
+   :meth:`AgentOSRunner._conclude`: **the one place the outcome is concluded**, scored by
+   ``reward_fn``, and its held-back spans, reward span and summary written;
+6. agentlightning writes the attempt's final status;
+7. ``step`` takes the outcome by its key and returns a :class:`GovernedRollout` holding it.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +22,13 @@ import asyncio
 import logging
 import os
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from opentelemetry.sdk.trace import ReadableSpan
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 
 from agentlightning.emitter import find_final_reward
 from agentlightning.litagent import LitAgent
@@ -21,7 +37,7 @@ from agentlightning.runner import LitAgentRunner
 from agentlightning.store.base import LightningStore
 from agentlightning.tracer.agentops import AgentOpsTracer
 from agentlightning.tracer.base import Tracer
-from agentlightning.types import AttemptedRollout, Hook, Rollout, Span, SpanCoreFields
+from agentlightning.types import AttemptedRollout, Hook, Rollout
 from agentlightning.types.core import RolloutConfig, TaskInput
 
 from agentlightning.contrib.kernel.agentos import (
@@ -32,80 +48,148 @@ from agentlightning.contrib.kernel.agentos import (
     as_kernel,
 )
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
-from agentlightning.contrib.kernel.agentos.reward_span import emit_reward_span, reward_core_fields
+from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
-from .agents import TaskActionAgent, as_agent, describe, govern_task, needs_resource, task_action
-from .attempt import RolloutGovernance, RolloutOutcome, active_rollout, propagate_rollout_to_threads
+from .agents import (
+    AgentError,
+    GovernedAgent,
+    TaskActionAgent,
+    as_agent,
+    describe,
+    govern_task,
+    is_plain_result,
+    needs_resource,
+    task_action,
+)
+from .attempt import RolloutGovernance, RolloutOutcome, propagate_rollout_to_threads
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 from .tools import PolicyViolationError
 
-__all__ = ["AgentError", "AgentOSRunner", "GovernedRunner", "GovernedRollout"]
+__all__ = ["AgentError", "AgentOSRunner", "GovernedAgent", "GovernedRunner", "GovernedRollout"]
 
 logger = logging.getLogger(__name__)
-
-_ROLLOUT_METHODS = ("training_rollout", "validation_rollout", "training_rollout_async", "validation_rollout_async")
-
-
-class AgentError(RuntimeError):
-    """The agent raised a ``BaseException`` that is not an ``Exception`` (and not an interrupt,
-    an exit or a cancellation). agentlightning's runner only fails an attempt on an ``Exception``:
-    anything else would leave the attempt marked succeeded and end ``runner.iter()``. The agent's
-    exception is the ``__cause__``."""
-
-
-#: What the runner lets pass unchanged: they stop the program or the task, not just the agent.
-_STOPPING = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
 
 
 @dataclass
 class _Attempt:
-    """The runner's entry for one attempt it runs: its governance record, and whether the attempt
-    was counted and its summary stored."""
+    """The runner's entry for one attempt it runs: its governance record, and whether ``step``
+    waits for it (an ``iter`` attempt's entry is dropped when the attempt ends)."""
 
     record: RolloutGovernance
-    finished: bool = False
+    stepped: bool
 
 
-class _StoreSummaryBeforeStatus(Hook):
+class _ConclusionFailed(BaseException):
+    """The attempt's outcome could not be completed (``reward_fn`` raised, or the store refused its
+    spans) although the agent did not fail. The runner's ``on_rollout_end`` hook raises it so that
+    agentlightning does not mark the attempt succeeded (it catches only ``Exception`` around hooks,
+    and writes the status after them); ``_step_impl`` marks the attempt failed instead. The error
+    is ``error`` (and the ``__cause__``)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _ConcludeBeforeStatus(Hook):
     """agentlightning's ``on_rollout_end`` hook runs after the agent and before the runner writes
-    the attempt's final status: the governance summary is stored there, so whoever sees the
-    attempt finished can read its summary (and its reward span, written earlier)."""
+    the attempt's final status: the outcome is concluded there, so whoever sees the attempt
+    finished can read its summary and its reward span."""
 
     async def on_rollout_end(self, *, agent: Any, runner: Any, rollout: Any, spans: Any) -> None:
         if isinstance(runner, AgentOSRunner):
-            await runner._finish(rollout)
+            await runner._conclude(rollout, spans)
+
+
+#: The names the reference tutorial's ``GovernedRollout`` has, and the reward functions read:
+#: properties of the view, without a warning. ``cost``, ``reward`` and ``decisions`` are the
+#: outcome's own (``rollout.governance.cost``, ...): reading them from the view warns.
+_DEPRECATED_VIEW_NAMES = ("cost", "reward", "decisions")
 
 
 class GovernedRollout(Rollout):
-    """The store's :class:`~agentlightning.Rollout` plus the governance fields users know."""
+    """The store's :class:`~agentlightning.Rollout` and its attempt's governance outcome.
+
+    ``governance`` is the attempt's frozen :class:`RolloutOutcome` itself (decisions, violations,
+    signals, penalty, cost, the governed reward, what the agent returned); ``success`` says
+    whether the rollout succeeded and its task was not blocked; ``execution_time_ms`` is how long
+    ``step`` took. The reference tutorial's names read the outcome: ``task_input``,
+    ``task_output``, ``violations``, ``signals_sent``, ``total_penalty``; so do ``governed`` and
+    ``agent_reward``, which reward functions read.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    task_input: Any = None
-    task_output: Any = None
+    governance: RolloutOutcome
     success: bool = False
-    violations: List[PolicyViolation] = Field(default_factory=list)
-    signals_sent: List[str] = Field(default_factory=list)
-    total_penalty: float = 0.0
-    cost: float = 0.0
-    agent_reward: Optional[float] = None
-    reward: Optional[GovernedReward] = None
     execution_time_ms: float = 0.0
-    decisions: List[Decision] = Field(default_factory=list)
+
+    @property
+    def task_input(self) -> Any:
+        """The task (the store's ``input``)."""
+        return self.input
+
+    @property
+    def task_output(self) -> Any:
+        """What the agent returned (None if it returned nothing, raised or never ran)."""
+        return self.governance.task_output
+
+    @property
+    def violations(self) -> List[PolicyViolation]:
+        """Every violation of the attempt, in order."""
+        return list(self.governance.violations)
+
+    @property
+    def signals_sent(self) -> List[str]:
+        """The kernel signals of the attempt's decisions (``governance.signals``)."""
+        return list(self.governance.signals)
+
+    @property
+    def total_penalty(self) -> float:
+        """The sum of the violations' penalties (zero or negative)."""
+        return self.governance.total_penalty
+
+    @property
+    def agent_reward(self) -> Optional[float]:
+        """The reward the agent returned or emitted itself (with a ``reward_fn``), the base of the shaped one."""
+        return self.governance.agent_reward
 
     @property
     def governed(self) -> bool:
         """Whether at least one action of this rollout went through the kernel. A rollout with no
         check was not governed at all: it has no violations because nothing was looked at, and
         ``PolicyReward`` gives it no clean bonus."""
-        return bool(self.decisions)
+        return self.governance.governed
+
+    @property
+    def cost(self) -> float:
+        """Deprecated: ``rollout.governance.cost``."""
+        return self._deprecated("cost")
+
+    @property
+    def reward(self) -> Optional[GovernedReward]:
+        """Deprecated: ``rollout.governance.reward``."""
+        return self._deprecated("reward")
+
+    @property
+    def decisions(self) -> List[Decision]:
+        """Deprecated: ``rollout.governance.decisions``."""
+        return list(self._deprecated("decisions"))
+
+    def _deprecated(self, name: str) -> Any:
+        warnings.warn(
+            f"GovernedRollout.{name} is deprecated; read rollout.governance.{name} (the attempt's outcome itself)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return getattr(self.governance, name)
 
     @classmethod
     def from_outcome(
         cls, rollout: Rollout, outcome: RolloutOutcome, execution_time_ms: float, *, success: Optional[bool] = None
     ) -> "GovernedRollout":
-        """The store's ``rollout`` with the governance fields of its attempt's ``outcome``.
+        """The store's ``rollout`` with its attempt's ``outcome``.
 
         ``success`` defaults to the rollout's status; a blocked task input is never a success.
         """
@@ -113,17 +197,9 @@ class GovernedRollout(Rollout):
             success = rollout.status == "succeeded"
         return cls(
             **rollout.model_dump(exclude={"attempt"}),
-            task_input=rollout.input,
-            task_output=outcome.task_output,
+            governance=outcome,
             success=success and not outcome.input_blocked,
-            violations=list(outcome.violations),
-            signals_sent=list(outcome.signals),
-            total_penalty=outcome.total_penalty,
-            cost=outcome.cost,
-            agent_reward=outcome.agent_reward,
-            reward=outcome.reward,
             execution_time_ms=execution_time_ms,
-            decisions=list(outcome.decisions),
         )
 
 
@@ -133,7 +209,10 @@ class AgentOSRunner(LitAgentRunner[Any]):
     Inside each rollout attempt, tools wrapped with :func:`governed_tool` are checked by
     ``kernel``; every check and every violation becomes an annotation span of that rollout and
     attempt, and the attempt's metadata gets a summary under ``"agentos"``. Concurrent rollouts
-    never share state (it lives in a context variable per attempt).
+    never share state: each attempt has its own record, filed under its rollout and attempt ids
+    and active (a context variable) while its agent runs. The agent runs inside a
+    :class:`GovernedAgent` and is never modified. The path of one attempt is in this module's
+    docstring.
 
     Args:
         kernel: a :class:`GovernanceKernel`, an ``agent_os.KernelSpace`` or a list of policies.
@@ -154,7 +233,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
             result becomes one multi-dimensional reward span (primary dimension ``final``) that is
             the last reward span of the attempt, so ``find_final_reward`` returns it; a float
             returned by the agent is not stored unshaped. If the agent raises, the span is still
-            written (with ``success=False``) before the attempt is marked failed. An object with
+            written (with ``success=False``) before the attempt is marked failed; if ``reward_fn``
+            raises, the attempt is marked failed (and ``step`` raises its error). An object with
             ``score(rollout) -> GovernedReward`` keeps its decomposition; a plain callable's float
             is stored as ``final`` and ``base``.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
@@ -235,7 +315,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         #: The attempts this runner is running, by (rollout id, attempt id): concurrent attempts
         #: (``step`` calls on one loop) each find their own record.
         self._attempts: Dict[Tuple[str, str], _Attempt] = {}
-        self._summary_hook = _StoreSummaryBeforeStatus()
+        self._conclusion_hook = _ConcludeBeforeStatus()
         #: The store ``step`` created because none was given (nobody else can queue rollouts in it).
         self._on_demand_store: Optional[LightningStore] = None
         #: What this runner already told the user once (each of these is logged once per runner).
@@ -247,8 +327,10 @@ class AgentOSRunner(LitAgentRunner[Any]):
     # ------------------------------------------------------------------ lifecycle
     def init(self, agent: Any, *, hooks: Optional[Sequence[Hook]] = None, **kwargs: Any) -> None:
         """Set the agent: a ``LitAgent``, or a plain function ``fn(task)`` (wrapped by
-        :func:`as_agent` into agentlightning's ``FunctionalLitAgent``). ``hooks`` are
-        agentlightning's; the runner's own hook, which stores the governance summary, runs first."""
+        :func:`as_agent` into agentlightning's ``FunctionalLitAgent``). The runner runs it inside a
+        :class:`GovernedAgent` (``runner.get_agent()``; yours is ``runner.get_agent().agent``) and
+        never modifies it. ``hooks`` are agentlightning's; the runner's own hook, which concludes
+        each attempt's outcome, runs after them."""
         if is_action_policy(agent):
             # The reference's training loop: its own code calls my_agent.get_action(state) and hands
             # the action to runner.step(action), so the runner governs the task as the action.
@@ -260,11 +342,22 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 self.input_arg,
             )
             agent = TaskActionAgent(self.input_tool, self.input_arg)
+        if isinstance(agent, GovernedAgent):
+            agent = agent.agent  # runner.init(runner.get_agent()): govern the user's agent once
         agent = as_agent(agent)
-        super().init(agent, hooks=[self._summary_hook, *(hooks or [])], **kwargs)
-        self._wrap_agent(agent)
+        # What LitAgentRunner.init does for the agent it runs, so the agent's self.runner and
+        # self.tracer work as under the plain runner.
+        agent.set_runner(self)
+        super().init(GovernedAgent(agent), hooks=[*(hooks or []), self._conclusion_hook], **kwargs)
+
+    @property
+    def user_agent(self) -> Optional[LitAgent[Any]]:
+        """The agent given to :meth:`init` (as a ``LitAgent``), or None before it."""
+        return self._agent.agent if isinstance(self._agent, GovernedAgent) else None
 
     def get_agent(self) -> LitAgent[Any]:
+        """The :class:`GovernedAgent` the runner runs (agentlightning's ``_step_impl`` calls its
+        rollout methods); the agent given to :meth:`init` is its ``.agent``."""
         if self._agent is None:
             raise ValueError(
                 "AgentOSRunner has no agent: call runner.init(agent) first (a LitAgent, or a function task -> result); "
@@ -311,50 +404,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
             self.kernel.audit.flush()
         super().teardown_worker(worker_id, *args, **kwargs)
 
-    def teardown(self, *args: Any, **kwargs: Any) -> None:
-        if self._agent is not None:
-            for name in _ROLLOUT_METHODS:
-                self._agent.__dict__.pop(name, None)
-        super().teardown(*args, **kwargs)
-
-    def _wrap_agent(self, agent: LitAgent[Any]) -> None:
-        """Shadow the agent's rollout methods (on the instance) to govern a string task first."""
-        for name in _ROLLOUT_METHODS:
-            agent.__dict__.pop(name, None)  # never wrap a wrapper (init may run twice on one agent)
-            original = getattr(agent, name)
-            if name.endswith("_async"):
-
-                async def async_method(task: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                    self._agent_started()
-                    if not self._task_allowed(task):
-                        return None
-                    try:
-                        return await _original(task, *args, **kwargs)
-                    except BaseException as err:
-                        self._on_agent_failure()
-                        _reraise(err)
-
-                setattr(agent, name, async_method)
-            else:
-
-                def method(task: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                    self._agent_started()
-                    if not self._task_allowed(task):
-                        return None
-                    try:
-                        return _original(task, *args, **kwargs)
-                    except BaseException as err:
-                        self._on_agent_failure()
-                        _reraise(err)
-
-                setattr(agent, name, method)
-
-    @staticmethod
-    def _agent_started() -> None:
-        record = active_rollout()
-        if record is not None:
-            record.record_agent_started()
-
     def governs_input(self) -> bool:
         """Whether a string task is governed as ``input_tool(input_arg=task)`` before the agent runs:
         ``govern_input`` if it was given; otherwise True for a plain-function agent that takes no
@@ -362,14 +411,15 @@ class AgentOSRunner(LitAgentRunner[Any]):
         never ungoverned) and False for a ``LitAgent`` (its tasks are usually questions)."""
         if self.govern_input is not None:
             return self.govern_input
-        agent = self._agent
+        agent = self.user_agent
         return isinstance(agent, FunctionalLitAgent) and not needs_resource(agent, "llm")
 
-    def _task_allowed(self, task: Any) -> bool:
-        record = active_rollout()
-        if record is None or not isinstance(task, str) or not self.governs_input():
+    def task_allowed(self, record: RolloutGovernance, task: Any) -> bool:
+        """Whether the agent may run on ``task``: a string task is checked first, in ``record``, as
+        ``input_tool(input_arg=task)`` when :meth:`governs_input` (appending the decision)."""
+        if not isinstance(task, str) or not self.governs_input():
             return True
-        if isinstance(self._agent, TaskActionAgent):  # it governs the task itself
+        if isinstance(self.user_agent, TaskActionAgent):  # it governs the task itself
             return True
         try:
             decision = govern_task(record, task_action(task, self.input_tool, self.input_arg))
@@ -391,65 +441,136 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 "judged as %s(%s=task) before the function runs, and this one was blocked. If your tasks are "
                 "not the action (questions in prose, say), pass AgentOSRunner(..., govern_input=False) and wrap "
                 "the function's tools with governed_tool. (Logged once per runner.)",
-                describe(self._agent),
+                describe(self.user_agent),
                 self.input_tool,
                 self.input_arg,
             )
 
     # ------------------------------------------------------------------ rollouts
+    def attempt_record(self, rollout: Any) -> RolloutGovernance:
+        """The governance record of the attempt ``rollout`` (filed by :meth:`_step_impl`)."""
+        entry = self._attempts.get((rollout.rollout_id, rollout.attempt.attempt_id))
+        if entry is None:
+            # Fail closed: an agent this runner did not file an attempt for must not run ungoverned.
+            raise RuntimeError(
+                f"rollout {rollout.rollout_id} attempt {rollout.attempt.attempt_id} has no governance record; "
+                f"AgentOSRunner runs its agent only in attempts it started (step() or iter())"
+            )
+        return entry.record
+
     async def _step_impl(self, next_rollout: AttemptedRollout, raise_on_exception: bool = False) -> str:
+        """agentlightning's attempt, with the attempt's governance record filed under its key
+        first (the governed agent and the conclusion find it there)."""
+        key = (next_rollout.rollout_id, next_rollout.attempt.attempt_id)
         record = RolloutGovernance(
             kernel=self.kernel,
-            context=ActionContext(
-                agent_id=self.agent_id or self.get_worker_id(),
-                rollout_id=next_rollout.rollout_id,
-                attempt_id=next_rollout.attempt.attempt_id,
-            ),
+            context=ActionContext(agent_id=self.agent_id or self.get_worker_id(), rollout_id=key[0], attempt_id=key[1]),
             fail_on_violation=self.fail_on_violation,
             on_decision=self._on_decision,
             rollout=next_rollout,
             defer_clean_check_spans=True,
         )
-        key = (next_rollout.rollout_id, next_rollout.attempt.attempt_id)
-        self._attempts[key] = _Attempt(record)
+        self._attempts[key] = _Attempt(record, stepped=raise_on_exception)
         try:
-            with record.activate():
-                return await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
+            await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
+        except _ConclusionFailed as failed:
+            await self._mark_failed(next_rollout)
+            if raise_on_exception:
+                raise failed.error from None
         finally:
-            # agentlightning returns before its hooks when the store has no resources.
-            await self._finish(next_rollout, stepping=raise_on_exception)
             if not raise_on_exception:  # iter(): nobody reads the record after the attempt
                 self._attempts.pop(key, None)
+        if record.outcome is None:
+            # agentlightning returns before the agent and the hooks only when the store has no resources.
+            self._tell_once(
+                "no_resources",
+                "AgentOSRunner: rollout %s was skipped (agentlightning: 'Failed to fetch resources'): "
+                + RESOURCES_HINT
+                + ".",
+                key[0],
+                level=logging.ERROR,
+            )
+        return key[0]
 
-    async def _post_process_rollout_result(self, rollout: AttemptedRollout, raw_result: Any) -> Any:
-        """The agent returned: record its result, conclude the attempt's outcome (scoring it with
-        ``reward_fn``) and write the held-back check spans with the reward span."""
-        record = active_rollout()
-        if record is None:
-            return await super()._post_process_rollout_result(rollout, raw_result)
-        task_output = raw_result
-        result_only = (
-            raw_result is not None and not isinstance(raw_result, (bool, int, float)) and not _spans(raw_result)
-        )
-        if result_only:
-            # A dict, a string, rows from fetchall(), an object: the task's result (the reference's
-            # rollout.task_output), not a reward. LitAgentRunner would fail the rollout here
-            # (TypeError or ValueError: Invalid raw result type).
-            raw_result = None
-        agent_reward: Optional[float] = None
-        if self.reward_fn is not None and isinstance(raw_result, (bool, int, float)):
-            # The agent's own reward becomes the base of the shaped one; it is not stored unshaped.
-            agent_reward = float(raw_result)
-            raw_result = None
-        spans = list(await super()._post_process_rollout_result(rollout, raw_result))
-        if self.reward_fn is not None and agent_reward is None:
-            agent_reward = find_final_reward(spans)  # a reward the agent emitted itself
-        record.record_agent_result(task_output, agent_reward)
+    async def _mark_failed(self, rollout: AttemptedRollout) -> None:
+        """The status agentlightning writes for an attempt that raised, for one whose conclusion failed."""
+        try:
+            await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, status="failed")
+        except Exception:
+            logger.exception("could not mark rollout %s failed", rollout.rollout_id)
+
+    async def _conclude(self, rollout: AttemptedRollout, spans: Any) -> None:
+        """Conclude the attempt's outcome, once: the one place it is concluded (called by the
+        runner's ``on_rollout_end`` hook, before agentlightning writes the final status).
+
+        The outcome is computed from the record (scored by ``reward_fn``); the held-back check
+        spans and the reward span are written in one store call; the attempt is counted and its
+        summary stored under ``metadata["agentos"]``. If ``reward_fn`` or the store fails and the
+        agent did not, the attempt fails (see :class:`_ConclusionFailed`).
+        """
+        entry = self._attempts.get((rollout.rollout_id, rollout.attempt.attempt_id))
+        if entry is None or entry.record.outcome is not None:
+            return
+        record = entry.record
+        self.kernel.end_rollout(rollout.rollout_id)
+        emitted = find_final_reward(spans or [])
+        if self.reward_fn is not None and emitted is not None:
+            record.record_emitted_reward(emitted)
+        error: Optional[BaseException] = None
+        try:
+            outcome = record.conclude(self._scorer(rollout))
+        except Exception as err:  # reward_fn raised: the facts are concluded without a reward
+            error = err
+            outcome = record.conclude()
+        batch = record.take_deferred_spans()
+        if outcome.reward is not None:
+            batch.append(reward_core_fields(outcome.reward))
+        try:
+            await add_spans(self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id, batch)
+        except Exception as err:
+            error = error or err
+        self._count(rollout, outcome, spans or [])
+        metadata = {**(rollout.attempt.metadata or {}), "agentos": outcome.summary()}
+        try:
+            await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, metadata=metadata)
+        except Exception:
+            logger.exception("could not write the governance summary of rollout %s to the store", rollout.rollout_id)
+        if error is not None:
+            logger.error(
+                "AgentOSRunner: rollout %s: its governance outcome could not be completed (%s: %s)",
+                rollout.rollout_id,
+                type(error).__name__,
+                error,
+                exc_info=error,
+            )
+            if not outcome.agent_failed:  # a failed agent fails the attempt already
+                raise _ConclusionFailed(error) from error
+
+    def _count(self, rollout: AttemptedRollout, outcome: RolloutOutcome, spans: Any) -> None:
+        """Count the concluded attempt, and say once what the user should know about it."""
+        self._counts["total_rollouts"] += 1
+        if outcome.violations:
+            self._counts["rollouts_with_violations"] += 1
+        if outcome.agent_started and not outcome.governed and not outcome.agent_failed:
+            self._counts["ungoverned_rollouts"] += 1
+            self._tell_once(
+                "ungoverned",
+                "AgentOSRunner: rollout %s finished without a single governance check: no action of the agent (%s) "
+                "went through the kernel, so nothing could be blocked or recorded. Wrap the agent's tools with "
+                "governed_tool('%s', fn), or pass govern_input=True to check a string task itself as %s(%s=task). "
+                "PolicyReward gives such a rollout no clean bonus. (Logged once per runner; "
+                "runner.get_stats()['ungoverned_rollouts'] counts them.)",
+                rollout.rollout_id,
+                describe(self.user_agent),
+                self.input_tool,
+                self.input_tool,
+                self.input_arg,
+            )
         if (
-            result_only
+            is_plain_result(outcome.task_output)
             and self.reward_fn is None
             and find_final_reward(spans) is None
-            and not isinstance(self._agent, TaskActionAgent)
+            and not isinstance(self.user_agent, TaskActionAgent)
         ):
             self._tell_once(
                 "result_without_reward",
@@ -459,20 +580,13 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 "reward_fn=PolicyReward(kernel, base_reward_fn=lambda rollout: ...) to the runner, which computes it "
                 "from rollout.task_output. (Logged once per runner.)",
                 rollout.rollout_id,
-                describe(self._agent),
-                type(task_output).__name__,
+                describe(self.user_agent),
+                type(outcome.task_output).__name__,
             )
-        outcome = record.conclude(self._scorer(rollout))
-        # The clean checks' spans and the shaped reward span, in one store call.
-        batch = record.take_deferred_spans()
-        if outcome.reward is not None:
-            batch.append(reward_core_fields(outcome.reward))
-        spans += await add_spans(self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id, batch)
-        return spans
 
-    def _scorer(self, rollout: Optional[Rollout]) -> Optional[Callable[[RolloutOutcome], GovernedReward]]:
+    def _scorer(self, rollout: Rollout) -> Optional[Callable[[RolloutOutcome], GovernedReward]]:
         """``reward_fn`` as :meth:`RolloutGovernance.conclude` takes it (None: nothing to score)."""
-        if self.reward_fn is None or rollout is None:
+        if self.reward_fn is None:
             return None
         return lambda outcome: self._score(rollout, outcome)
 
@@ -495,67 +609,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
             cost=outcome.cost,
             violation_count=len(outcome.violations),
         )
-
-    def _on_agent_failure(self) -> None:
-        """The agent raised: conclude the attempt's outcome, and emit the held-back check spans and
-        the shaped reward into the trace now, before the runner marks the attempt failed (a span
-        added after that could revive a requeued rollout)."""
-        record = active_rollout()
-        if record is None or record.outcome is not None:
-            return  # not a governed attempt, or an inner rollout method of the agent already concluded it
-        record.record_agent_failed()
-        record.emit_deferred_spans()
-        try:
-            outcome = record.conclude(self._scorer(record.rollout))
-            if outcome.reward is not None:
-                emit_reward_span(outcome.reward)
-        except Exception:
-            logger.exception("could not emit the governed reward of failed rollout %s", record.context.rollout_id)
-
-    async def _finish(self, rollout: AttemptedRollout, *, stepping: bool = False) -> None:
-        """Count the attempt and store its summary, once (from the ``on_rollout_end`` hook, before
-        the status is written); an attempt whose agent neither returned nor raised (no resources, a
-        blocked input raising, a failed post-processing) is concluded here."""
-        entry = self._attempts.get((rollout.rollout_id, rollout.attempt.attempt_id))
-        if entry is None or entry.finished:
-            return
-        entry.finished = True
-        record = entry.record
-        self.kernel.end_rollout(rollout.rollout_id)
-        outcome = record.outcome if record.outcome is not None else record.conclude()
-        self._counts["total_rollouts"] += 1
-        if outcome.violations:
-            self._counts["rollouts_with_violations"] += 1
-        if not outcome.agent_started and not stepping:
-            # LitAgentRunner returns without running the agent only when the store had no resources.
-            self._tell_once(
-                "no_resources",
-                "AgentOSRunner: rollout %s was skipped (agentlightning: 'Failed to fetch resources'): "
-                + RESOURCES_HINT
-                + ".",
-                rollout.rollout_id,
-                level=logging.ERROR,
-            )
-        elif outcome.agent_started and not outcome.governed and not outcome.agent_failed:
-            self._counts["ungoverned_rollouts"] += 1
-            self._tell_once(
-                "ungoverned",
-                "AgentOSRunner: rollout %s finished without a single governance check: no action of the agent (%s) "
-                "went through the kernel, so nothing could be blocked or recorded. Wrap the agent's tools with "
-                "governed_tool('%s', fn), or pass govern_input=True to check a string task itself as %s(%s=task). "
-                "PolicyReward gives such a rollout no clean bonus. (Logged once per runner; "
-                "runner.get_stats()['ungoverned_rollouts'] counts them.)",
-                rollout.rollout_id,
-                describe(self._agent),
-                self.input_tool,
-                self.input_tool,
-                self.input_arg,
-            )
-        metadata = {**(rollout.attempt.metadata or {}), "agentos": outcome.summary()}
-        try:
-            await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, metadata=metadata)
-        except Exception:
-            logger.exception("could not write the governance summary of rollout %s to the store", rollout.rollout_id)
 
     def _on_decision(self, decision: Decision) -> None:
         self._counts["total_checks"] += 1
@@ -617,7 +670,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
 
     async def _ensure_ready(self, task: Any, resources: Any) -> None:
         """Create what ``step`` needs and the user did not set up: the agent, then the store."""
-        if self._agent is None or isinstance(self._agent, TaskActionAgent):
+        if self._agent is None or isinstance(self.user_agent, TaskActionAgent):
             # A task that is no action fails here, before a rollout exists.
             task_action(task, self.input_tool, self.input_arg)
         if self._agent is not None and self._store is not None:
@@ -633,7 +686,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                     "AgentOSRunner: no agent given; the task itself is the action to govern (%s)", self.input_tool
                 )
             if self._store is None:
-                store = await on_demand_store(self.get_agent(), resources)
+                store = await on_demand_store(self.user_agent, resources)
                 self.init_worker(0, store)
                 self._on_demand_store = store
                 logger.info("AgentOSRunner: no store given; created an InMemoryLightningStore (runner.get_store())")
@@ -674,23 +727,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
     def get_violation_rate(self) -> float:
         """Violations per rollout in this runner."""
         return self.get_stats()["violation_rate"]
-
-
-def _spans(result: Any) -> bool:
-    """Whether an agent's ``result`` is a list of spans, which agentlightning stores as the trace."""
-    return (
-        isinstance(result, list)
-        and len(result) > 0
-        and all(isinstance(item, (ReadableSpan, Span, SpanCoreFields)) for item in result)
-    )
-
-
-def _reraise(err: BaseException) -> None:
-    """Re-raise what the agent raised; a ``BaseException`` that is not an ``Exception`` (nor an
-    interrupt, an exit or a cancellation) becomes an :class:`AgentError`, which fails the attempt."""
-    if isinstance(err, (Exception, *_STOPPING)):
-        raise err
-    raise AgentError(f"the agent raised {type(err).__name__}: {err}") from err
 
 
 def _checked_audit_dir(audit_dir: Any) -> Optional[Path]:

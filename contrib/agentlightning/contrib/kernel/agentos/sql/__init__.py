@@ -6,7 +6,9 @@
   PostgreSQL parse-tree node);
 * :mod:`.functions` -- the built-ins known to have no side effects, per dialect;
 * :mod:`.generic` -- the sqlglot reader; :mod:`.postgres` -- PostgreSQL's own parser;
-* :mod:`.schema` -- the schema-aware mode (``SQLPolicy(database=...)``: a SQLite database's triggers);
+* :mod:`.schema` -- the schema-aware mode (``SQLPolicy(database=...)``: what a statement sets off in
+  the database, its triggers, rules, cascades and routine bodies), read by :mod:`.schema_sqlite`,
+  :mod:`.schema_postgres` and :mod:`.schema_mariadb`;
 * :mod:`.policy` -- :class:`SQLPolicy` and :func:`analyze_sql`.
 """
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sqlite3
 import unicodedata
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -42,7 +41,7 @@ from ..violations import GovernanceConfigError, PolicyViolation, Severity
 from .effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown
 from .generic import read_generic
 from .postgres import read_postgres
-from .schema import open_schema
+from .schema import CatalogUnreadable, open_schema
 
 __all__ = [
     "SQLPolicy",
@@ -342,8 +341,9 @@ class SQLPolicy(Policy):
     unknown and blocked at ``unparseable_severity``;
     ``allow_functions=[...]`` places calls of (and ``CALL``s to) the routines named,
     ``allow_statements=[...]`` the constructs named as the reasons name them, and what they
-    place still counts as its keyword for ``deny``/``allow``. ``database=`` (a SQLite path or
-    connection) makes writes also count as what the written table's triggers run (``schema``).
+    place still counts as its keyword for ``deny``/``allow``. ``database=`` (a SQLite path, or the
+    guard's own connection to SQLite, PostgreSQL or MariaDB) makes each statement also count as
+    what it sets off there: triggers, rules, cascades and routine bodies (``schema``).
 
     One action yields at most one violation, at the highest severity among what it found.
     ``severities`` sets a severity per keyword (default: the policy's ``severity``); SQL that
@@ -428,11 +428,7 @@ class SQLPolicy(Policy):
         self.cache_size = cache_size
         self.allow_functions = _names("allow_functions", allow_functions, str.lower)
         self.allow_statements = _names("allow_statements", allow_statements, str.upper)
-        if database is not None and self.dialect not in (None, "sqlite"):
-            raise GovernanceConfigError(
-                f"database= reads SQLite catalogs only; dialect={self.dialect!r} names another database"
-            )
-        self._schema = open_schema(database) if database is not None else None
+        self._schema = open_schema(database, self.dialect) if database is not None else None
 
     def _opted_in(self, unknown: Unknown) -> bool:
         """Whether this policy's opt-ins place ``unknown``: a function or routine by its name
@@ -500,10 +496,11 @@ class SQLPolicy(Policy):
         findings: List[Tuple[str, str]] = []  # (keyword, message)
         try:
             statements = self._with_triggers(analysis.statements)
-        except sqlite3.Error as err:  # the catalog cannot be read: what the writes fire is not known
+        except CatalogUnreadable as err:  # what the statements set off in the database is not known
             return [
                 self.violation(
-                    f"{prefix}cannot read the database's triggers ({err}); fix database=... or drop it",
+                    f"{prefix}{err}: what the statements set off there (triggers, rules, cascades, routines) is not "
+                    "known; fix the connection or the guard's privileges, or drop database=",
                     severity=self.unparseable_severity,
                 )
             ]
@@ -528,28 +525,11 @@ class SQLPolicy(Policy):
         return [self.violation(prefix + "; ".join(messages), severity=severity)]
 
     def _with_triggers(self, statements: Sequence[SQLStatement]) -> Sequence[SQLStatement]:
-        """With ``database=``: each statement that writes a table also counts as what the
-        table's triggers for those writes run (read from the database, current with its schema)."""
+        """With ``database=``: each statement also counts as what it sets off in the database
+        (triggers, rules, cascades, routine bodies; read from its catalog, kept current)."""
         if self._schema is None:
             return statements
-        out = []
-        for statement in statements:
-            events = statement.kinds & {"INSERT", "UPDATE", "DELETE"}
-            if "REPLACE" in statement.kinds:
-                events |= {"INSERT", "DELETE"}
-            fired = [t for table in statement.writes for t in self._schema.fired(table, set(events))]
-            if not fired:
-                out.append(statement)
-                continue
-            because = dict(statement.because)
-            kinds, unknown = set(statement.kinds), list(statement.unknown)
-            for name, body in fired:
-                for kind in body.kinds - kinds:
-                    because.setdefault(kind, f"trigger {name} runs it when this statement fires it")
-                kinds |= body.kinds
-                unknown.extend(body.unknown)
-            out.append(SQLStatement(statement.text, frozenset(kinds), tuple(sorted(because.items())), tuple(unknown)))
-        return out
+        return self._schema.expand(statements)
 
     def evaluate(self, action: Action, context: ActionContext) -> List[PolicyViolation]:
         """Every argument judged. On a tool this policy names, each SQL-named argument present

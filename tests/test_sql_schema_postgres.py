@@ -1,0 +1,301 @@
+"""The schema-aware mode on a real PostgreSQL server.
+
+Each test makes its own database, shows by running the statement there that it really destroys
+rows through what the database runs (a trigger, a rule, a cascade, a procedure's body, a
+volatile built-in), and that ``SQLPolicy(deny=[...], database=<the guard's connection>)``
+blocks it while the text alone is allowed, and while a harmless statement stays allowed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, List
+
+import pytest
+
+from agentlightning.contrib.kernel.agentos import Action, GovernanceConfigError, GovernanceKernel, SQLPolicy
+
+from .sql_schema_servers import postgres_database
+
+
+@pytest.fixture
+def pg():
+    with postgres_database() as (dsn, psycopg):
+        agent = psycopg.connect(dsn, autocommit=True)
+        guard = psycopg.connect(dsn, autocommit=True)
+        try:
+            yield _Server(dsn, psycopg, agent, guard)
+        finally:
+            guard.close()
+            agent.close()
+
+
+class _Server:
+    def __init__(self, dsn: str, psycopg: Any, agent: Any, guard: Any) -> None:
+        self.dsn, self.psycopg, self.agent, self.guard = dsn, psycopg, agent, guard
+
+    def run(self, sql: str) -> None:
+        self.agent.execute(sql)
+
+    def count(self, table: str, where: str = "true") -> int:
+        return self.agent.execute(f"SELECT count(*) FROM {table} WHERE {where}").fetchone()[0]
+
+    def aware(self, deny: List[str], **kwargs: Any) -> SQLPolicy:
+        return SQLPolicy(deny=deny, dialect="postgres", database=self.guard, **kwargs)
+
+
+def _blocked(policy: SQLPolicy, sql: str) -> str:
+    found = policy.check_sql(sql)
+    assert found, f"expected {sql!r} to be blocked"
+    return found[0].description
+
+
+TEXT_ONLY = SQLPolicy(deny=["DELETE"], dialect="postgres")
+
+
+def test_update_firing_a_deleting_trigger_counts_as_delete(pg):
+    pg.run(
+        "CREATE TABLE orders (id int PRIMARY KEY, total int); CREATE TABLE audit (id int);"
+        "CREATE TABLE customers (id int PRIMARY KEY, name text);"
+        "INSERT INTO orders VALUES (1, 10); INSERT INTO audit SELECT generate_series(1, 5);"
+        "INSERT INTO customers VALUES (1, 'a');"
+        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
+        "CREATE TRIGGER purge AFTER UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION purge_audit()"
+    )
+    update = "UPDATE orders SET total = 11 WHERE id = 1"
+    aware = pg.aware(["DELETE"])
+    assert TEXT_ONLY.check_sql(update) == [], "the text alone is an UPDATE"
+    assert "DELETE statement denied (trigger purge on orders runs it" in _blocked(aware, update)
+    assert aware.check_sql("UPDATE customers SET name = 'b' WHERE id = 1") == [], "no trigger there"
+    assert aware.check_sql("INSERT INTO orders VALUES (2, 1)") == [], "the trigger fires on UPDATE only"
+
+    pg.run(update)  # what the guard blocked really deletes: the trigger empties audit
+    assert pg.count("audit") == 0
+
+
+def test_catalog_is_read_again_after_create_trigger(pg):
+    pg.run(
+        "CREATE TABLE orders (id int PRIMARY KEY, total int); CREATE TABLE audit (id int);"
+        "INSERT INTO orders VALUES (1, 10); INSERT INTO audit VALUES (1)"
+    )
+    update = "UPDATE orders SET total = 11 WHERE id = 1"
+    aware = pg.aware(["DELETE"])
+    assert aware.check_sql(update) == [], "no trigger yet"
+    pg.run(
+        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
+        "CREATE TRIGGER purge BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION purge_audit()"
+    )
+    assert "trigger purge on orders" in _blocked(aware, update), "the new trigger is seen on the next check"
+    pg.run("ALTER TABLE orders DISABLE TRIGGER purge")
+    assert aware.check_sql(update) == [], "a disabled trigger does not fire"
+    pg.run("ALTER TABLE orders ENABLE TRIGGER purge; DROP TRIGGER purge ON orders")
+    assert aware.check_sql(update) == [], "and a dropped one is gone"
+
+
+def test_rule_that_deletes_instead_counts_as_delete(pg):
+    pg.run(
+        "CREATE TABLE notes (id int PRIMARY KEY, body text); CREATE TABLE drafts (id int PRIMARY KEY, body text);"
+        "INSERT INTO notes SELECT g, 'n' FROM generate_series(1, 4) g; INSERT INTO drafts VALUES (1, 'd');"
+        "CREATE RULE wipe AS ON UPDATE TO notes DO INSTEAD DELETE FROM notes"
+    )
+    update = "UPDATE notes SET body = 'x' WHERE id = 1"
+    aware = pg.aware(["DELETE"])
+    assert TEXT_ONLY.check_sql(update) == []
+    assert "DELETE statement denied (rule wipe on notes runs it" in _blocked(aware, update)
+    assert aware.check_sql("UPDATE drafts SET body = 'e' WHERE id = 1") == []
+
+    pg.run(update)  # the rule's action replaces the UPDATE: every note is gone
+    assert pg.count("notes") == 0
+
+
+def test_foreign_key_cascades_are_visible_in_the_decision(pg):
+    pg.run(
+        "CREATE TABLE users (id int PRIMARY KEY);"
+        "CREATE TABLE orders (id int PRIMARY KEY, user_id int REFERENCES users ON DELETE CASCADE);"
+        "CREATE TABLE tickets (id int PRIMARY KEY, user_id int REFERENCES users ON DELETE SET NULL);"
+        "CREATE TABLE lonely (id int PRIMARY KEY);"
+        "INSERT INTO users VALUES (1), (2); INSERT INTO orders VALUES (1, 1), (2, 1), (3, 2);"
+        "INSERT INTO tickets VALUES (1, 1); INSERT INTO lonely VALUES (1)"
+    )
+    delete = "DELETE FROM users WHERE id = 1"
+    description = _blocked(pg.aware(["DELETE"]), delete)
+    assert "foreign key orders_user_id_fkey of orders (ON DELETE CASCADE) deletes the referencing rows" in description
+    # A deny list without DELETE still sees the cascade's UPDATE of another table.
+    no_update = pg.aware(["UPDATE"])
+    assert SQLPolicy(deny=["UPDATE"], dialect="postgres").check_sql(delete) == []
+    assert "tickets_user_id_fkey of tickets (ON DELETE SET NULL) updates the referencing rows" in _blocked(
+        no_update, delete
+    )
+    assert no_update.check_sql("DELETE FROM lonely WHERE id = 1") == [], "nothing references lonely"
+
+    pg.run(delete)  # the DELETE of one user really removes two orders and clears a ticket
+    assert pg.count("orders") == 1 and pg.count("tickets", "user_id IS NULL") == 1
+
+
+def test_call_is_judged_by_the_procedure_body(pg):
+    pg.run(
+        "CREATE TABLE orders (id int PRIMARY KEY); CREATE TABLE log (msg text);"
+        "INSERT INTO orders SELECT generate_series(1, 3);"
+        "CREATE PROCEDURE archive_old_rows() LANGUAGE sql AS $$ DELETE FROM orders $$;"
+        "CREATE PROCEDURE note(m text) LANGUAGE plpgsql AS $$ BEGIN INSERT INTO log VALUES (m); END $$"
+    )
+    call = "CALL archive_old_rows()"
+    assert "unknown effect" in TEXT_ONLY.check_sql(call)[0].description, "without database= CALL fails closed"
+    aware = pg.aware(["DELETE"])
+    assert "DELETE statement denied (routine archive_old_rows's body runs it)" in _blocked(aware, call)
+    assert aware.check_sql("CALL note('hello')") == [], "a procedure that only inserts is placed by its body"
+    assert "unknown effect" in _blocked(aware, "CALL no_such_procedure()"), "one the database lacks stays unknown"
+
+    pg.run(call)
+    assert pg.count("orders") == 0
+
+
+def test_functions_in_select_judged_by_body_or_volatility(pg):
+    pg.run(
+        "CREATE TABLE orders (id int PRIMARY KEY); INSERT INTO orders SELECT generate_series(1, 3);"
+        "CREATE FUNCTION purge() RETURNS int LANGUAGE sql AS $$ DELETE FROM orders RETURNING 1 $$;"
+        "CREATE FUNCTION dynamic(t text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'DELETE FROM ' || t; END $$;"
+        "CREATE FUNCTION total() RETURNS bigint LANGUAGE sql STABLE AS $$ SELECT count(*) FROM orders $$"
+    )
+    aware = pg.aware(["DELETE"])
+    assert "routine purge's body runs it" in _blocked(aware, "SELECT purge()")
+    assert aware.check_sql("SELECT total()") == [], "a body that only reads is placed"
+    assert "dynamic() (its body cannot be checked: PL/pgSQL EXECUTE" in _blocked(aware, "SELECT dynamic('orders')")
+    assert pg.aware(["DELETE"], allow_functions=["dynamic"]).check_sql("SELECT dynamic('orders')") == []
+
+    # Built-ins whose bodies are C: judged by pg_proc.provolatile.
+    oid = pg.agent.execute("SELECT lo_create(0)").fetchone()[0]
+    unlink = f"SELECT lo_unlink({oid})"
+    assert "lo_unlink() (LANGUAGE internal, VOLATILE in pg_proc" in _blocked(aware, unlink)
+    assert "unknown effect" in TEXT_ONLY.check_sql("SELECT pg_get_userbyid(10)")[0].description
+    assert aware.check_sql("SELECT pg_get_userbyid(10)") == [], "STABLE in pg_proc: placed"
+    pg.run(unlink)  # the volatile built-in really deletes the large object
+    assert pg.count("pg_largeobject_metadata", f"oid = {oid}") == 0
+
+    pg.run("SELECT purge()")
+    assert pg.count("orders") == 0
+
+
+def test_writes_whose_table_is_not_named_count_as_every_table(pg):
+    pg.run(
+        "CREATE TABLE orders (id int PRIMARY KEY); CREATE TABLE audit (id int); INSERT INTO audit VALUES (1);"
+        "CREATE TABLE plain (id int);"
+        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
+        "CREATE TRIGGER purge AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION purge_audit()"
+    )
+    aware = pg.aware(["DELETE"])
+    merge = "MERGE INTO orders o USING (VALUES (1)) v(id) ON o.id = v.id WHEN NOT MATCHED THEN INSERT VALUES (v.id)"
+    assert TEXT_ONLY.check_sql(merge) == []
+    assert "trigger purge on orders" in _blocked(aware, merge), "MERGE's target is not among the reader's writes"
+    assert "trigger purge on orders" in _blocked(aware, "COPY plain FROM STDIN"), "COPY's neither: every table"
+    assert aware.check_sql("INSERT INTO plain VALUES (1)") == [], "a named table without trigger"
+    pg.run(merge)
+    assert pg.count("audit") == 0
+
+
+def test_trigger_whose_function_cannot_be_read_is_unknown_unless_allowed(pg):
+    pg.run(
+        "CREATE TABLE t (id int, v text); INSERT INTO t VALUES (1, 'a');"
+        "CREATE TRIGGER skip_same BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()"
+    )
+    update = "UPDATE t SET v = 'b'"
+    description = _blocked(pg.aware(["DELETE"]), update)
+    assert "suppress_redundant_updates_trigger() (LANGUAGE internal, VOLATILE in pg_proc" in description
+    assert pg.aware(["DELETE"], allow_functions=["suppress_redundant_updates_trigger"]).check_sql(update) == []
+
+
+def test_event_trigger_runs_on_statements_that_define_objects(pg):
+    pg.run(
+        "CREATE TABLE audit (id int); INSERT INTO audit VALUES (1), (2);"
+        "CREATE FUNCTION purge_on_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM audit; END $$;"
+        "CREATE EVENT TRIGGER purge_ddl ON ddl_command_end EXECUTE FUNCTION purge_on_ddl()"
+    )
+    create = "CREATE TABLE scratch (a int)"
+    aware = pg.aware(["DELETE"])
+    assert TEXT_ONLY.check_sql(create) == []
+    assert "event trigger purge_ddl (ddl_command_end) runs it" in _blocked(aware, create)
+    assert aware.check_sql("UPDATE audit SET id = 3 WHERE id = 1") == [], "rows are not definitions"
+    pg.run(create)
+    assert pg.count("audit") == 0
+
+
+def test_writes_through_views_and_partitions_reach_the_tables_below(pg):
+    pg.run(
+        "CREATE TABLE audit (id int); INSERT INTO audit VALUES (1);"
+        "CREATE TABLE items (id int PRIMARY KEY, qty int); INSERT INTO items VALUES (1, 1);"
+        "CREATE VIEW items_v AS SELECT id, qty FROM items;"
+        "CREATE TABLE events (at date, n int) PARTITION BY RANGE (at);"
+        "CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');"
+        "INSERT INTO events VALUES ('2026-05-01', 1);"
+        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
+        "CREATE TRIGGER purge_items AFTER UPDATE ON items FOR EACH ROW EXECUTE FUNCTION purge_audit();"
+        "CREATE TRIGGER purge_events AFTER UPDATE ON events_2026 FOR EACH ROW EXECUTE FUNCTION purge_audit()"
+    )
+    aware = pg.aware(["DELETE"])
+    assert "trigger purge_items on items" in _blocked(aware, "UPDATE items_v SET qty = 2")
+    assert "trigger purge_events on events_2026" in _blocked(aware, "UPDATE events SET n = 2")
+    pg.run("UPDATE items_v SET qty = 2")
+    assert pg.count("audit") == 0
+
+
+def test_catalog_that_cannot_be_read_blocks(pg, tmp_path):
+    pg.run("CREATE TABLE t (id int); INSERT INTO t VALUES (1)")
+    aware = pg.aware(["DELETE"])
+    assert aware.check_sql("UPDATE t SET id = 2") == []
+
+    # Permission denied: a role that may not read pg_trigger.
+    role = f"agentos_no_catalog_{uuid.uuid4().hex[:10]}"
+    pg.run(f"CREATE ROLE {role}; REVOKE SELECT ON pg_catalog.pg_trigger FROM PUBLIC")
+    try:
+        limited = pg.psycopg.connect(pg.dsn, autocommit=True)
+        limited.execute(f"SET ROLE {role}")
+        description = _blocked(SQLPolicy(deny=["DELETE"], dialect="postgres", database=limited), "UPDATE t SET id = 2")
+        assert "cannot read the PostgreSQL database's catalog (InsufficientPrivilege" in description
+        assert "permission denied" in description
+        limited.close()
+    finally:
+        pg.run(f"GRANT SELECT ON pg_catalog.pg_trigger TO PUBLIC; DROP ROLE {role}")
+
+    # The connection dies (its server process is terminated): blocked, every time, until it works.
+    pid = pg.guard.execute("SELECT pg_backend_pid()").fetchone()[0]
+    pg.run(f"SELECT pg_terminate_backend({pid})")
+    for _ in range(2):
+        assert "cannot read the PostgreSQL database's catalog" in _blocked(aware, "UPDATE t SET id = 2")
+    assert aware.check_sql("SELECT 1") == [], "a read that sets nothing off does not need the catalog"
+    kernel = GovernanceKernel([aware], recorder=tmp_path / "audit.db")
+    try:  # through the kernel: blocked, and the reason is in the audit trail
+        assert kernel.check(Action.sql("UPDATE t SET id = 2")).blocked
+        (row,) = kernel.audit.records()
+        assert row["policy_verdict"] == "blocked" and "cannot read the PostgreSQL" in row["violation_reason"]
+    finally:
+        kernel.close()
+
+    # Given a factory, the guard reconnects on the next check and recovers.
+    made = []
+
+    def connect():
+        made.append(pg.psycopg.connect(pg.dsn, autocommit=True))
+        return made[-1]
+
+    recovering = SQLPolicy(deny=["DELETE"], dialect="postgres", database=connect)
+    assert recovering.check_sql("UPDATE t SET id = 2") == []
+    pg.run(f"SELECT pg_terminate_backend({made[-1].info.backend_pid})")
+    assert "cannot read" in _blocked(recovering, "UPDATE t SET id = 2")
+    assert recovering.check_sql("UPDATE t SET id = 2") == [] and len(made) == 2
+    made[-1].close()
+
+
+def test_the_guard_wants_its_own_autocommit_connection(pg):
+    in_transaction = pg.psycopg.connect(pg.dsn)
+    try:
+        with pytest.raises(GovernanceConfigError, match="autocommit"):
+            SQLPolicy(deny=["DELETE"], dialect="postgres", database=in_transaction)
+        with pytest.raises(GovernanceConfigError, match="dialect='mysql'"):
+            SQLPolicy(deny=["DELETE"], dialect="mysql", database=pg.guard)
+    finally:
+        in_transaction.close()
