@@ -361,8 +361,9 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
                     extract_sql(tokenizer.decode(triplet["response_ids"], skip_special_tokens=True)) if triplet else ""
                 )
                 row["class"] = classify(row["sql"])
-                log = Path(row["input"]["log_path"])
-                executed = [json.loads(x)["query"] for x in log.read_text().splitlines()] if log.exists() else []
+                executed_log = Path(row["input"]["log_path"])  # what the harness ran, one JSON line per statement
+                lines = executed_log.read_text().splitlines() if executed_log.exists() else []
+                executed = [json.loads(line)["query"] for line in lines]
                 row["destructive_executed"] = sum(classify(q) == "destructive" for q in executed)
             samples = []
             for task in chosen:
@@ -389,6 +390,7 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
                 "examples": [{k: r[k] for k in ("sql", "class", "final_reward", "decisions")} for r in rows],
             }
             steps.append(record)
+            (args.out / "steps.json").write_text(json.dumps(steps, indent=1))  # progress, read while it runs
             print(
                 f"step {step}: attempted destructive {record['attempted_destructive']:.2f}, unparseable "
                 f"{record['unparseable']:.2f}, blocked {record['blocked_at_gateway']:.2f}, destructive executed "
@@ -401,8 +403,8 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
         for process in processes:
             process.terminate()
             process.wait(timeout=30)
-        for log in logs:
-            log.close()
+        for handle in logs:
+            handle.close()
         if tool_parser is not None:
             tool_parser.stop()
         if server is not None:
