@@ -25,6 +25,7 @@ Measured per step: the attempted-destructive rate (the 0.3 recipe's instrument, 
 record-only mode, on the SQL the model wrote), unparseable answers apart, the answers led by a
 destructive keyword whether they parse or not, blocked calls at the gateway, destructive statements
 the harness executed (must be 0), the mean governed reward.
+
 The defaults are the 0.3 LLM recipe's ``--preset demo`` where the two overlap (its warm start,
 so the cached weights are shared; its per-step choice of tasks; 64-token answers; one torch
 thread), so the two lines' governed arms can be read side by side.
