@@ -22,11 +22,15 @@ everything of 1.0. Top to bottom:
    update) on the rows' token ids; the server samples from the new weights; repeat.
 
 Measured per step: the attempted-destructive rate (the 0.3 recipe's instrument, ``SQLPolicy`` in
-record-only mode, on the SQL the model wrote), unparseable answers apart, blocked calls at the
-gateway, destructive statements the harness executed (must be 0), the mean governed reward.
-``--quick`` is what ``tests/lightning1/test_recipe_gateway.py`` runs.
+record-only mode, on the SQL the model wrote), unparseable answers apart, the answers led by a
+destructive keyword whether they parse or not, blocked calls at the gateway, destructive statements
+the harness executed (must be 0), the mean governed reward.
 
-    .venv/bin/python contrib/recipes/agentos/train_sql_gateway.py --out docs/results_gateway
+The defaults are the 0.3 LLM recipe's ``--preset demo`` where the two overlap (its warm start,
+so the cached weights are shared; its per-step choice of tasks; 64-token answers; one torch
+thread), so the two lines' governed arms can be read side by side.
+
+    .venv/bin/python -u contrib/recipes/agentos/train_sql_gateway.py --out runs/gateway_train
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -50,13 +55,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # agentlightning 
 
 import httpx  # noqa: E402
 
-from common import DENIED_STATEMENTS, first_tasks, group_advantages  # noqa: E402
+from common import DENIED_STATEMENTS, group_advantages, log  # noqa: E402
 from llm_grpo import grpo_update, sql_classifier  # noqa: E402
 from sql_agent import extract_sql, llm_messages  # noqa: E402
-from train_sql_llm import LLMRecipeConfig  # noqa: E402
+from train_sql_llm import PRESETS, LLMRecipeConfig  # noqa: E402
 from warm_start import warm_start  # noqa: E402
 
-from agentlightning.contrib.env.agentos.sql_world import WORLD_VERSION, SQLWorld  # noqa: E402
+from agentlightning.contrib.env.agentos.sql_world import FAMILIES, WORLD_VERSION, SQLWorld  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -206,64 +211,168 @@ def collect(venv312: Path, out: Path, batch: Dict[str, Any], step: int) -> Dict[
     return json.loads(rows_path.read_text())
 
 
+def step_tasks(world: SQLWorld, step: int, tasks_per_step: int) -> List[Any]:
+    """The training tasks of ``step``: distinct families, drawn exactly as the 0.3 LLM recipe draws them (seed 0)."""
+    train = world.split("train")
+    by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
+    families = [f for f in FAMILIES if by_family[f]]
+    rng = random.Random(f"llm-grpo/0/{step}")
+    chosen = rng.sample(families, min(tasks_per_step, len(families)))
+    return [rng.choice(by_family[family]) for family in chosen]
+
+
+def led_by_destructive_keyword(sql: str) -> bool:
+    """Whether the answer's first SQL token is DELETE, DROP or TRUNCATE (sqlglot's tokenizer, no parse needed).
+
+    A second, looser reading of intent beside the parsed instrument: the warm-started model also
+    writes DELETEs that do not parse (``DELETE TOP n FROM ...``); the policy blocks those as
+    unparseable, and this counts them as attempts too.
+
+    >>> led_by_destructive_keyword("DELETE TOP 5 FROM orders"), led_by_destructive_keyword("SELECT 1")
+    (True, False)
+    """
+    import sqlglot
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = sqlglot.tokenize(sql, read="sqlite")
+    except sqlglot.errors.TokenError:
+        return False
+    return bool(tokens) and tokens[0].token_type in (TokenType.DELETE, TokenType.DROP, TokenType.TRUNCATE)
+
+
+def destructive_led_rate(record: Dict[str, Any]) -> float:
+    """The fraction of a step's rollouts whose answer is led by a destructive keyword, parsed or not."""
+    examples = record["examples"]
+    return sum(led_by_destructive_keyword(e["sql"]) for e in examples) / len(examples)
+
+
+def step_table(steps: List[Dict[str, Any]]) -> str:
+    """The per-step figures as a Markdown table (printed at the end, copied into the results page)."""
+    columns = [
+        ("attempted destructive (parsed: the 0.3 instrument)", lambda r: f"{r['attempted_destructive']:.3f}"),
+        ("led by DELETE/DROP/TRUNCATE, parsed or not", lambda r: f"{destructive_led_rate(r):.3f}"),
+        ("unparseable", lambda r: f"{r['unparseable']:.3f}"),
+        ("blocked at the gateway", lambda r: f"{r['blocked_at_gateway']:.3f}"),
+        ("destructive executed", lambda r: str(r["destructive_executed"])),
+        ("mean governed reward", lambda r: f"{r['mean_governed_reward']:.1f}"),
+        ("rollouts / rows", lambda r: f"{r['rollouts']} / {r['rows']}"),
+        ("sequences updated", lambda r: str(r["update"].get("sequences", "?"))),
+    ]
+    lines = [
+        "| metric | " + " | ".join(str(r["step"] + 1) for r in steps) + " |",
+        "|---|" + "---|" * len(steps),
+    ]
+    lines += [f"| {name} | " + " | ".join(cell(r) for r in steps) + " |" for name, cell in columns]
+    return "\n".join(lines)
+
+
+def plot(steps: List[Dict[str, Any]], path: Path) -> None:
+    """The attempted-destructive and unparseable rates per step, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["step"] + 1 for r in steps]
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot(x, [r["attempted_destructive"] for r in steps], "o-", label="attempted destructive (parsed)")
+    ax.plot(x, [destructive_led_rate(r) for r in steps], "^-", label="led by DELETE/DROP/TRUNCATE")
+    ax.plot(x, [r["unparseable"] for r in steps], "s--", label="unparseable")
+    ax.set(xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02), xticks=x)
+    ax.set_title("governed rollouts through Agent Lightning 1.0", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: List[str] | None = None) -> Dict[str, Any]:
+    demo = PRESETS["demo"]
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "gateway")
     parser.add_argument("--venv312", type=Path, default=ROOT / ".venv312", help="the Agent Lightning 1.0 environment")
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--tasks-per-step", type=int, default=3)
-    parser.add_argument("--group-size", type=int, default=4)
-    parser.add_argument("--sft-tasks", type=int, default=12, help="warm start on the first N training tasks")
-    parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--steps", type=int, default=4, help="GRPO steps")
+    parser.add_argument("--tasks-per-step", type=int, default=demo["tasks_per_step"], help="tasks per step")
+    parser.add_argument("--group-size", type=int, default=demo["group_size"], help="rollouts per task (a group)")
+    parser.add_argument("--max-new-tokens", type=int, default=demo["max_new_tokens"], help="longest answer (tokens)")
+    parser.add_argument("--learning-rate", type=float, default=5e-4, help="AdamW learning rate during RL")
+    parser.add_argument("--threads", type=int, default=demo["threads"], help="torch threads (model and update)")
+    parser.add_argument(
+        "--sft-tasks", type=int, default=demo["sft_tasks"], help="warm start on the first N training tasks"
+    )
+    parser.add_argument("--sft-epochs", type=float, default=demo["sft_epochs"], help="warm-start epochs")
+    parser.add_argument("--sft-batch", type=int, default=demo["sft_batch"], help="warm-start examples per step")
     parser.add_argument("--warm-start-cache", type=Path, default=ROOT / "runs" / "llm" / "warm_start")
-    parser.add_argument("--quick", action="store_true", help="2 steps of 2 tasks x 2, a 7-task warm start")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 steps of 2 tasks x 2, a 7-task warm start of 2 epochs of 8"
+    )
     parser.add_argument(
         "--no-warm-start", action="store_true", help="sample from SmolLM2 as shipped (it writes little valid SQL)"
     )
+    parser.add_argument(
+        "--report", type=Path, help="print the per-step table and write the plot of a finished run's results.json"
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        results = json.loads(args.report.read_text())
+        print(step_table(results["steps"]))
+        plot(results["steps"], args.report.with_name("attempted_destructive.png"))
+        return results
     if args.quick:
-        args.steps, args.tasks_per_step, args.group_size, args.sft_tasks = 2, 2, 2, 7
+        args.steps, args.tasks_per_step, args.group_size = 2, 2, 2
+        args.sft_tasks, args.sft_epochs, args.sft_batch = 7, 2.0, 8
     if not (args.venv312 / "bin" / "agentos-gateway").exists():
         raise SystemExit(
             f"no Agent Lightning 1.0 environment at {args.venv312}; make it with: "
             "$(pyenv root)/versions/3.12.1/bin/python -m venv .venv312 && .venv312/bin/pip install -e '.[dev10]'"
         )
     started = time.perf_counter()
+    load_start = os.getloadavg()
     args.out, args.venv312 = args.out.resolve(), args.venv312.resolve()  # the services run in args.out
     args.out.mkdir(parents=True, exist_ok=True)
-    import torch
-
-    from policy_model import PolicyModel
-    from policy_server import PolicyServer
-    from smollm import load_model, load_tokenizer
-
-    torch.set_num_threads(2)
-    world = SQLWorld.create(args.out / "shop.db", 0, overwrite=True)
-    grpo = LLMRecipeConfig(
-        steps=args.steps,
-        tasks_per_step=args.tasks_per_step,
-        group_size=args.group_size,
-        learning_rate=args.learning_rate,
-        sft_tasks=args.sft_tasks,
-    )
-    if args.no_warm_start:
-        ws_record = {"skipped": True}
-        policy = PolicyModel(load_model(), load_tokenizer())
-    else:
-        ws = warm_start(world, grpo, args.warm_start_cache)
-        ws_record = ws.record
-        policy = PolicyModel(ws.model, ws.tokenizer)
-    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=grpo.learning_rate, weight_decay=0.0)
-    server = PolicyServer(policy, MODEL_NAME, max_new_tokens=grpo.max_new_tokens).start()
-    tool_parser = ToolCallParser(server.endpoint)
+    # The 1.0 services first: a broken configuration shows before minutes of warm start.
     url, config, processes, logs = start_services(args.out, args.venv312)
-    classify = sql_classifier()
-    tokenizer = policy.tokenizer
-    tasks = first_tasks(world.split("train"), 0)
-    steps = []
+    log(f"governed gateway and agl-controller up at {url} (load average {load_start})")
+    server = tool_parser = None
     try:
+        import torch
+
+        from policy_model import PolicyModel
+        from policy_server import PolicyServer
+        from smollm import load_model, load_tokenizer
+
+        torch.set_num_threads(args.threads)
+        world = SQLWorld.create(args.out / "shop.db", 0, overwrite=True)
+        grpo = LLMRecipeConfig(
+            steps=args.steps,
+            tasks_per_step=args.tasks_per_step,
+            group_size=args.group_size,
+            learning_rate=args.learning_rate,
+            max_new_tokens=args.max_new_tokens,
+            threads=args.threads,
+            sft_tasks=args.sft_tasks,
+            sft_epochs=args.sft_epochs,
+            sft_batch=args.sft_batch,
+        )
+        if args.no_warm_start:
+            ws_record, base, tokenizer = {"skipped": True}, load_model(), load_tokenizer()
+        else:
+            ws = warm_start(world, grpo, args.warm_start_cache)
+            ws_record, base, tokenizer = ws.record, ws.model, ws.tokenizer
+        # The RL adapters exactly as the 0.3 LLM recipe adds them.
+        policy = PolicyModel(
+            base, tokenizer, lora_rank=grpo.lora_rank, lora_alpha=grpo.lora_alpha, precision=grpo.precision
+        )
+        log(f"policy ready ({policy.precision}); load average {os.getloadavg()}")
+        optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=grpo.learning_rate, weight_decay=0.0)
+        server = PolicyServer(policy, MODEL_NAME, max_new_tokens=grpo.max_new_tokens).start()
+        tool_parser = ToolCallParser(server.endpoint)
+        classify = sql_classifier()
+        steps = []
         for step in range(args.steps):
-            chosen = [tasks[(step * args.tasks_per_step + i) % len(tasks)] for i in range(args.tasks_per_step)]
+            log(f"step {step}: collecting {args.tasks_per_step} x {args.group_size} rollouts through the gateway")
+            chosen = step_tasks(world, step, args.tasks_per_step)
             inputs = []
             for task in chosen:
                 for sample in range(args.group_size):
@@ -290,8 +399,9 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
                     extract_sql(tokenizer.decode(triplet["response_ids"], skip_special_tokens=True)) if triplet else ""
                 )
                 row["class"] = classify(row["sql"])
-                log = Path(row["input"]["log_path"])
-                executed = [json.loads(x)["query"] for x in log.read_text().splitlines()] if log.exists() else []
+                executed_log = Path(row["input"]["log_path"])  # what the harness ran, one JSON line per statement
+                lines = executed_log.read_text().splitlines() if executed_log.exists() else []
+                executed = [json.loads(line)["query"] for line in lines]
                 row["destructive_executed"] = sum(classify(q) == "destructive" for q in executed)
             samples = []
             for task in chosen:
@@ -313,9 +423,12 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
                 "mean_governed_reward": statistics.fmean(r["final_reward"] for r in rows),
                 "collect_seconds": collected["seconds"],
                 "update": update,
+                "tasks": [t.task_id for t in chosen],
+                "load_average": os.getloadavg(),
                 "examples": [{k: r[k] for k in ("sql", "class", "final_reward", "decisions")} for r in rows],
             }
             steps.append(record)
+            (args.out / "steps.json").write_text(json.dumps(steps, indent=1))  # progress, read while it runs
             print(
                 f"step {step}: attempted destructive {record['attempted_destructive']:.2f}, unparseable "
                 f"{record['unparseable']:.2f}, blocked {record['blocked_at_gateway']:.2f}, destructive executed "
@@ -328,10 +441,12 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
         for process in processes:
             process.terminate()
             process.wait(timeout=30)
-        for log in logs:
-            log.close()
-        tool_parser.stop()
-        server.stop()
+        for handle in logs:
+            handle.close()
+        if tool_parser is not None:
+            tool_parser.stop()
+        if server is not None:
+            server.stop()
     from agentlightning.contrib.kernel.agentos import open_flight_recorder
 
     audit = [open_flight_recorder(f).verify_integrity() for f in sorted((args.out / "audit").glob("gateway-*.db"))]
@@ -343,8 +458,14 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
         "steps": steps,
         "audit": audit,
         "total_seconds": time.perf_counter() - started,
+        "load_average_start": load_start,
+        "load_average_end": os.getloadavg(),
     }
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
+    print(step_table(steps), flush=True)  # the same table as --report prints
+    print(f"audit: {audit}; {results['total_seconds']:.0f} s in all", flush=True)
+    if steps:
+        plot(steps, args.out / "attempted_destructive.png")
     return results
 
 
