@@ -70,8 +70,8 @@ def test_the_kernel_core_works_without_agentlightning(tmp_path):
     result = run_without_agentlightning(
         f"""
         import json, sys
-        from agentlightning.contrib.kernel.agentos import (
-            Action, GovernanceKernel, LagrangianPenalty, RewardConfig, SQLPolicy, shape_reward)
+        from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, LagrangianPenalty, RewardConfig, SQLPolicy
+        from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
         from agentlightning.contrib.kernel.agentos.governed_reward import shape_governed_reward
         from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
 
@@ -127,10 +127,10 @@ def test_governance_stats_stays_reachable_from_the_kernel_package():
     from importlib import metadata
 
     if metadata.version("agentlightning").startswith("0.3"):
-        from agentlightning.contrib.kernel.agentos import governance_stats
+        from agentlightning.contrib.kernel.agentos.stats import governance_stats
         from agentlightning.contrib.kernel.agentos.stats import governance_stats as in_stats
 
         assert governance_stats is in_stats
     else:
         with pytest.raises(ImportError, match=r"agentlightning-contrib-agentos\[agl03\]"):
-            from agentlightning.contrib.kernel.agentos import governance_stats  # noqa: F401
+            from agentlightning.contrib.kernel.agentos.stats import governance_stats  # noqa: F401

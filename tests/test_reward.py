@@ -12,25 +12,12 @@ import agentlightning as agl
 from agentlightning.emitter import emit_reward, find_final_reward, find_reward_spans
 from agentlightning.store.memory import InMemoryLightningStore
 
-from agentlightning.contrib.kernel.agentos import (
-    Action,
-    GovernanceConfigError,
-    GovernanceKernel,
-    PolicyViolation,
-    SQLPolicy,
-    governance_stats,
-)
+from agentlightning.contrib.kernel.agentos import Action, GovernanceConfigError, GovernanceKernel, PolicyViolation, SQLPolicy
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.reward_span import is_governed_reward_span
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_LAGRANGE_MULTIPLIER
-from agentlightning.contrib.reward.agentos import (
-    CompositeReward,
-    LagrangianPenalty,
-    PolicyReward,
-    RewardConfig,
-    create_policy_reward,
-    policy_penalty,
-    shape_reward,
-)
+from agentlightning.contrib.reward.agentos import CompositeReward, LagrangianPenalty, PolicyReward, RewardConfig, create_policy_reward, policy_penalty
+from agentlightning.contrib.reward.agentos.shaping import shape_reward
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]

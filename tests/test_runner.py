@@ -24,17 +24,8 @@ from agentlightning.contrib.kernel.agentos import (
     SQLPolicy,
 )
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
-from agentlightning.contrib.runner.agentos import (
-    ActionBlockedError,
-    AgentOSRunner,
-    GovernedRollout,
-    GovernedRunner,
-    PolicyViolationError,
-    RolloutGovernance,
-    active_rollout,
-    governance_stats,
-    governed_tool,
-)
+from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, GovernedRollout, GovernedRunner, PolicyViolationError, governance_stats, governed_tool
+from agentlightning.contrib.runner.agentos.attempt import RolloutGovernance, active_rollout
 
 from .conftest import table_counts
 from .runner_agents import InputSQLAgent, SQLAgent, execute_query
@@ -504,7 +495,7 @@ def test_an_agent_raising_a_base_exception_after_a_violation_is_penalised_and_it
     from agentlightning.emitter import find_final_reward
 
     from agentlightning.contrib.reward.agentos import PolicyReward
-    from agentlightning.contrib.runner.agentos import AgentError
+    from agentlightning.contrib.runner.agentos.runner import AgentError
 
     async def scenario():
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])

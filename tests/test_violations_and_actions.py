@@ -6,17 +6,9 @@ from datetime import datetime
 
 import pytest
 
-from agentlightning.contrib.kernel.agentos import (
-    Action,
-    ActionContext,
-    GovernanceConfigError,
-    PolicyViolation,
-    PolicyViolationType,
-    Severity,
-    ViolationType,
-    current_context,
-    governance_context,
-)
+from agentlightning.contrib.kernel.agentos import Action, ActionContext, GovernanceConfigError, PolicyViolation, Severity, ViolationType, governance_context
+from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
+from agentlightning.contrib.kernel.agentos.actions import current_context
 
 
 @pytest.mark.parametrize(
