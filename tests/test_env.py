@@ -15,9 +15,26 @@ from gymnasium.utils.env_checker import check_env, data_equivalence
 from agentlightning.emitter import find_final_reward
 from agentlightning.store.memory import InMemoryLightningStore
 
-from agentlightning.contrib.env.agentos import DiscreteStrategyWrapper, EnvironmentConfig, GovernedEnvironment, SQLWorld, TextToSQLEnv, create_governed_env, make_text_to_sql_env, record_episodes_to_store
+from agentlightning.contrib.env.agentos import (
+    DiscreteStrategyWrapper,
+    EnvironmentConfig,
+    GovernedEnvironment,
+    SQLWorld,
+    TextToSQLEnv,
+    create_governed_env,
+    make_text_to_sql_env,
+    record_episodes_to_store,
+)
 from agentlightning.contrib.env.agentos.sql_world import database_fingerprint
-from agentlightning.contrib.kernel.agentos import ActionContext, CostControlPolicy, GovernanceConfigError, GovernanceKernel, Policy, SQLPolicy, governance_context
+from agentlightning.contrib.kernel.agentos import (
+    ActionContext,
+    CostControlPolicy,
+    GovernanceConfigError,
+    GovernanceKernel,
+    Policy,
+    SQLPolicy,
+    governance_context,
+)
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 from .conftest import table_counts

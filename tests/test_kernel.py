@@ -14,7 +14,22 @@ import pytest
 from agent_control_plane.policy_engine import Condition, ConditionalPermission
 from agent_os import AgentSignal, FlightRecorder, KernelSpace, PolicyEngine
 
-from agentlightning.contrib.kernel.agentos import Action, ActionContext, AgentOSPolicy, CostControlPolicy, GovernanceConfigError, GovernanceKernel, Policy, Severity, SQLPolicy, ToolAllowListPolicy, Verdict, ViolationType, as_kernel, governance_context
+from agentlightning.contrib.kernel.agentos import (
+    Action,
+    ActionContext,
+    AgentOSPolicy,
+    CostControlPolicy,
+    GovernanceConfigError,
+    GovernanceKernel,
+    Policy,
+    Severity,
+    SQLPolicy,
+    ToolAllowListPolicy,
+    Verdict,
+    ViolationType,
+    as_kernel,
+    governance_context,
+)
 from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
 
 

@@ -24,7 +24,14 @@ from agentlightning.contrib.adapter.agentos import FlightRecorderEmitter
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, Severity, SQLPolicy
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import PolicyReward, RewardConfig
-from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, GovernedRunner, PolicyViolationError, as_agent, governed_tool
+from agentlightning.contrib.runner.agentos import (
+    ActionBlockedError,
+    AgentOSRunner,
+    GovernedRunner,
+    PolicyViolationError,
+    as_agent,
+    governed_tool,
+)
 from agentlightning.contrib.runner.agentos.agents import ActionOutcome, TaskActionAgent
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,15 @@ from agentlightning.contrib.kernel.agentos import (
     SQLPolicy,
 )
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
-from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, GovernedRollout, GovernedRunner, PolicyViolationError, governance_stats, governed_tool
+from agentlightning.contrib.runner.agentos import (
+    ActionBlockedError,
+    AgentOSRunner,
+    GovernedRollout,
+    GovernedRunner,
+    PolicyViolationError,
+    governance_stats,
+    governed_tool,
+)
 from agentlightning.contrib.runner.agentos.attempt import RolloutGovernance, active_rollout
 
 from .conftest import table_counts
@@ -107,6 +115,7 @@ def test_violation_callback_and_logging(shop_db, caplog):
         "total_rollouts": 1,
         "total_violations": 1,
         "violation_rate": 1.0,
+        "violations_per_rollout": 1.0,
         "total_checks": 2,
         "blocked_actions": 1,
         "rollouts_with_violations": 1,

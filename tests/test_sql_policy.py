@@ -7,9 +7,15 @@ import sqlite3
 import pytest
 from agent_os import PolicyEngine
 
-from agentlightning.contrib.kernel.agentos import Action, ActionContext, GovernanceConfigError, GovernanceKernel, Severity, SQLPolicy
-from agentlightning.contrib.kernel.agentos.sql import analyze_sql
-from agentlightning.contrib.kernel.agentos.sql import _shared_analysis
+from agentlightning.contrib.kernel.agentos import (
+    Action,
+    ActionContext,
+    GovernanceConfigError,
+    GovernanceKernel,
+    Severity,
+    SQLPolicy,
+)
+from agentlightning.contrib.kernel.agentos.sql import _shared_analysis, analyze_sql
 
 from .conftest import table_counts
 

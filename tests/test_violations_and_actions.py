@@ -6,9 +6,17 @@ from datetime import datetime
 
 import pytest
 
-from agentlightning.contrib.kernel.agentos import Action, ActionContext, GovernanceConfigError, PolicyViolation, Severity, ViolationType, governance_context
-from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
+from agentlightning.contrib.kernel.agentos import (
+    Action,
+    ActionContext,
+    GovernanceConfigError,
+    PolicyViolation,
+    Severity,
+    ViolationType,
+    governance_context,
+)
 from agentlightning.contrib.kernel.agentos.actions import current_context
+from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
 
 
 @pytest.mark.parametrize(

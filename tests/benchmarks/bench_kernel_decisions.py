@@ -475,10 +475,7 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
     cold_postgres = SQLPolicy(deny=DENY, dialect="postgres", cache=False)
     # N SQL policies on one tool share one parse: four policies, the cache on, texts never seen.
     shared_kernel = GovernanceKernel(
-        [
-            SQLPolicy(deny=[kind], name=f"deny-{kind}", cache=cache, dialect="sqlite")
-            for kind in (*DENY, "ALTER")
-        ]
+        [SQLPolicy(deny=[kind], name=f"deny-{kind}", cache=cache, dialect="sqlite") for kind in (*DENY, "ALTER")]
     )
     engine = PolicyEngine()
     engine.add_constraint(ROLE, [TOOL])

@@ -307,9 +307,7 @@ def mixed_policies(n_rules: int, cache: bool) -> List[Policy]:
 def all_sql_policies(n_rules: int, cache: bool) -> List[SQLPolicy]:
     """N SQLPolicies on the same database tool, each with its own deny list and parse cache."""
     return [
-        SQLPolicy(
-            deny=DENY_LISTS[i % len(DENY_LISTS)], name="SQLPolicy" if i == 0 else f"sql_{i}", cache=cache
-        )
+        SQLPolicy(deny=DENY_LISTS[i % len(DENY_LISTS)], name="SQLPolicy" if i == 0 else f"sql_{i}", cache=cache)
         for i in range(n_rules)
     ]
 

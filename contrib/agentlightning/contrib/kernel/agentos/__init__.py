@@ -75,7 +75,7 @@ MOVED = {
     "shape_reward": f"{__name__}.reward_config",
 }
 
-# governance_stats reads an agentlightning 0.3 store: importing its module is the only way the core needs agentlightning.
+# governance_stats reads an agentlightning 0.3 store: its module is the one here that needs agentlightning.
 __getattr__ = moved_names(
     __name__, MOVED, hint="; governance_stats needs the 0.3 line: pip install 'agentlightning-contrib-agentos[agl03]'"
 )

@@ -15,6 +15,7 @@ import breaks silently.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from importlib import import_module
 from typing import Any, Callable, Mapping
@@ -33,11 +34,15 @@ def moved_names(package: str, moved: Mapping[str, str], *, hint: str = "") -> Ca
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module_name, _, new_name = moved[name].partition(":")
         new_name = new_name or name
-        warnings.warn(
-            f"{package}.{name} moved: import it as `from {module_name} import {new_name}`; the old name will be removed",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        # ``from package import name`` asks twice: importlib's hasattr check, then the import itself.
+        # Only the second one is the user's line, so only it warns.
+        if sys._getframe(1).f_code.co_name != "_handle_fromlist":
+            warnings.warn(
+                f"{package}.{name} moved: import it as `from {module_name} import {new_name}`; "
+                "the old name will be removed",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         try:
             module = import_module(module_name)
         except ImportError as error:

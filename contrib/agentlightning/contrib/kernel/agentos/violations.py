@@ -132,10 +132,11 @@ class SeverityTable(Mapping[Severity, float]):
     >>> SeverityTable("cost", critical=1.0, high=0.5, medium=0.1, low=0.0) == {"critical": 1.0, "high": 0.5,
     ...                                                                       "medium": 0.1, "low": 0.0}
     True
-    >>> SeverityTable("penalty", critical=100.0, high=-50.0, medium=-10.0, low=-1.0)
-    Traceback (most recent call last):
-    ...
-    agentlightning.contrib.kernel.agentos.violations.GovernanceConfigError: a penalty table's critical entry must be <= 0 (a penalty is negative reward), got 100.0
+    >>> try:
+    ...     SeverityTable("penalty", critical=100.0, high=-50.0, medium=-10.0, low=-1.0)
+    ... except GovernanceConfigError as error:
+    ...     print(error)
+    a penalty table's critical entry must be <= 0 (a penalty is negative reward), got 100.0
     """
 
     KINDS = ("penalty", "cost", "scale")
@@ -150,7 +151,8 @@ class SeverityTable(Mapping[Severity, float]):
             number = finite_number(f"SeverityTable {severity.value}", value)
             if kind == "penalty" and number > 0:
                 raise GovernanceConfigError(
-                    f"a penalty table's {severity.value} entry must be <= 0 (a penalty is negative reward), got {number}"
+                    f"a penalty table's {severity.value} entry must be <= 0 (a penalty is negative reward), "
+                    f"got {number}"
                 )
             if kind != "penalty" and number < 0:
                 raise GovernanceConfigError(f"a {kind} table's {severity.value} entry must be >= 0, got {number}")
@@ -202,7 +204,9 @@ def _severity_table(kind: str, values: Mapping[str, float]) -> SeverityTable:
 
 
 #: Default penalty per violation, in reward space (negative), by severity.
-DEFAULT_SEVERITY_PENALTIES: SeverityTable = SeverityTable("penalty", critical=-100.0, high=-50.0, medium=-10.0, low=-1.0)
+DEFAULT_SEVERITY_PENALTIES: SeverityTable = SeverityTable(
+    "penalty", critical=-100.0, high=-50.0, medium=-10.0, low=-1.0
+)
 
 
 #: Default constraint cost per violation, by severity: the safe-RL signal kept separate from the
@@ -246,7 +250,6 @@ class ViolationType(str, Enum):
 
 #: Name used by the agentmesh-lightning package.
 PolicyViolationType = ViolationType
-
 
 
 def _check_penalty(penalty: Any) -> float:

@@ -1,7 +1,20 @@
 """AgentOSRunner: governed rollouts inside the real Agent Lightning runner and Trainer.
 
 >>> from agentlightning.contrib.runner.agentos import AgentOSRunner, governed_tool
->>> from agentlightning.contrib.kernel.agentos import PolicyViolation
+>>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+>>> runner = AgentOSRunner(GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])]))
+>>> runner.kernel.policy_names
+['SQLPolicy']
+
+The top holds the runner and what a user of it touches; the rest is imported from its module:
+``agents`` (``TaskActionAgent``, ``ActionOutcome``), ``attempt`` (``RolloutGovernance``,
+``RolloutOutcome``, ``active_rollout``), ``quickstart``, ``report`` and ``runner`` (``AgentError``).
+``PolicyViolation``, ``PolicyViolationType`` and ``governance_stats`` are the kernel's, kept here
+because the reference tutorial and the migration guide import them from the runner. The former
+top-level names still work and warn with their new import.
+"""
+
+from agentlightning.contrib.kernel.agentos import PolicyViolation
 from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType

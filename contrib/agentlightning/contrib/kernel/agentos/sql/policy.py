@@ -278,7 +278,9 @@ def _shared_long_analysis(query: str, dialect: Optional[str]) -> _Reading:
 def _cache_from_size(cache_size: Any) -> bool:
     """The deprecated ``cache_size=`` as the ``cache=`` it always meant: 0 off, any other size on."""
     if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-        raise GovernanceConfigError(f"cache_size must be an int >= 0 (use cache=True or cache=False), got {cache_size!r}")
+        raise GovernanceConfigError(
+            f"cache_size must be an int >= 0 (use cache=True or cache=False), got {cache_size!r}"
+        )
     warnings.warn(
         "SQLPolicy(cache_size=...) is deprecated: it sized nothing (the analysis cache has a fixed size shared by "
         f"every policy); use cache={bool(cache_size)} instead",
@@ -388,7 +390,9 @@ class SQLPolicy(Policy):
             raise GovernanceConfigError(f"max_query_chars must be a positive int, got {max_query_chars!r}")
         self.max_query_chars = max_query_chars
         if not isinstance(cache, bool):
-            raise TypeError(f"cache must be True or False (whether this policy uses the shared analysis cache), got {cache!r}")
+            raise TypeError(
+                f"cache must be True or False (whether this policy uses the shared analysis cache), got {cache!r}"
+            )
         if cache_size is not None:
             cache = _cache_from_size(cache_size)
         self.cache = cache
