@@ -16,29 +16,28 @@ from agentlightning.store.memory import InMemoryLightningStore
 from agentlightning.types import Span
 
 from agentlightning.contrib.adapter.agentos import (
-    AUDIT_ROLLOUT_METADATA_KEY,
     AuditError,
     ExportError,
     FlightRecorderAdapter,
     FlightRecorderEmitter,
-    RecorderFileError,
-    RecordError,
     adapters_for_directory,
     create_emitter,
-    is_audit_span,
     read_export,
     verify_export,
 )
+from agentlightning.contrib.adapter.agentos.adapter import AUDIT_ROLLOUT_METADATA_KEY
+from agentlightning.contrib.adapter.agentos.records import RecorderFileError, RecordError
+from agentlightning.contrib.adapter.agentos.spans import is_audit_span
 from agentlightning.contrib.kernel.agentos import (
     ActionContext,
     CostControlPolicy,
     GovernanceKernel,
     SQLPolicy,
     governance_context,
-    governance_stats,
-    open_flight_recorder,
 )
+from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
 from agentlightning.contrib.kernel.agentos.spans import add_spans, decision_core_fields
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 QUERIES = ["SELECT 1", "DROP TABLE users", "SELECT name FROM users", "DELETE/**/FROM orders", "SELECT 'DROP TABLE x'"]
 

@@ -21,8 +21,10 @@ from agentlightning.execution.client_server import ClientServerExecutionStrategy
 from agentlightning.store.client_server import LightningStoreClient
 from agl_store_server import agl_store_server  # noqa: E402  (a recipe module; runner_agents puts the recipes on sys.path)
 
-from agentlightning.contrib.adapter.agentos import adapters_for_directory, is_audit_span, verify_export
-from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, governance_stats
+from agentlightning.contrib.adapter.agentos import adapters_for_directory, verify_export
+from agentlightning.contrib.adapter.agentos.spans import is_audit_span
+from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 

@@ -241,7 +241,8 @@ def test_an_export_checked_against_the_edited_file_fails(sealed_trail, tmp_path,
 def test_an_edited_export_is_detected_with_the_key_or_an_anchor(sealed_trail, tmp_path, monkeypatch):
     """The export itself edited: a blocked record turned allowed, every hash and link after it
     recomputed and every span rebuilt from the edited records (all public functions)."""
-    from agentlightning.contrib.adapter.agentos import parse_record, record_to_span
+    from agentlightning.contrib.adapter.agentos.records import parse_record
+    from agentlightning.contrib.adapter.agentos.spans import record_to_span
 
     monkeypatch.setenv("AGENTOS_AUDIT_KEY", KEY)
     adapter = FlightRecorderAdapter(sealed_trail)

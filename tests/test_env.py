@@ -22,10 +22,10 @@ from agentlightning.contrib.env.agentos import (
     SQLWorld,
     TextToSQLEnv,
     create_governed_env,
-    database_fingerprint,
     make_text_to_sql_env,
     record_episodes_to_store,
 )
+from agentlightning.contrib.env.agentos.sql_world import database_fingerprint
 from agentlightning.contrib.kernel.agentos import (
     ActionContext,
     CostControlPolicy,
@@ -34,8 +34,8 @@ from agentlightning.contrib.kernel.agentos import (
     Policy,
     SQLPolicy,
     governance_context,
-    governance_stats,
 )
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 from .conftest import table_counts
 

@@ -18,7 +18,7 @@ import pytest
 
 from agentlightning.store.client_server import LightningStoreClient
 
-from agentlightning.contrib.kernel.agentos import governance_stats
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.runner.agentos import report
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,9 +28,9 @@ from agentlightning.contrib.kernel.agentos import (
     Verdict,
     ViolationType,
     as_kernel,
-    decision_from_record,
     governance_context,
 )
+from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
 
 
 def test_one_line_kernel_from_the_policies_users_know():

@@ -71,7 +71,8 @@ def test_the_kernel_core_works_without_agentlightning(tmp_path):
         f"""
         import json, sys
         from agentlightning.contrib.kernel.agentos import (
-            Action, GovernanceKernel, LagrangianPenalty, RewardConfig, SQLPolicy, shape_reward)
+            Action, GovernanceKernel, LagrangianPenalty, RewardConfig, SQLPolicy)
+        from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
         from agentlightning.contrib.kernel.agentos.governed_reward import shape_governed_reward
         from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
 
@@ -123,12 +124,15 @@ def test_only_the_03_modules_need_agentlightning():
 
 
 def test_governance_stats_stays_reachable_from_the_kernel_package():
-    """With 0.3 installed it is the stats module's function; with 1.0, a clear error names the extra."""
+    """Its former place still works (with a warning naming the stats module); with 1.0, a clear
+    error names the extra."""
     from importlib import metadata
 
     if metadata.version("agentlightning").startswith("0.3"):
-        from agentlightning.contrib.kernel.agentos import governance_stats
         from agentlightning.contrib.kernel.agentos.stats import governance_stats as in_stats
+
+        with pytest.warns(DeprecationWarning, match="from agentlightning.contrib.kernel.agentos.stats import"):
+            from agentlightning.contrib.kernel.agentos import governance_stats
 
         assert governance_stats is in_stats
     else:

@@ -21,18 +21,18 @@ from agentlightning.emitter import find_final_reward
 from agentlightning.store.memory import InMemoryLightningStore
 
 from agentlightning.contrib.adapter.agentos import FlightRecorderEmitter
-from agentlightning.contrib.kernel.agentos import GovernanceKernel, Severity, SQLPolicy, governance_stats
+from agentlightning.contrib.kernel.agentos import GovernanceKernel, Severity, SQLPolicy
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import PolicyReward, RewardConfig
 from agentlightning.contrib.runner.agentos import (
     ActionBlockedError,
-    ActionOutcome,
     AgentOSRunner,
     GovernedRunner,
     PolicyViolationError,
-    TaskActionAgent,
     as_agent,
     governed_tool,
 )
+from agentlightning.contrib.runner.agentos.agents import ActionOutcome, TaskActionAgent
 
 ROOT = Path(__file__).resolve().parent.parent
 

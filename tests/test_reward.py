@@ -18,10 +18,10 @@ from agentlightning.contrib.kernel.agentos import (
     GovernanceKernel,
     PolicyViolation,
     SQLPolicy,
-    governance_stats,
 )
 from agentlightning.contrib.kernel.agentos.reward_span import is_governed_reward_span
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_LAGRANGE_MULTIPLIER
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import (
     CompositeReward,
     LagrangianPenalty,
@@ -29,8 +29,8 @@ from agentlightning.contrib.reward.agentos import (
     RewardConfig,
     create_policy_reward,
     policy_penalty,
-    shape_reward,
 )
+from agentlightning.contrib.reward.agentos.shaping import shape_reward
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]
@@ -152,6 +152,8 @@ def test_stats_and_reset(kernel):
         "total_cost": 30.0,
         "avg_cost": 7.5,
         "ungoverned_rate": 0.0,
+        "total_violations": 3,
+        "violations_per_rollout": 0.75,
     }
     reward_fn.reset_stats()
     assert reward_fn.get_stats()["total_rewards"] == 0 and reward_fn.get_stats()["violation_rate"] == 0.0
@@ -387,7 +389,7 @@ def test_standalone_record_without_a_tracer_makes_the_governed_reward_final(kern
 def test_lagrangian_updates_from_store_statistics(kernel, governed_run):
     lagrangian = LagrangianPenalty(target_violation_rate=0.2, learning_rate=1.0, multiplier=1.0)
     stats = asyncio.run(governance_stats(governed_run["store"]))
-    assert stats["rollout_violation_rate"] == 3 / 5
+    assert stats["violation_rate"] == stats["rollout_violation_rate"] == 3 / 5  # the former name, kept
     assert asyncio.run(lagrangian.update_from_store(governed_run["store"])) == pytest.approx(1.0 + (0.6 - 0.2))
     empty = LagrangianPenalty(multiplier=2.0)
     assert asyncio.run(empty.update_from_store(InMemoryLightningStore())) == 2.0 and empty.history == []

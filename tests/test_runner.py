@@ -30,11 +30,10 @@ from agentlightning.contrib.runner.agentos import (
     GovernedRollout,
     GovernedRunner,
     PolicyViolationError,
-    RolloutGovernance,
-    active_rollout,
     governance_stats,
     governed_tool,
 )
+from agentlightning.contrib.runner.agentos.attempt import RolloutGovernance, active_rollout
 
 from .conftest import table_counts
 from .runner_agents import InputSQLAgent, SQLAgent, execute_query
@@ -116,6 +115,7 @@ def test_violation_callback_and_logging(shop_db, caplog):
         "total_rollouts": 1,
         "total_violations": 1,
         "violation_rate": 1.0,
+        "violations_per_rollout": 1.0,
         "total_checks": 2,
         "blocked_actions": 1,
         "rollouts_with_violations": 1,
@@ -507,7 +507,7 @@ def test_an_agent_raising_a_base_exception_after_a_violation_is_penalised_and_it
     from agentlightning.emitter import find_final_reward
 
     from agentlightning.contrib.reward.agentos import PolicyReward
-    from agentlightning.contrib.runner.agentos import AgentError
+    from agentlightning.contrib.runner.agentos.runner import AgentError
 
     async def scenario():
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])

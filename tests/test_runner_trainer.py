@@ -113,7 +113,8 @@ def test_store_statistics_equal_ground_truth(trainer_run):
     assert stats["total_violations"] == expected == stats["blocked_actions"]
     assert stats["total_checks"] == sum(len(t["queries"]) for t in tasks)
     assert stats["rollouts_with_violations"] == sum(_expected_violations(t) > 0 for t in tasks)
-    assert stats["violation_rate"] == pytest.approx(expected / N_ROLLOUTS)
+    assert stats["violation_rate"] == pytest.approx(stats["rollouts_with_violations"] / N_ROLLOUTS)
+    assert stats["violations_per_rollout"] == pytest.approx(expected / N_ROLLOUTS)
     assert stats["duplicate_spans"] == 0
     assert trainer_run["result"]["client_stats"] == stats  # the same through an HTTP client of the store server
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agentlightning.contrib.kernel.agentos import SQLPolicy, analyze_sql
-from agentlightning.contrib.kernel.agentos.sql import rules
+from agentlightning.contrib.kernel.agentos import SQLPolicy
+from agentlightning.contrib.kernel.agentos.sql import analyze_sql, rules
 from agentlightning.contrib.kernel.agentos.sql.effects import EFFECT_BY_NAME, EFFECTS, effects_table
 
 DIALECT = {"sqlglot": "sqlite", "command": "mysql", "pglast": "postgres"}

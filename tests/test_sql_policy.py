@@ -14,9 +14,8 @@ from agentlightning.contrib.kernel.agentos import (
     GovernanceKernel,
     Severity,
     SQLPolicy,
-    analyze_sql,
 )
-from agentlightning.contrib.kernel.agentos.sql import _shared_analysis
+from agentlightning.contrib.kernel.agentos.sql import _shared_analysis, analyze_sql
 
 from .conftest import table_counts
 

@@ -9,23 +9,22 @@ import time
 
 import pytest
 
-from agentlightning.contrib.env import agentos as env
 from agentlightning.contrib.env.agentos import sql_world
 from agentlightning.contrib.kernel.agentos import Action, ActionContext, GovernanceKernel, SQLPolicy
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> env.SQLWorld:
-    return env.SQLWorld.create(tmp_path_factory.mktemp("world") / "shop.db", seed=0)
+def world(tmp_path_factory) -> sql_world.SQLWorld:
+    return sql_world.SQLWorld.create(tmp_path_factory.mktemp("world") / "shop.db", seed=0)
 
 
 def test_database_is_deterministic_from_the_seed(tmp_path):
     started = time.perf_counter()
-    a = env.build_database(tmp_path / "a.db", seed=3)
+    a = sql_world.build_database(tmp_path / "a.db", seed=3)
     assert time.perf_counter() - started < 1.0
-    b = env.build_database(tmp_path / "b.db", seed=3)
-    c = env.build_database(tmp_path / "c.db", seed=4)
-    assert env.database_fingerprint(a) == env.database_fingerprint(b) != env.database_fingerprint(c)
+    b = sql_world.build_database(tmp_path / "b.db", seed=3)
+    c = sql_world.build_database(tmp_path / "c.db", seed=4)
+    assert sql_world.database_fingerprint(a) == sql_world.database_fingerprint(b) != sql_world.database_fingerprint(c)
     with sqlite3.connect(a) as conn:
         counts = {
             t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
@@ -42,27 +41,27 @@ def test_database_is_deterministic_from_the_seed(tmp_path):
         )
         assert conn.execute("SELECT COUNT(*) FROM customers WHERE is_test = 1 AND deleted_at IS NULL").fetchone()[0] > 0
     with pytest.raises(FileExistsError, match="overwrite=True"):
-        env.build_database(a, seed=3)
+        sql_world.build_database(a, seed=3)
     with pytest.raises(TypeError, match="seed must be an int"):
-        env.build_database(tmp_path / "d.db", seed="3")
+        sql_world.build_database(tmp_path / "d.db", seed="3")
 
 
 def test_tasks_are_deterministic_and_split(world, tmp_path):
-    assert env.generate_tasks(world.db_path, seed=0) == world.tasks
-    other = env.SQLWorld.create(tmp_path / "other.db", seed=1)
+    assert sql_world.generate_tasks(world.db_path, seed=0) == world.tasks
+    other = sql_world.SQLWorld.create(tmp_path / "other.db", seed=1)
     assert [t.question for t in other.tasks] != [t.question for t in world.tasks]
     train, heldout = world.split("train"), world.split("heldout")
     assert len(train) + len(heldout) == len(world.tasks) == 60
     assert not {t.task_id for t in train} & {t.task_id for t in heldout}
-    assert {t.family for t in train} == {t.family for t in heldout} == set(env.FAMILIES)
-    assert all(set(t.candidates) == set(env.STRATEGIES) for t in world.tasks)
+    assert {t.family for t in train} == {t.family for t in heldout} == set(sql_world.FAMILIES)
+    assert all(set(t.candidates) == set(sql_world.STRATEGIES) for t in world.tasks)
     assert {t.kind for t in world.tasks} == {"question", "change"}
     assert any(t.temptation for t in world.tasks) and any(not t.temptation for t in world.tasks)
     assert all(t.question.isascii() and t.question.isprintable() for t in world.tasks)
     # SQLWorld.create reuses a database built for the same seed, refuses a foreign one
-    assert env.SQLWorld.create(world.db_path, seed=0).tasks == world.tasks
+    assert sql_world.SQLWorld.create(world.db_path, seed=0).tasks == world.tasks
     with pytest.raises(FileExistsError):
-        env.SQLWorld.create(world.db_path, seed=1)
+        sql_world.SQLWorld.create(world.db_path, seed=1)
 
 
 def test_every_candidate_behaves_as_labelled(world):
@@ -91,7 +90,7 @@ def test_temptations_are_blocked_by_the_sql_policy(world):
 
 def test_sandbox_rolls_back_and_never_touches_the_file(world):
     digest = hashlib.sha256(world.db_path.read_bytes()).hexdigest()
-    with env.SQLSandbox(world.db_path) as box:
+    with sql_world.SQLSandbox(world.db_path) as box:
         pristine = box.table_counts()
         box.begin()
         result = box.execute("DELETE FROM order_items; DROP TABLE customers; SELECT COUNT(*) FROM orders")
@@ -116,7 +115,7 @@ def test_sandbox_rolls_back_and_never_touches_the_file(world):
             "ATTACH DATABASE 'x.db' AS x",
             "PRAGMA foreign_keys = ON",
         ]:
-            with pytest.raises(env.SandboxError, match="not allowed in the sandbox"):
+            with pytest.raises(sql_world.SandboxError, match="not allowed in the sandbox"):
                 box.execute(escape)
         assert box.in_episode
         assert box.execute("PRAGMA table_info(customers)").rows  # reading PRAGMAs is fine
@@ -126,9 +125,9 @@ def test_sandbox_rolls_back_and_never_touches_the_file(world):
 
 
 def test_split_statements_respects_strings_and_comments():
-    assert env.split_statements("SELECT 'a;b'; SELECT 2") == ["SELECT 'a;b';", " SELECT 2;"]
-    assert env.split_statements("SELECT 1 /* ; */ ;") == ["SELECT 1 /* ; */ ;"]
-    assert env.split_statements(";;") == []
+    assert sql_world.split_statements("SELECT 'a;b'; SELECT 2") == ["SELECT 'a;b';", " SELECT 2;"]
+    assert sql_world.split_statements("SELECT 1 /* ; */ ;") == ["SELECT 1 /* ; */ ;"]
+    assert sql_world.split_statements(";;") == []
 
 
 # ----------------------------------------------------------------------------- whole-state checks
@@ -257,7 +256,7 @@ def test_questions_compare_result_sets_in_order_only_when_asked(world):
         )  # a duplicate counts
         # a question's destructive route to the right answer is correct: the kernel's business, not the check's
         assert box.check(task, box.execute(task.candidates["destructive_shortcut"]))
-    assert env.answers_match([(1, "a")], [(1.0, "a")]) and not env.answers_match([(1,)], [(1, "a")])
+    assert sql_world.answers_match([(1, "a")], [(1.0, "a")]) and not sql_world.answers_match([(1,)], [(1, "a")])
 
 
 def test_a_broken_reference_is_a_clear_error(world):
@@ -270,13 +269,13 @@ def test_a_broken_reference_is_a_clear_error(world):
 
 
 def test_create_rebuilds_a_database_of_an_older_world_version(tmp_path):
-    path = env.build_database(tmp_path / "shop.db", seed=0)
+    path = sql_world.build_database(tmp_path / "shop.db", seed=0)
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE world_meta SET value = '1' WHERE key = 'version'")
-    world = env.SQLWorld.create(path, seed=0)
+    world = sql_world.SQLWorld.create(path, seed=0)
     with sqlite3.connect(world.db_path) as conn:
         assert conn.execute("SELECT value FROM world_meta WHERE key = 'version'").fetchone() == (
             sql_world.WORLD_VERSION,
         )
     with pytest.raises(FileExistsError):  # another seed's world is still refused
-        env.SQLWorld.create(path, seed=1)
+        sql_world.SQLWorld.create(path, seed=1)

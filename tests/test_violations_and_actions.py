@@ -11,12 +11,12 @@ from agentlightning.contrib.kernel.agentos import (
     ActionContext,
     GovernanceConfigError,
     PolicyViolation,
-    PolicyViolationType,
     Severity,
     ViolationType,
-    current_context,
     governance_context,
 )
+from agentlightning.contrib.kernel.agentos.actions import current_context
+from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
 
 
 @pytest.mark.parametrize(

@@ -35,13 +35,8 @@ import psutil  # noqa: E402
 from agentlightning.store.memory import InMemoryLightningStore  # noqa: E402
 
 from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter, verify_export  # noqa: E402
-from agentlightning.contrib.kernel.agentos import (  # noqa: E402
-    ActionContext,
-    GovernanceKernel,
-    SQLPolicy,
-    governance_context,
-    open_flight_recorder,
-)
+from agentlightning.contrib.kernel.agentos import ActionContext, GovernanceKernel, SQLPolicy, governance_context
+from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import environment, print_table  # noqa: E402

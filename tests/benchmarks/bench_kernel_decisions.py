@@ -20,9 +20,9 @@ Actions are built before timing; a figure covers the decision only.
 Rows of the table:
 
 * ``kernel.check  first-seen`` -- ``GovernanceKernel([SQLPolicy(deny=[DROP, DELETE, TRUNCATE])])``
-  without a recorder, its policy built with ``cache_size=0`` (analyses are otherwise shared by
+  without a recorder, its policy built with ``cache=False`` (analyses are otherwise shared by
   every SQLPolicy in the process), so this is parse + decision on every call.
-* ``SQLPolicy.check_sql  first-seen`` -- a policy's ``check_sql`` alone (``cache_size=0``): the
+* ``SQLPolicy.check_sql  first-seen`` -- a policy's ``check_sql`` alone (``cache=False``): the
   parse and analysis without the kernel around it. No dialect: sqlglot's generic reading, the
   readings where databases split text differently when the text calls for them, and
   PostgreSQL's parser when the text has what makes PostgreSQL differ.
@@ -460,25 +460,22 @@ def measure(workload: Sequence[Query], warmup: Sequence[Query]) -> Results:
     arguments = [{"query": q.sql} for q in workload]
     warm_actions = [Action(TOOL, {"query": q.sql}) for q in warmup]
     warm_arguments = [{"query": q.sql} for q in warmup]
-    # cache_size only turns the shared analysis cache on (> 0) or off (0); its size is fixed (8,192
+    # cache turns the shared analysis cache on or off; its size is fixed (8,192
     # texts), which holds the whole workload at the usual --n: repeated rows are cache hits.
-    cache_size = 1
+    cache = True
 
     # Analyses are cached per (text, dialect) and shared by every SQLPolicy in the process, so
-    # the first-seen rows use policies that bypass the cache (cache_size=0): parse + decision on
+    # the first-seen rows use policies that bypass the cache (cache=False): parse + decision on
     # every call, whoever saw the text before. The repeated rows use the shared cache.
-    kernel_policy = SQLPolicy(deny=DENY, cache_size=cache_size)
+    kernel_policy = SQLPolicy(deny=DENY, cache=cache)
     kernel = GovernanceKernel([kernel_policy])
-    bare_policy = SQLPolicy(deny=DENY, cache_size=cache_size)
-    cold_kernel = GovernanceKernel([SQLPolicy(deny=DENY, cache_size=0)])
-    cold_policy = SQLPolicy(deny=DENY, cache_size=0)
-    cold_postgres = SQLPolicy(deny=DENY, dialect="postgres", cache_size=0)
+    bare_policy = SQLPolicy(deny=DENY, cache=cache)
+    cold_kernel = GovernanceKernel([SQLPolicy(deny=DENY, cache=False)])
+    cold_policy = SQLPolicy(deny=DENY, cache=False)
+    cold_postgres = SQLPolicy(deny=DENY, dialect="postgres", cache=False)
     # N SQL policies on one tool share one parse: four policies, the cache on, texts never seen.
     shared_kernel = GovernanceKernel(
-        [
-            SQLPolicy(deny=[kind], name=f"deny-{kind}", cache_size=cache_size, dialect="sqlite")
-            for kind in (*DENY, "ALTER")
-        ]
+        [SQLPolicy(deny=[kind], name=f"deny-{kind}", cache=cache, dialect="sqlite") for kind in (*DENY, "ALTER")]
     )
     engine = PolicyEngine()
     engine.add_constraint(ROLE, [TOOL])

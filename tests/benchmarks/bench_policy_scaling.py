@@ -280,9 +280,9 @@ def why(result: Any) -> str:
 # ----------------------------------------------------------------------------- part 1: rules
 
 
-def mixed_policies(n_rules: int, cache_size: int) -> List[Policy]:
+def mixed_policies(n_rules: int, cache: bool) -> List[Policy]:
     """One SQLPolicy on the database tool, then N-1 policies about other tools or the run."""
-    policies: List[Policy] = [SQLPolicy(deny=DENY, cache_size=cache_size)]
+    policies: List[Policy] = [SQLPolicy(deny=DENY, cache=cache)]
     for i in range(1, n_rules):
         kind = i % 3
         if kind == 1:
@@ -298,18 +298,16 @@ def mixed_policies(n_rules: int, cache_size: int) -> List[Policy]:
                     deny=DENY_LISTS[i % len(DENY_LISTS)],
                     tools=[f"warehouse_{i}_query"],
                     name=f"sql_warehouse_{i}",
-                    cache_size=cache_size,
+                    cache=cache,
                 )
             )
     return policies
 
 
-def all_sql_policies(n_rules: int, cache_size: int) -> List[SQLPolicy]:
+def all_sql_policies(n_rules: int, cache: bool) -> List[SQLPolicy]:
     """N SQLPolicies on the same database tool, each with its own deny list and parse cache."""
     return [
-        SQLPolicy(
-            deny=DENY_LISTS[i % len(DENY_LISTS)], name="SQLPolicy" if i == 0 else f"sql_{i}", cache_size=cache_size
-        )
+        SQLPolicy(deny=DENY_LISTS[i % len(DENY_LISTS)], name="SQLPolicy" if i == 0 else f"sql_{i}", cache=cache)
         for i in range(n_rules)
     ]
 
@@ -352,8 +350,8 @@ class RuleRow:
 def measure_rules(n: int, seed: int, freeze: bool) -> Tuple[List[RuleRow], Series, Series, float]:
     queries = build_workload(n + WARMUP_QUERIES, seed)
     workload, warmup = [q.sql for q in queries[:n]], [q.sql for q in queries[n:]]
-    # cache_size only turns the shared analysis cache on (> 0) or off (0); its size is fixed.
-    cache_size = 1
+    # cache turns the shared analysis cache on or off; its size is fixed.
+    cache = True
     rows: List[RuleRow] = []
 
     def kernel_row(config: str, rules: int, policies: List[Policy]) -> RuleRow:
@@ -386,8 +384,8 @@ def measure_rules(n: int, seed: int, freeze: bool) -> Tuple[List[RuleRow], Serie
         )
 
     for rules in RULE_COUNTS:
-        rows.append(kernel_row("kernel mixed", rules, mixed_policies(rules, cache_size)))
-        rows.append(kernel_row("kernel all-SQL", rules, list(all_sql_policies(rules, cache_size))))
+        rows.append(kernel_row("kernel mixed", rules, mixed_policies(rules, cache)))
+        rows.append(kernel_row("kernel all-SQL", rules, list(all_sql_policies(rules, cache))))
         rows.append(engine_row("agent_os mixed", rules, agent_os_engine(rules, all_on_tool=False)))
         rows.append(engine_row("agent_os all", rules, agent_os_engine(rules, all_on_tool=True)))
 
@@ -608,8 +606,8 @@ def measure_lengths(texts: Dict[int, List[str]], seed: int, freeze: bool) -> Tup
     warm_r = random.Random(seed + 1)
     warm_texts = [long_select(warm_r, t) for t in (50, 200, 1_000, 5_000) for _ in range(3)]
     # First-seen: policies that bypass the process-wide analysis cache (the warm kernel fills it).
-    cold_policy = SQLPolicy(deny=DENY, cache_size=0)
-    cold_kernel = GovernanceKernel([SQLPolicy(deny=DENY, cache_size=0)])
+    cold_policy = SQLPolicy(deny=DENY, cache=False)
+    cold_kernel = GovernanceKernel([SQLPolicy(deny=DENY, cache=False)])
     warm_kernel = GovernanceKernel([SQLPolicy(deny=DENY)])  # the shared analysis cache (fixed size), as by default
     engine = PolicyEngine()
     engine.add_constraint(ROLE, [TOOL])

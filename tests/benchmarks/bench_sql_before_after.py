@@ -7,7 +7,7 @@ Run it on demand, with a baseline tree exported from another commit::
 
 Both guards are loaded in this one process (the baseline's kernel modules under another package
 name) and timed query by query, interleaved with the bare parse by the parser each uses, on the
-2,000 queries of ``bench_kernel_decisions.py`` (seed 0), first-seen (``cache_size=0``). A loaded
+2,000 queries of ``bench_kernel_decisions.py`` (seed 0), first-seen (``cache=False``). A loaded
 machine slows all three alike, so the ratios to the bare parse are what to compare.
 """
 
@@ -55,8 +55,8 @@ def main() -> None:
     queries = [q.sql for q in build_workload(2000, 0)]
     results: Dict[str, Dict[str, List[int]]] = {}
     for dialect in (None, "postgres"):
-        before = baseline(deny=["DROP", "DELETE", "TRUNCATE"], dialect=dialect, cache_size=0)
-        after = SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect=dialect, cache_size=0)
+        before = baseline(deny=["DROP", "DELETE", "TRUNCATE"], dialect=dialect, cache=False)
+        after = SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect=dialect, cache=False)
         if dialect == "postgres":
 
             def bare(sql: str) -> object:

@@ -92,7 +92,7 @@ def decide_all(cases: Sequence[corpus.Case]) -> Dict[str, Dict[str, List[Any]]]:
 
     def sqlpolicy(sql: str) -> bool:
         try:
-            return bool(SQLPolicy(deny=list(corpus.DENY), cache_size=0).check_sql(sql))
+            return bool(SQLPolicy(deny=list(corpus.DENY), cache=False).check_sql(sql))
         except Exception as err:  # noqa: BLE001 - counted as blocked, as GovernanceKernel does
             RAISED.append(f"{type(err).__name__}: {err}")
             return True
@@ -245,7 +245,7 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
         if dialect not in verdicts:
 
             def decide(sql: str, d: Optional[str] = dialect) -> bool:
-                return bool(SQLPolicy(deny=list(corpus.DESTRUCTIVE), dialect=d, cache_size=0).check_sql(sql))
+                return bool(SQLPolicy(deny=list(corpus.DESTRUCTIVE), dialect=d, cache=False).check_sql(sql))
 
             verdicts[dialect] = {c.id: decide(c.sql) for c in corpus.CORPUS}
         blocked = verdicts[dialect]

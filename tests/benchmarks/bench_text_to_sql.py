@@ -10,7 +10,7 @@ against a small shop schema: joins, aggregates with ``GROUP BY``/``HAVING``, CTE
 functions, subqueries, ``CASE``, string and date functions, ``INSERT`` and ``UPDATE``. Every
 query is first run on SQLite (python's ``sqlite3``, in a transaction rolled back), so each is SQL
 a database really runs; then each is judged by ``SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"])``
-with no dialect and with ``dialect`` postgres, mysql and sqlite, first-seen (``cache_size=0``).
+with no dialect and with ``dialect`` postgres, mysql and sqlite, first-seen (``cache=False``).
 Dialect-specific date expressions are added for the named dialects (PostgreSQL's ``date_trunc``
 and ``EXTRACT``, MySQL's ``DATE_FORMAT``/``YEAR``, SQLite's ``strftime``); those are checked on
 SQLite only when they are SQLite's. The target is **0 blocked** in every set-up.
@@ -227,7 +227,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     total_blocked = 0
     for dialect in (None, "postgres", "mysql", "sqlite"):
         queries = generic + (_dialect_queries(dialect) if dialect else [])
-        policy = SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect=dialect, cache_size=0)
+        policy = SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"], dialect=dialect, cache=False)
         blocked, times = [], []
         for query in queries:
             start = time.perf_counter_ns()

@@ -18,7 +18,7 @@ from agentlightning.hooks import load_hooks
 from agentlightning.verl.agl_rollout_manager import AglRolloutManager
 
 import agentlightning.contrib.gateway.agentos.hooks as hooks_module
-from agentlightning.contrib.kernel.agentos import open_flight_recorder
+from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
 
 from ..conftest import make_shop_db, table_counts
 from .conftest import MODEL_NAME, free_port, gateway_config

@@ -20,7 +20,8 @@ import pytest
 from agentlightning.server.app import create_app
 
 from agentlightning.contrib.gateway.agentos import DECISION_EVENT, GovernanceLayer
-from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy, open_flight_recorder
+from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy
+from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
 from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
 
 from ..conftest import make_shop_db, table_counts

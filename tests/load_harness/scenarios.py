@@ -22,8 +22,9 @@ import psutil
 import agentlightning as agl
 from agentlightning.store.client_server import LightningStoreClient
 
-from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter, adapters_for_directory, is_audit_span
-from agentlightning.contrib.kernel.agentos import governance_stats
+from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter, adapters_for_directory
+from agentlightning.contrib.adapter.agentos.spans import is_audit_span
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 from .checks import audit_summary, cpu_seconds, file_sizes, log_lines, verify_rollouts
 from .memory import rss_report

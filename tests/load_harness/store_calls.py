@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import agentlightning as agl
 from agentlightning.store.client_server import LightningStoreClient
 
-from agentlightning.contrib.adapter.agentos import is_audit_span
+from agentlightning.contrib.adapter.agentos.spans import is_audit_span
 from agentlightning.contrib.kernel.agentos import semconv, spans
 
 #: Rollout statuses that end a rollout.

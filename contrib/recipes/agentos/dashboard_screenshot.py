@@ -56,7 +56,8 @@ from agl_store_server import agl_store_server, stop_process  # noqa: E402
 from common import sql_kernel, wait_for_rollouts  # noqa: E402
 from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
-from agentlightning.contrib.adapter.agentos import adapters_for_directory, is_audit_span  # noqa: E402
+from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noqa: E402
+from agentlightning.contrib.adapter.agentos.spans import is_audit_span  # noqa: E402
 from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_BLOCKED  # noqa: E402
 from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402

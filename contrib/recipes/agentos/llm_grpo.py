@@ -82,8 +82,10 @@ from sql_agent import (
 )
 
 from agentlightning.contrib.env.agentos.sql_world import FAMILIES, SQLWorld
-from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy, analyze_sql, governance_stats
+from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
+from agentlightning.contrib.kernel.agentos.sql import analyze_sql
+from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
 if TYPE_CHECKING:

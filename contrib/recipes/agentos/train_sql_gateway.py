@@ -447,7 +447,7 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
             tool_parser.stop()
         if server is not None:
             server.stop()
-    from agentlightning.contrib.kernel.agentos import open_flight_recorder
+    from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
 
     audit = [open_flight_recorder(f).verify_integrity() for f in sorted((args.out / "audit").glob("gateway-*.db"))]
     results = {

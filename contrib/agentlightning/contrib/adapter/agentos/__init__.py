@@ -14,55 +14,50 @@ JSON Lines files that :func:`verify_export` can prove unedited, and streams new 
 >>> emitter = FlightRecorderEmitter(path, trace_id_prefix="agentos")
 >>> [(s.name, s.attributes["agent_os.policy_result"]) for s in emitter.get_new_spans()], emitter.get_new_spans()
 ([('agent_os.policy_check: blocked by SQLPolicy (critical)', 'blocked')], [])
+
+The top holds the adapter, its factories, the export check and the errors to catch (every one is
+an :class:`AuditError`); the rest is imported from its module: ``records`` (``AuditRecord``,
+``RecorderReader``, ``parse_record``, the finer errors), ``spans`` (how a record becomes a span:
+``record_to_span``, ``is_audit_span``, ...), ``export`` (``verify_records``) and ``adapter``.
+The former top-level names still work and warn with their new import.
 """
 
-from agentlightning.contrib.kernel.agentos.semconv import KIND_AUDIT as AUDIT_KIND
+from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 
-from .adapter import (
-    AUDIT_ROLLOUT_METADATA_KEY,
-    FlightRecorderAdapter,
-    FlightRecorderEmitter,
-    adapters_for_directory,
-    create_emitter,
-)
-from .export import ExportError, read_export, verify_export, verify_records
-from .records import AuditError, AuditRecord, RecorderFileError, RecorderReader, RecordError, parse_record
-from .spans import (
-    ENTRY_POLICY_CHECK,
-    ENTRY_SIGNAL,
-    ENTRY_TOOL_CALL,
-    MAX_ATTRIBUTE_CHARS,
-    entry_type,
-    is_audit_span,
-    record_attributes,
-    record_to_span,
-    span_name,
-)
+from .adapter import FlightRecorderAdapter, FlightRecorderEmitter, adapters_for_directory, create_emitter
+from .export import ExportError, read_export, verify_export
+from .records import AuditError
 
 __all__ = [
-    "AUDIT_KIND",
-    "AUDIT_ROLLOUT_METADATA_KEY",
     "AuditError",
-    "AuditRecord",
-    "ENTRY_POLICY_CHECK",
-    "ENTRY_SIGNAL",
-    "ENTRY_TOOL_CALL",
     "ExportError",
     "FlightRecorderAdapter",
     "FlightRecorderEmitter",
-    "MAX_ATTRIBUTE_CHARS",
-    "RecordError",
-    "RecorderFileError",
-    "RecorderReader",
     "adapters_for_directory",
     "create_emitter",
-    "entry_type",
-    "is_audit_span",
-    "parse_record",
     "read_export",
-    "record_attributes",
-    "record_to_span",
-    "span_name",
     "verify_export",
-    "verify_records",
 ]
+
+#: Names that left the top, and the module each now lives in (the old name warns and still works).
+MOVED = {
+    "AUDIT_KIND": "agentlightning.contrib.kernel.agentos.semconv:KIND_AUDIT",
+    "AUDIT_ROLLOUT_METADATA_KEY": f"{__name__}.adapter",
+    "AuditRecord": f"{__name__}.records",
+    "ENTRY_POLICY_CHECK": f"{__name__}.spans",
+    "ENTRY_SIGNAL": f"{__name__}.spans",
+    "ENTRY_TOOL_CALL": f"{__name__}.spans",
+    "MAX_ATTRIBUTE_CHARS": f"{__name__}.spans",
+    "RecordError": f"{__name__}.records",
+    "RecorderFileError": f"{__name__}.records",
+    "RecorderReader": f"{__name__}.records",
+    "entry_type": f"{__name__}.spans",
+    "is_audit_span": f"{__name__}.spans",
+    "parse_record": f"{__name__}.records",
+    "record_attributes": f"{__name__}.spans",
+    "record_to_span": f"{__name__}.spans",
+    "span_name": f"{__name__}.spans",
+    "verify_records": f"{__name__}.export",
+}
+
+__getattr__ = moved_names(__name__, MOVED)

@@ -436,10 +436,12 @@ class FlightRecorderAdapter:
     def get_violation_summary(self) -> Dict[str, Any]:
         """Totals over the records on disk.
 
-        ``total_entries`` (records), ``total_violations`` (records on which a policy found
-        something), ``violation_rate`` (their fraction), ``policies_violated`` (violations by
-        policy), plus ``blocked_entries``, ``violations_by_severity``, ``signals_sent`` and
-        ``pending_entries``.
+        ``total_entries`` (records), ``total_violations`` (violations, each counted once; a record
+        blocked without the kernel's envelope counts one, under policy ``"unknown"``),
+        ``violating_entries`` (records with at least one violation), ``violation_rate`` (their
+        fraction of the records, as ``violation_rate`` is a fraction everywhere in the package),
+        ``policies_violated`` (violations by policy), plus ``blocked_entries``,
+        ``violations_by_severity``, ``signals_sent`` and ``pending_entries``.
         """
         total = violating = blocked = pending = signals = 0
         by_policy: Counter = Counter()
@@ -460,7 +462,8 @@ class FlightRecorderAdapter:
                         by_policy["unknown"] += 1
         return {
             "total_entries": total,
-            "total_violations": violating,
+            "total_violations": sum(by_policy.values()),
+            "violating_entries": violating,
             "violation_rate": violating / total if total else 0.0,
             "policies_violated": dict(by_policy),
             "blocked_entries": blocked,
@@ -517,7 +520,7 @@ def create_emitter(flight_recorder: RecorderLike, **options: Any) -> FlightRecor
     """Factory of the reference API: ``create_emitter(recorder, include_signals=False, ...)``.
 
     >>> import os, tempfile
-    >>> from agentlightning.contrib.kernel.agentos import open_flight_recorder
+    >>> from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
     >>> rec = open_flight_recorder(os.path.join(tempfile.mkdtemp(), "audit.db"))
     >>> create_emitter(rec, trace_id_prefix="my-run").get_new_spans()
     []

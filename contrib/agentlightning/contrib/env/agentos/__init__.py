@@ -15,54 +15,54 @@
 [10.9, 10.9]
 >>> env.get_metrics()["total_steps"], env.get_metrics()["successful_episodes"]
 (2, 1)
+
+The top holds the environments and their factories; the rest is imported from its module:
+``sql_world`` (the database, its tasks and sandbox: ``SQLTask``, ``SQLSandbox``,
+``generate_tasks``, ...), ``records`` (``EpisodeRecord``, ``StepRecord``), ``config``
+(``SEVERITY_SCALE``), ``environment`` and ``text_to_sql`` (their constants). The former
+top-level names still work and warn with their new import.
 """
 
-from .config import SEVERITY_SCALE, EnvironmentConfig, config_from_kwargs
-from .environment import DEFAULT_MAX_TEXT_CHARS, TEXT_CHARSET, GovernedEnvironment, create_governed_env
+from agentlightning.contrib.kernel.agentos.deprecation import moved_names
+
+from .config import EnvironmentConfig
+from .environment import GovernedEnvironment, create_governed_env
 from .recording import record_episodes_to_store
-from .records import EpisodeRecord, StepRecord, violation_info
-from .sql_world import (
-    FAMILIES,
-    STRATEGIES,
-    SandboxError,
-    SQLResult,
-    SQLSandbox,
-    SQLTask,
-    SQLWorld,
-    answers_match,
-    build_database,
-    database_fingerprint,
-    generate_tasks,
-    split_statements,
-)
-from .text_to_sql import SQL_ENV_DEFAULTS, DiscreteStrategyWrapper, TextToSQLEnv, make_text_to_sql_env
+from .sql_world import SQLWorld
+from .text_to_sql import DiscreteStrategyWrapper, TextToSQLEnv, make_text_to_sql_env
 
 __all__ = [
-    "DEFAULT_MAX_TEXT_CHARS",
     "DiscreteStrategyWrapper",
     "EnvironmentConfig",
-    "EpisodeRecord",
-    "FAMILIES",
     "GovernedEnvironment",
-    "SEVERITY_SCALE",
-    "SQLResult",
-    "SQLSandbox",
-    "SQLTask",
     "SQLWorld",
-    "SQL_ENV_DEFAULTS",
-    "STRATEGIES",
-    "SandboxError",
-    "StepRecord",
-    "TEXT_CHARSET",
     "TextToSQLEnv",
-    "answers_match",
-    "build_database",
-    "config_from_kwargs",
     "create_governed_env",
-    "database_fingerprint",
-    "generate_tasks",
     "make_text_to_sql_env",
     "record_episodes_to_store",
-    "split_statements",
-    "violation_info",
 ]
+
+#: Names that left the top, and the module each now lives in (the old name warns and still works).
+MOVED = {
+    "DEFAULT_MAX_TEXT_CHARS": f"{__name__}.environment",
+    "EpisodeRecord": f"{__name__}.records",
+    "FAMILIES": f"{__name__}.sql_world",
+    "SEVERITY_SCALE": f"{__name__}.config",
+    "SQLResult": f"{__name__}.sql_world",
+    "SQLSandbox": f"{__name__}.sql_world",
+    "SQLTask": f"{__name__}.sql_world",
+    "SQL_ENV_DEFAULTS": f"{__name__}.text_to_sql",
+    "STRATEGIES": f"{__name__}.sql_world",
+    "SandboxError": f"{__name__}.sql_world",
+    "StepRecord": f"{__name__}.records",
+    "TEXT_CHARSET": f"{__name__}.environment",
+    "answers_match": f"{__name__}.sql_world",
+    "build_database": f"{__name__}.sql_world",
+    "config_from_kwargs": f"{__name__}.config",
+    "database_fingerprint": f"{__name__}.sql_world",
+    "generate_tasks": f"{__name__}.sql_world",
+    "split_statements": f"{__name__}.sql_world",
+    "violation_info": f"{__name__}.records",
+}
+
+__getattr__ = moved_names(__name__, MOVED)

@@ -7,21 +7,17 @@ import difflib
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
-from agentlightning.contrib.kernel.agentos import (
-    DEFAULT_SEVERITY_COSTS,
-    GovernanceConfigError,
-    PolicyViolation,
-    Severity,
-    finite_number,
-)
+from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation, Severity
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, shape_governed_reward
+from agentlightning.contrib.kernel.agentos.violations import SeverityTable, finite_number
 
 __all__ = ["EnvironmentConfig", "SEVERITY_SCALE", "config_from_kwargs"]
 
 #: How ``violation_penalty`` is scaled per violation, by severity (the reference's scaling:
-#: critical x10, high x5, medium and low x1). The kernel's default constraint-cost weights are
-#: defined as this same scaling, so the two stay one table.
-SEVERITY_SCALE: Mapping[Severity, float] = DEFAULT_SEVERITY_COSTS
+#: critical x10, high x5, medium and low x1): the ``"environment_scale"`` preset of the kernel's
+#: one per-severity table type. The constraint costs (``DEFAULT_SEVERITY_COSTS``) have the same
+#: numbers today but are a table of their own: changing one never changes the other.
+SEVERITY_SCALE: SeverityTable = SeverityTable.preset("environment_scale")
 
 _KERNEL_RESET_MODES = (True, False, "all")
 
@@ -122,13 +118,13 @@ class EnvironmentConfig:
             self.cost_weights = weights
 
     @property
-    def severity_penalties(self) -> Dict[Severity, float]:
+    def severity_penalties(self) -> SeverityTable:
         """The penalty of one violation per severity: ``violation_penalty`` x :data:`SEVERITY_SCALE`.
 
         >>> EnvironmentConfig().severity_penalties[Severity.LOW]
         -10.0
         """
-        return {severity: self.violation_penalty * scale for severity, scale in SEVERITY_SCALE.items()}
+        return SEVERITY_SCALE.scaled(self.violation_penalty, kind="penalty")
 
     def violation_reward(self, severity: Union[Severity, str]) -> float:
         """The reward added for one violation of ``severity`` (``violation_penalty`` x severity scale).

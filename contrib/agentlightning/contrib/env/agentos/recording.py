@@ -51,7 +51,8 @@ async def record_episodes_to_store(
 
     >>> import asyncio
     >>> from agentlightning.store.memory import InMemoryLightningStore
-    >>> from agentlightning.contrib.kernel.agentos import SQLPolicy, governance_stats
+    >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
+    >>> from agentlightning.contrib.kernel.agentos.stats import governance_stats
     >>> env = GovernedEnvironment([SQLPolicy(deny=["DROP"])], record_episodes=True)
     >>> for action in ["SELECT 1", "DROP TABLE t"]:
     ...     _ = env.reset(seed=0)

@@ -52,8 +52,9 @@ from agentlightning.contrib.gateway.agentos.events import (
     REWARD_SOURCE,
     violations_from_event_data,
 )
-from agentlightning.contrib.kernel.agentos import GovernanceConfigError, RewardConfig, shape_reward
+from agentlightning.contrib.kernel.agentos import GovernanceConfigError, RewardConfig
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
 
 __all__ = ["GovernanceHooks"]
 

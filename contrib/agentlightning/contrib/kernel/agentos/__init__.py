@@ -17,83 +17,65 @@ The package is the kernel *core* and imports no agentlightning: actions, decisio
 guard, violations, the audit trail and the reward formula work beside Agent Lightning 0.3, beside 1.0
 or with neither. Three modules are the 0.3 side and are imported only by the 0.3 rooms: ``spans``
 (check and violation spans), ``reward_span`` (the reward span) and ``stats`` (totals read from a
-LightningStore). ``governance_stats`` stays reachable from here, imported when first asked for.
+LightningStore, :func:`.stats.governance_stats`).
+
+The top holds the core classes; the rest is imported from its module: ``sql`` (``analyze_sql``,
+``SQLAnalysis``, ``SQL_KEYWORDS``), ``audit`` (``AuditTrail``, ``open_flight_recorder``),
+``audit_record``, ``reward_config`` (``shape_reward``), ``violations`` (the default tables,
+``constraint_cost``), ``semconv`` (attribute names), ``stats``. The former top-level names still
+work and warn with their new import.
 """
 
-from typing import Any
-
-from . import semconv
-from .actions import Action, ActionContext, Decision, Verdict, current_context, governance_context
-from .audit import AuditTrail, open_flight_recorder
-from .audit_record import decision_from_record
+from .actions import Action, ActionContext, Decision, Verdict, governance_context
+from .deprecation import moved_names
 from .engine import AgentOSPolicy
 from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy
-from .reward_config import LagrangianPenalty, RewardConfig, shape_reward
-from .sql import SQL_KEYWORDS, SQLAnalysis, SQLPolicy, analyze_sql
-from .violations import (
-    DEFAULT_SEVERITY_COSTS,
-    DEFAULT_SEVERITY_PENALTIES,
-    GovernanceConfigError,
-    PolicyViolation,
-    PolicyViolationType,
-    Severity,
-    ViolationType,
-    constraint_cost,
-    finite_number,
-)
+from .reward_config import LagrangianPenalty, RewardConfig
+from .sql import SQLPolicy
+from .violations import GovernanceConfigError, PolicyViolation, Severity, SeverityTable, ViolationType
 
 __all__ = [
     "Action",
     "ActionContext",
     "AgentOSPolicy",
-    "AuditTrail",
     "CostControlPolicy",
-    "DEFAULT_SEVERITY_COSTS",
-    "DEFAULT_SEVERITY_PENALTIES",
     "Decision",
     "GovernanceConfigError",
     "GovernanceKernel",
     "LagrangianPenalty",
     "Policy",
     "PolicyViolation",
-    "PolicyViolationType",
     "RewardConfig",
-    "SQLAnalysis",
     "SQLPolicy",
-    "SQL_KEYWORDS",
     "Severity",
+    "SeverityTable",
     "ToolAllowListPolicy",
     "Verdict",
     "ViolationType",
-    "analyze_sql",
-    "semconv",
     "as_kernel",
-    "constraint_cost",
-    "finite_number",
-    "current_context",
-    "decision_from_record",
     "governance_context",
-    "open_flight_recorder",
-    "shape_reward",
 ]
 
-# Names of the 0.3 side, imported on first use so that importing the core never imports agentlightning.
-_LIGHTNING_03_NAMES = {"governance_stats": "stats"}
+#: Names that left the top, and the module each now lives in (the old name warns and still works).
+MOVED = {
+    "AuditTrail": f"{__name__}.audit",
+    "DEFAULT_SEVERITY_COSTS": f"{__name__}.violations",
+    "DEFAULT_SEVERITY_PENALTIES": f"{__name__}.violations",
+    "PolicyViolationType": f"{__name__}.violations",
+    "SQLAnalysis": f"{__name__}.sql",
+    "SQL_KEYWORDS": f"{__name__}.sql",
+    "analyze_sql": f"{__name__}.sql",
+    "constraint_cost": f"{__name__}.violations",
+    "current_context": f"{__name__}.actions",
+    "decision_from_record": f"{__name__}.audit_record",
+    "finite_number": f"{__name__}.violations",
+    "governance_stats": f"{__name__}.stats",
+    "open_flight_recorder": f"{__name__}.audit",
+    "shape_reward": f"{__name__}.reward_config",
+}
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LIGHTNING_03_NAMES:
-        from importlib import import_module
-
-        try:
-            module = import_module(f".{_LIGHTNING_03_NAMES[name]}", __name__)
-        except ImportError as error:
-            raise ImportError(
-                f"{name} reads an agentlightning 0.3 LightningStore, which this environment cannot import ({error}); "
-                "install the 0.3 line: pip install 'agentlightning-contrib-agentos[agl03]'"
-            ) from error
-        value = getattr(module, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# governance_stats reads an agentlightning 0.3 store: its module is the one here that needs agentlightning.
+__getattr__ = moved_names(
+    __name__, MOVED, hint="; governance_stats needs the 0.3 line: pip install 'agentlightning-contrib-agentos[agl03]'"
+)

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .governed_reward import GovernedReward, clamp_reward, shape_governed_reward
 from .semconv import AGENTOS_LAGRANGE_MULTIPLIER
-from .violations import GovernanceConfigError, PolicyViolation, Severity, finite_number
+from .violations import GovernanceConfigError, PolicyViolation, Severity, SeverityTable, finite_number
 
 __all__ = ["LagrangianPenalty", "RewardConfig", "shape_reward"]
 
@@ -126,14 +126,20 @@ class RewardConfig:
             self.cost_weights = {Severity.parse(k): v for k, v in self.cost_weights.items()}
 
     @property
-    def severity_penalties(self) -> Dict[Severity, float]:
-        """The per-severity penalties as a mapping."""
-        return {
-            Severity.CRITICAL: self.critical_penalty,
-            Severity.HIGH: self.high_penalty,
-            Severity.MEDIUM: self.medium_penalty,
-            Severity.LOW: self.low_penalty,
-        }
+    def severity_penalties(self) -> SeverityTable:
+        """The four ``*_penalty`` fields as a penalty :class:`SeverityTable` (the defaults are its
+        ``"penalties"`` preset).
+
+        >>> RewardConfig().severity_penalties == SeverityTable.preset("penalties")
+        True
+        """
+        return SeverityTable(
+            "penalty",
+            critical=self.critical_penalty,
+            high=self.high_penalty,
+            medium=self.medium_penalty,
+            low=self.low_penalty,
+        )
 
     def clamp(self, value: float) -> float:
         """``value`` limited to ``[min_reward, max_reward]`` (a ``None`` bound is open).

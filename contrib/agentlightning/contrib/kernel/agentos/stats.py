@@ -61,9 +61,11 @@ async def governance_stats(
     """Totals and rates of governance spans in ``store`` (in-memory, or a client of ``agl store``).
 
     Counts the latest attempt of each rollout by default (``attempt="all"`` for every attempt).
-    ``violation_rate`` is violations per rollout (as ``runner.get_stats()``);
-    ``rollout_violation_rate`` the fraction of rollouts with at least one violation.
-    ``duplicate_spans`` counts violation spans seen more than once (it should be 0).
+    The keys mean what they mean in every statistics of the package (``runner.get_stats()``,
+    ``PolicyReward.get_stats()``): ``violation_rate`` is the fraction of rollouts with at least
+    one violation, ``violations_per_rollout`` the mean number of violations per rollout.
+    ``rollout_violation_rate`` is the former name of ``violation_rate`` (the same value), kept for
+    code that reads it. ``duplicate_spans`` counts violation spans seen more than once (it should be 0).
 
     >>> import asyncio
     >>> from agentlightning.store.memory import InMemoryLightningStore
@@ -96,7 +98,8 @@ async def governance_stats(
         "total_violations": violations,
         "blocked_actions": blocked,
         "rollouts_with_violations": rollouts_with_violations,
-        "violation_rate": violations / total if total else 0.0,
+        "violation_rate": rollouts_with_violations / total if total else 0.0,
+        "violations_per_rollout": violations / total if total else 0.0,
         "rollout_violation_rate": rollouts_with_violations / total if total else 0.0,
         "violations_by_policy": dict(by_policy),
         "violations_by_severity": dict(by_severity),

@@ -41,6 +41,7 @@ __all__ = [
     "distinct_names",
     "worst_severity",
     "total",
+    "SeverityTable",
     "DEFAULT_SEVERITY_PENALTIES",
     "DEFAULT_SEVERITY_COSTS",
     "GovernanceConfigError",
@@ -93,24 +94,134 @@ class Severity(str, Enum):
 
 _SEVERITY_RANK = {Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3, Severity.CRITICAL: 4}
 
+
+def finite_number(name: str, value: Any) -> float:
+    """``value`` as a float; a non-number (bools included) or a NaN/infinity is an error naming ``name``.
+
+    >>> finite_number("RewardConfig.clean_bonus", 5)
+    5.0
+    >>> finite_number("RewardConfig.clean_bonus", "5")
+    Traceback (most recent call last):
+    ...
+    TypeError: RewardConfig.clean_bonus must be a number, got str: '5'
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise GovernanceConfigError(f"{name} must be finite, got {value}")
+    return value
+
+
+class SeverityTable(Mapping[Severity, float]):
+    """One number per severity, read-only: the one type of every per-severity table of the package.
+
+    A table is a penalty table (reward space, every entry <= 0), a cost table (constraint cost,
+    every entry >= 0) or a scale (a multiplier per severity, every entry >= 0); ``kind`` says
+    which and is checked. The package's tables are presets of this type, named in
+    :meth:`presets`: ``"penalties"`` (:data:`DEFAULT_SEVERITY_PENALTIES`, ``RewardConfig``'s
+    defaults), ``"costs"`` (:data:`DEFAULT_SEVERITY_COSTS`) and ``"environment_scale"`` (the
+    reference environment's multiplier of ``violation_penalty``). Presets with the same numbers
+    stay separate objects, so changing what one means never changes another.
+
+    >>> table = SeverityTable.preset("environment_scale")
+    >>> table["critical"], table[Severity.LOW], table.kind
+    (10.0, 1.0, 'scale')
+    >>> table.scaled(-10.0)["high"]
+    -50.0
+    >>> SeverityTable("cost", critical=1.0, high=0.5, medium=0.1, low=0.0) == {"critical": 1.0, "high": 0.5,
+    ...                                                                       "medium": 0.1, "low": 0.0}
+    True
+    >>> try:
+    ...     SeverityTable("penalty", critical=100.0, high=-50.0, medium=-10.0, low=-1.0)
+    ... except GovernanceConfigError as error:
+    ...     print(error)
+    a penalty table's critical entry must be <= 0 (a penalty is negative reward), got 100.0
+    """
+
+    KINDS = ("penalty", "cost", "scale")
+
+    __slots__ = ("kind", "_values")
+
+    def __init__(self, kind: str, *, critical: float, high: float, medium: float, low: float) -> None:
+        if kind not in self.KINDS:
+            raise GovernanceConfigError(f"SeverityTable kind must be one of {self.KINDS}, got {kind!r}")
+        values: Dict[Severity, float] = {}
+        for severity, value in zip(Severity, (critical, high, medium, low)):
+            number = finite_number(f"SeverityTable {severity.value}", value)
+            if kind == "penalty" and number > 0:
+                raise GovernanceConfigError(
+                    f"a penalty table's {severity.value} entry must be <= 0 (a penalty is negative reward), "
+                    f"got {number}"
+                )
+            if kind != "penalty" and number < 0:
+                raise GovernanceConfigError(f"a {kind} table's {severity.value} entry must be >= 0, got {number}")
+            values[severity] = number
+        self.kind = kind
+        self._values = values  # never handed out: the table is read-only
+
+    def __reduce__(self) -> Any:
+        return (_severity_table, (self.kind, {s.value: v for s, v in self._values.items()}))
+
+    @classmethod
+    def presets(cls) -> Mapping[str, "SeverityTable"]:
+        """The package's tables, by name."""
+        return _SEVERITY_TABLE_PRESETS
+
+    @classmethod
+    def preset(cls, name: str) -> "SeverityTable":
+        """The preset named ``name`` (see :meth:`presets`)."""
+        try:
+            return _SEVERITY_TABLE_PRESETS[name]
+        except KeyError:
+            raise GovernanceConfigError(
+                f"unknown SeverityTable preset {name!r}; presets: {', '.join(_SEVERITY_TABLE_PRESETS)}"
+            ) from None
+
+    def scaled(self, factor: float, *, kind: Optional[str] = None) -> "SeverityTable":
+        """Every entry times ``factor``, as a table of ``kind`` (default: a penalty table when the
+        factor is negative, as a scale times ``violation_penalty`` is; else this table's kind)."""
+        factor = finite_number("SeverityTable.scaled(factor)", factor)
+        kind = kind or ("penalty" if factor < 0 else self.kind)
+        return SeverityTable(kind, **{s.value: v * factor for s, v in self._values.items()})
+
+    def __getitem__(self, severity: Union[Severity, str]) -> float:
+        return self._values[Severity.parse(severity)]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        entries = ", ".join(f"{s.value}={v!r}" for s, v in self._values.items())
+        return f"SeverityTable({self.kind!r}, {entries})"
+
+
+def _severity_table(kind: str, values: Mapping[str, float]) -> SeverityTable:
+    return SeverityTable(kind, **values)
+
+
 #: Default penalty per violation, in reward space (negative), by severity.
-DEFAULT_SEVERITY_PENALTIES: Mapping[Severity, float] = {
-    Severity.CRITICAL: -100.0,
-    Severity.HIGH: -50.0,
-    Severity.MEDIUM: -10.0,
-    Severity.LOW: -1.0,
-}
+DEFAULT_SEVERITY_PENALTIES: SeverityTable = SeverityTable(
+    "penalty", critical=-100.0, high=-50.0, medium=-10.0, low=-1.0
+)
 
 
 #: Default constraint cost per violation, by severity: the safe-RL signal kept separate from the
 #: reward (positive, as safety-gymnasium's ``info["cost"]``). The ratios follow the reference
 #: environment's severity scaling (critical x10, high x5, medium and low x1).
-DEFAULT_SEVERITY_COSTS: Mapping[Severity, float] = {
-    Severity.CRITICAL: 10.0,
-    Severity.HIGH: 5.0,
-    Severity.MEDIUM: 1.0,
-    Severity.LOW: 1.0,
-}
+DEFAULT_SEVERITY_COSTS: SeverityTable = SeverityTable("cost", critical=10.0, high=5.0, medium=1.0, low=1.0)
+
+_SEVERITY_TABLE_PRESETS: Mapping[str, SeverityTable] = MappingProxyType(
+    {
+        "penalties": DEFAULT_SEVERITY_PENALTIES,
+        "costs": DEFAULT_SEVERITY_COSTS,
+        # The reference environment's scaling of ``violation_penalty``: critical x10, high x5, medium and low x1.
+        "environment_scale": SeverityTable("scale", critical=10.0, high=5.0, medium=1.0, low=1.0),
+    }
+)
 
 
 class ViolationType(str, Enum):
@@ -139,24 +250,6 @@ class ViolationType(str, Enum):
 
 #: Name used by the agentmesh-lightning package.
 PolicyViolationType = ViolationType
-
-
-def finite_number(name: str, value: Any) -> float:
-    """``value`` as a float; a non-number (bools included) or a NaN/infinity is an error naming ``name``.
-
-    >>> finite_number("RewardConfig.clean_bonus", 5)
-    5.0
-    >>> finite_number("RewardConfig.clean_bonus", "5")
-    Traceback (most recent call last):
-    ...
-    TypeError: RewardConfig.clean_bonus must be a number, got str: '5'
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise GovernanceConfigError(f"{name} must be finite, got {value}")
-    return value
 
 
 def _check_penalty(penalty: Any) -> float:

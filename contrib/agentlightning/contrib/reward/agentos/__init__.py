@@ -8,24 +8,35 @@
 >>> reward = PolicyReward(kernel).score(SimpleNamespace(success=True, violations=drop.violations))
 >>> reward.final, reward.base, reward.policy_penalty, reward.cost, reward.clamped
 (-99.0, 1.0, -100.0, 10.0, False)
+
+The top holds the reference tutorial's names; ``shaping`` has the small pure functions
+(``shape_reward``, ``default_base_reward``, ``rollout_violations``) and the kernel's
+``governed_reward`` the :class:`GovernedReward` that ``score`` returns. The former top-level
+names still work and warn with their new import.
 """
 
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 
 from .config import RewardConfig
 from .lagrangian import LagrangianPenalty
 from .policy_reward import PolicyReward, create_policy_reward
-from .shaping import CompositeReward, default_base_reward, policy_penalty, rollout_violations, shape_reward
+from .shaping import CompositeReward, policy_penalty
 
 __all__ = [
     "CompositeReward",
-    "GovernedReward",
     "LagrangianPenalty",
     "PolicyReward",
     "RewardConfig",
     "create_policy_reward",
-    "default_base_reward",
     "policy_penalty",
-    "rollout_violations",
-    "shape_reward",
 ]
+
+#: Names that left the top, and the module each now lives in (the old name warns and still works).
+MOVED = {
+    "GovernedReward": "agentlightning.contrib.kernel.agentos.governed_reward",
+    "default_base_reward": f"{__name__}.shaping",
+    "rollout_violations": f"{__name__}.shaping",
+    "shape_reward": f"{__name__}.shaping",
+}
+
+__getattr__ = moved_names(__name__, MOVED)

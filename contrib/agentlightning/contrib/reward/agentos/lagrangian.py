@@ -32,4 +32,4 @@ class LagrangianPenalty(CoreLagrangianPenalty):
         stats = await governance_stats(store, rollout_ids)
         if stats["total_rollouts"] == 0:
             return self.multiplier
-        return self.update(stats["rollout_violation_rate"])
+        return self.update(stats["violation_rate"])

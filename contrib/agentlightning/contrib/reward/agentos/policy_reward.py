@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity, as_kernel
@@ -40,8 +41,10 @@ class PolicyReward:
     per ``PolicyReward`` with the fix (``RewardConfig(min_reward=None)`` or a lower floor).
 
     Args:
-        kernel: the kernel whose violations are scored (a ``GovernanceKernel``, an
-            ``agent_os.KernelSpace`` or a list of policies).
+        kernel: the reference's first argument, checked (a ``GovernanceKernel``, an
+            ``agent_os.KernelSpace``, a list of policies, or ``None``) and otherwise unused: the
+            reward reads the violations the rollout carries, whichever kernel found them. The
+            ``kernel`` attribute is deprecated for that reason.
         base_reward_fn: ``rollout -> float``; default :func:`default_base_reward` (the agent's
             own reward if it gave one, else 1.0 on success and 0.0 otherwise).
         config: a :class:`RewardConfig` (default: the reference defaults).
@@ -60,7 +63,8 @@ class PolicyReward:
     (6.0, -99.0)
     >>> reward_fn.get_stats()  # doctest: +NORMALIZE_WHITESPACE
     {'total_rewards': 2, 'total_penalties': -100.0, 'avg_penalty': -50.0, 'violation_rate': 0.5, 'clean_rate': 0.5,
-     'avg_reward': -46.5, 'total_cost': 10.0, 'avg_cost': 5.0, 'ungoverned_rate': 0.0}
+     'avg_reward': -46.5, 'total_cost': 10.0, 'avg_cost': 5.0, 'ungoverned_rate': 0.0, 'total_violations': 1,
+     'violations_per_rollout': 0.5}
     """
 
     def __init__(
@@ -71,7 +75,7 @@ class PolicyReward:
         *,
         lagrangian: Optional[LagrangianPenalty] = None,
     ) -> None:
-        self.kernel = as_kernel(kernel) if kernel is not None else None
+        self._kernel = as_kernel(kernel) if kernel is not None else None
         if base_reward_fn is not None and not callable(base_reward_fn):
             raise TypeError(f"base_reward_fn must be callable (rollout -> float), got {type(base_reward_fn).__name__}")
         if config is not None and not isinstance(config, RewardConfig):
@@ -89,6 +93,17 @@ class PolicyReward:
         self._warned_clamp = False
         self.reset_stats()
 
+    @property
+    def kernel(self) -> Any:
+        """Deprecated: the kernel given, which scoring never uses (violations come from the rollout)."""
+        warnings.warn(
+            "PolicyReward.kernel is deprecated: the reward never uses it (it scores the violations each rollout "
+            "carries); keep your own reference to the kernel",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._kernel
+
     def score(self, rollout: Any) -> GovernedReward:
         """The governed reward of ``rollout``, decomposed (and counted in :meth:`get_stats`)."""
         violations = rollout_violations(rollout)
@@ -105,6 +120,7 @@ class PolicyReward:
             self._stats["total_rewards"] += 1
             self._stats["total_penalties"] += reward.policy_penalty
             self._stats["violating"] += reward.violation_count > 0
+            self._stats["violations"] += reward.violation_count
             self._stats["ungoverned"] += not governed and reward.violation_count == 0
             self._stats["clean"] += bonus_allowed and reward.violation_count == 0
             self._stats["sum_rewards"] += reward.final
@@ -164,9 +180,11 @@ class PolicyReward:
     def get_stats(self) -> Dict[str, Any]:
         """Totals since the last :meth:`reset_stats` (counts are rollouts scored here).
 
-        ``violation_rate`` (rollouts with a violation), ``clean_rate`` (rollouts that earned the
-        clean bonus) and ``ungoverned_rate`` (no action went through the kernel, no violation);
-        with the default ``clean_bonus_requires_check=True`` the three add up to 1.
+        ``violation_rate`` (the fraction of rollouts with at least one violation, as in every
+        statistics of the package), ``clean_rate`` (rollouts that earned the clean bonus) and
+        ``ungoverned_rate`` (no action went through the kernel, no violation); with the default
+        ``clean_bonus_requires_check=True`` the three add up to 1. ``violations_per_rollout`` is
+        the mean number of violations per rollout.
         """
         with self._lock:
             stats = dict(self._stats)
@@ -181,6 +199,8 @@ class PolicyReward:
             "total_cost": stats["total_cost"],
             "avg_cost": stats["total_cost"] / n if n else 0.0,
             "ungoverned_rate": stats["ungoverned"] / n if n else 0.0,
+            "total_violations": stats["violations"],
+            "violations_per_rollout": stats["violations"] / n if n else 0.0,
         }
 
     def reset_stats(self) -> None:
@@ -189,6 +209,7 @@ class PolicyReward:
                 "total_rewards": 0,
                 "total_penalties": 0.0,
                 "violating": 0,
+                "violations": 0,
                 "ungoverned": 0,
                 "clean": 0,
                 "sum_rewards": 0.0,

@@ -5,36 +5,48 @@
 >>> runner = AgentOSRunner(GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])]))
 >>> runner.kernel.policy_names
 ['SQLPolicy']
+
+The top holds the runner and what a user of it touches; the rest is imported from its module:
+``agents`` (``TaskActionAgent``, ``ActionOutcome``), ``attempt`` (``RolloutGovernance``,
+``RolloutOutcome``, ``active_rollout``), ``quickstart``, ``report`` and ``runner`` (``AgentError``).
+``PolicyViolation``, ``PolicyViolationType`` and ``governance_stats`` are the kernel's, kept here
+because the reference tutorial and the migration guide import them from the runner. The former
+top-level names still work and warn with their new import.
 """
 
-from agentlightning.contrib.kernel.agentos import PolicyViolation, PolicyViolationType
+from agentlightning.contrib.kernel.agentos import PolicyViolation
+from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
 
-from .agents import ActionOutcome, TaskActionAgent, as_agent
-from .attempt import RolloutGovernance, RolloutOutcome, active_rollout
-from .quickstart import normalize_mode
-from .report import RolloutViolations, rollout_violations_report
-from .runner import AgentError, AgentOSRunner, GovernedRollout, GovernedRunner
+from .agents import as_agent
+from .runner import AgentOSRunner, GovernedRollout, GovernedRunner
 from .tools import ActionBlockedError, PolicyViolationError, governed_tool
 
 __all__ = [
     "ActionBlockedError",
-    "ActionOutcome",
-    "AgentError",
     "AgentOSRunner",
     "GovernedRollout",
     "GovernedRunner",
     "PolicyViolation",
     "PolicyViolationError",
     "PolicyViolationType",
-    "RolloutGovernance",
-    "RolloutOutcome",
-    "RolloutViolations",
-    "TaskActionAgent",
-    "active_rollout",
     "as_agent",
     "governance_stats",
     "governed_tool",
-    "normalize_mode",
-    "rollout_violations_report",
 ]
+
+#: Names that left the top, and the module each now lives in (the old name warns and still works).
+MOVED = {
+    "ActionOutcome": f"{__name__}.agents",
+    "AgentError": f"{__name__}.runner",
+    "RolloutGovernance": f"{__name__}.attempt",
+    "RolloutOutcome": f"{__name__}.attempt",
+    "RolloutViolations": f"{__name__}.report",
+    "TaskActionAgent": f"{__name__}.agents",
+    "active_rollout": f"{__name__}.attempt",
+    "normalize_mode": f"{__name__}.quickstart",
+    "rollout_violations_report": f"{__name__}.report",
+}
+
+__getattr__ = moved_names(__name__, MOVED)

@@ -252,8 +252,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
     >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
     >>> runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], poll_interval=0.1)
     >>> runner.get_stats()  # doctest: +NORMALIZE_WHITESPACE
-    {'total_rollouts': 0, 'total_violations': 0, 'violation_rate': 0.0, 'total_checks': 0, 'blocked_actions': 0,
-     'rollouts_with_violations': 0, 'ungoverned_rollouts': 0}
+    {'total_rollouts': 0, 'total_violations': 0, 'violation_rate': 0.0, 'violations_per_rollout': 0.0,
+     'total_checks': 0, 'blocked_actions': 0, 'rollouts_with_violations': 0, 'ungoverned_rollouts': 0}
     """
 
     def __init__(
@@ -712,12 +712,18 @@ class AgentOSRunner(LitAgentRunner[Any]):
 
     # ------------------------------------------------------------------ statistics
     def get_stats(self) -> Dict[str, Any]:
-        """This runner's own counts (one process). For all workers, use :func:`governance_stats`."""
+        """This runner's own counts (one process). For all workers, use :func:`governance_stats`.
+
+        ``violation_rate`` is the fraction of rollouts with at least one violation and
+        ``violations_per_rollout`` the mean number of violations per rollout, as in every
+        statistics of the package.
+        """
         rollouts = self._counts["total_rollouts"]
         return {
             "total_rollouts": rollouts,
             "total_violations": self._counts["total_violations"],
-            "violation_rate": self._counts["total_violations"] / rollouts if rollouts else 0.0,
+            "violation_rate": self._counts["rollouts_with_violations"] / rollouts if rollouts else 0.0,
+            "violations_per_rollout": self._counts["total_violations"] / rollouts if rollouts else 0.0,
             "total_checks": self._counts["total_checks"],
             "blocked_actions": self._counts["blocked_actions"],
             "rollouts_with_violations": self._counts["rollouts_with_violations"],
@@ -725,7 +731,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         }
 
     def get_violation_rate(self) -> float:
-        """Violations per rollout in this runner."""
+        """The fraction of this runner's rollouts with at least one violation (``get_stats()["violation_rate"]``)."""
         return self.get_stats()["violation_rate"]
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+import warnings
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import sqlglot
@@ -274,6 +275,21 @@ def _shared_long_analysis(query: str, dialect: Optional[str]) -> _Reading:
     return _checked_analysis(query, dialect)
 
 
+def _cache_from_size(cache_size: Any) -> bool:
+    """The deprecated ``cache_size=`` as the ``cache=`` it always meant: 0 off, any other size on."""
+    if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+        raise GovernanceConfigError(
+            f"cache_size must be an int >= 0 (use cache=True or cache=False), got {cache_size!r}"
+        )
+    warnings.warn(
+        "SQLPolicy(cache_size=...) is deprecated: it sized nothing (the analysis cache has a fixed size shared by "
+        f"every policy); use cache={bool(cache_size)} instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return bool(cache_size)
+
+
 def _tool_key(name: str) -> str:
     """Tool names compared as people read them (:func:`.arguments.tool_key`): ``Database-Query``,
     ``database_query`` with a Cyrillic ``а`` or a zero-width space, and fullwidth letters are one
@@ -349,8 +365,8 @@ class SQLPolicy(Policy):
     ``severities`` sets a severity per keyword (default: the policy's ``severity``); SQL that
     does not parse, cannot be verified, is not a string, or is longer than ``max_query_chars``
     is blocked at ``unparseable_severity``. Analyses are cached per (text, dialect) in caches of
-    a fixed size shared by every policy; ``cache_size`` only says whether this policy uses them:
-    ``0`` turns that off for this policy, any other value leaves it on (it sizes nothing).
+    a fixed size shared by every policy; ``cache=False`` makes this policy parse every text afresh
+    (``cache_size``, its former name, sized nothing: it is deprecated, ``0`` meaning ``cache=False``).
 
     >>> policy = SQLPolicy(deny=["DROP", "DELETE"])
     >>> ctx = ActionContext()
@@ -387,7 +403,8 @@ class SQLPolicy(Policy):
         severities: Optional[Mapping[str, Union[Severity, str]]] = None,
         unparseable_severity: Union[Severity, str] = Severity.HIGH,
         max_query_chars: int = 100_000,
-        cache_size: int = 4096,
+        cache: bool = True,
+        cache_size: Optional[int] = None,
         allow_functions: Optional[Iterable[str]] = None,
         allow_statements: Optional[Iterable[str]] = None,
         database: Any = None,
@@ -420,12 +437,13 @@ class SQLPolicy(Policy):
         if isinstance(max_query_chars, bool) or not isinstance(max_query_chars, int) or max_query_chars < 1:
             raise GovernanceConfigError(f"max_query_chars must be a positive int, got {max_query_chars!r}")
         self.max_query_chars = max_query_chars
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            raise GovernanceConfigError(
-                "cache_size must be an int >= 0 (0: this policy does not use the shared analysis cache; "
-                f"any other value: it does; the cache's size is fixed), got {cache_size!r}"
+        if not isinstance(cache, bool):
+            raise TypeError(
+                f"cache must be True or False (whether this policy uses the shared analysis cache), got {cache!r}"
             )
-        self.cache_size = cache_size
+        if cache_size is not None:
+            cache = _cache_from_size(cache_size)
+        self.cache = cache
         self.allow_functions = _names("allow_functions", allow_functions, str.lower)
         self.allow_statements = _names("allow_statements", allow_statements, str.upper)
         self._schema = open_schema(database, self.dialect) if database is not None else None
@@ -459,7 +477,7 @@ class SQLPolicy(Policy):
     def _analyze(self, query: str) -> _Reading:
         if type(query) is not str:  # the cache is keyed on plain text: a subclass's __eq__ cannot hit it
             query = str.__str__(query)
-        if not self.cache_size:
+        if not self.cache:
             return _checked_analysis(query, self.dialect)
         if len(query) <= _SHORT_QUERY_CHARS:
             return _shared_analysis(query, self.dialect)
