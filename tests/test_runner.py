@@ -239,7 +239,7 @@ def test_governed_tool_binds_arguments_as_the_signature_does():
         odd("DROP TABLE users")
 
 
-# ----------------------------------------------------------------------------- span names (issue 14)
+# ----------------------------------------------------------------------------- span names
 class _LLMThenSQLAgent(agl.LitAgent):
     """Records an LLM call span (as an instrumented OpenAI client would) and runs its SQL."""
 
@@ -315,7 +315,7 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
     assert (stats["total_checks"], stats["total_violations"], stats["blocked_actions"]) == (3, 1, 1)
 
 
-# ----------------------------------------------------------------------------- one outcome per attempt (issue 15)
+# ----------------------------------------------------------------------------- one outcome per attempt
 def test_importing_the_runner_changes_no_environment_variable():
     """Importing the package sets nothing; building a runner quiets AgentOps (unless the user
     configured it), because that is when AgentOps is about to be used."""

