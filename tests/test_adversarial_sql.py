@@ -296,11 +296,13 @@ def database_server(variable: str, module: str, what: str) -> Tuple[str, Any]:
     pytest.skip(f"{problem}: `source .ci/services.sh` (as root) starts {what} and sets it, to check the {what} labels")
 
 
+@pytest.mark.e2e  # the whole corpus on a PostgreSQL server
 def test_recorded_postgres_behaviour_is_what_postgres_does():
     dsn, _ = database_server("AGENTOS_TEST_POSTGRES_DSN", "psycopg", "PostgreSQL")
     _check_effects(DATABASES.index("postgres"), lambda case: observe_postgres(case.sql, dsn))
 
 
+@pytest.mark.e2e  # the whole corpus on a MariaDB server
 def test_recorded_mariadb_behaviour_is_what_mariadb_does():
     socket, _ = database_server("AGENTOS_TEST_MARIADB_SOCKET", "pymysql", "MariaDB")
     _check_effects(
