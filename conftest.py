@@ -6,6 +6,9 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")
 os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
+# Nothing comes from a model hub in the tests. train_sql_gateway.py sets the same at import, so
+# collecting the recipes' doctests leaves the environment as it is.
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 # One environment holds one Agent Lightning line (both are the distribution `agentlightning`).
 # The 1.0 gateway room and tests/lightning1 need 1.0 (Python >= 3.12); the 0.3 rooms, their tests
