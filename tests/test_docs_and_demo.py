@@ -68,7 +68,6 @@ def test_readme_quick_start_output(tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # nothing else written into the working directory
 
 
-@pytest.mark.e2e  # the demo recipe
 def test_governance_demo_runs_clean(tmp_path, capsys):
     sys.path.insert(0, str(ROOT / "contrib" / "recipes" / "agentos"))
     try:
