@@ -6,6 +6,9 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("AGENTOPS_LOGGING_TO_FILE", "False")
 os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
+# Nothing comes from a model hub in the tests. train_sql_gateway.py sets the same at import, so
+# collecting the recipes' doctests leaves the environment as it is.
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 # One environment holds one Agent Lightning line (both are the distribution `agentlightning`).
 # The 1.0 gateway room and tests/lightning1 need 1.0 (Python >= 3.12); the 0.3 rooms, their tests
@@ -33,10 +36,18 @@ if LIGHTNING_1:
         f"{_KERNEL}/spans.py",
         f"{_KERNEL}/reward_span.py",
         f"{_KERNEL}/stats.py",
+        # The recipes drive agentlightning 0.3's Trainer (the gateway recipe starts its 1.0 gateway
+        # as a separate process); their doctests run in the 0.3 environment.
+        "contrib/recipes/agentos",
     ]
     _OTHER_LINE = "agentlightning 0.3 (the Python 3.11 environment of .ci/run)"
 else:
-    collect_ignore = ["contrib/agentlightning/contrib/gateway", "tests/lightning1"]
+    collect_ignore = [
+        "contrib/agentlightning/contrib/gateway",
+        "tests/lightning1",
+        # The recipe that reads the 1.0 gateway's hooks (the 1.0 process of train_sql_gateway.py).
+        "contrib/recipes/agentos/gateway_collect.py",
+    ]
     _OTHER_LINE = "agentlightning 1.0 (the Python 3.12 environment of .ci/run)"
 
 

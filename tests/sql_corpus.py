@@ -1,4 +1,4 @@
-"""A labelled corpus of adversarial SQL for :class:`SQLPolicy` (issues 7 and 13).
+"""A labelled corpus of adversarial SQL for :class:`SQLPolicy`.
 
 Plain data plus helpers; no test runs here. Used by ``tests/test_adversarial_sql.py``
 (``python -m pytest tests/test_adversarial_sql.py -q``) and by the on-demand comparison
@@ -37,7 +37,7 @@ columns, indexes, routines, triggers, rules), the rows, the attached databases o
 with effect ``N``. T-SQL, Snowflake and BigQuery behaviour is from their manuals and says so in
 the note.
 
-**Labels for the issue's deny list, per database.** :func:`destruction_in` says, from ``kinds``,
+**Labels for the destructive deny list, per database.** :func:`destruction_in` says, from ``kinds``,
 the letters and the per-entry override ``destroys``, whether an entry destroyed data in a given
 database (a DROP, DELETE or TRUNCATE of :data:`DESTRUCTIVE` really ran there), was harmless
 there, or says nothing about it (rejected, not run). :data:`CONFIGURATIONS` names the policy
@@ -2182,7 +2182,7 @@ DEFERRED_CODE = _category(
             kinds="CREATE DELETE",
             effect="ECE",
         ),
-        # Created only: the body would destroy data when called; the issue's rule is that it is blocked.
+        # Created only: the body would destroy data when called; a routine is judged by its body: blocked.
         case(
             "rt-pg-function-create-only",
             BLOCK,
@@ -3796,7 +3796,7 @@ def observe_case(case: Case, database: str, where: str) -> str:
 
 # ----------------------------------------------------------------------------- destructive, per database
 #
-# The issue's deny list: what "destructive" means below. (The corpus's labels above are for the
+# The destructive deny list: what "destructive" means below. (The corpus's labels above are for the
 # broader DENY; these judgements are for SQLPolicy(deny=list(DESTRUCTIVE)), per database.)
 
 DESTRUCTIVE: Tuple[str, ...] = ("DROP", "DELETE", "TRUNCATE")
@@ -3823,8 +3823,8 @@ def destruction_in(case: Case, database: str) -> str:
     database in :data:`DATABASES` order (``y`` destructive, ``n`` harmless, ``-`` not applicable,
     ``.`` from the letters), and the case's note says why. Examples: a DELETE that matches no row,
     or a DROP rolled back by the script's own ROLLBACK, ran (``N``, destructive); a routine or
-    trigger created but not called whose body would destroy data (``C``, destructive: the
-    issue's rule is that such a body is blocked)."""
+    trigger created but not called whose body would destroy data (``C``, destructive: a routine
+    is judged by its body, so such a body is blocked)."""
     column = DATABASES.index(database)
     override = case.destroys[column] if case.destroys else "."
     if override != ".":

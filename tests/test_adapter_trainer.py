@@ -31,6 +31,9 @@ from agentlightning.contrib.runner.agentos import AgentOSRunner
 from .conftest import make_shop_db
 from .runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
 
+# End to end (an `agl store` server and a two-runner Trainer): minutes; `pytest -m "not e2e"` leaves it out.
+pytestmark = pytest.mark.e2e
+
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "TRUNCATE users"]
 GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'"]
 N_ROLLOUTS = 12

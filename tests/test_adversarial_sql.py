@@ -1,4 +1,4 @@
-"""Adversarial SQL and junk input against the real governance kernel (issue 7).
+"""Adversarial SQL and junk input against the real governance kernel.
 
 Run: ``python -m pytest tests/test_adversarial_sql.py -q`` (about 30 s on 2 CPUs, plus about a minute
 with the database servers).
@@ -7,7 +7,7 @@ with the database servers).
   every ``block`` entry must be blocked (zero false negatives), and the ``allow`` entries that
   are blocked must be exactly ``KNOWN_FALSE_POSITIVES`` (the test fails when that set changes
   either way).
-* The issue's deny list ``SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"])`` judged per database:
+* The destructive deny list ``SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"])`` judged per database:
   without a dialect no entry that destroyed data on SQLite, PostgreSQL or MariaDB may pass; with
   ``dialect="postgres"`` / ``"mysql"`` / ``"sqlite"`` none that destroyed data on that database;
   harmless entries blocked must be exactly ``KNOWN_DESTRUCTIVE_FALSE_POSITIVES`` per set-up.
@@ -136,7 +136,7 @@ def test_false_positives_are_exactly_the_known_ones(corpus_decisions):
     )
 
 
-# ----------------------------------------------------------------------------- the issue's deny list, per database
+# ----------------------------------------------------------------------------- the destructive deny list, per database
 #
 # SQLPolicy(deny=["DROP", "DELETE", "TRUNCATE"]) judged on what each database did (sql_corpus:
 # destruction_in / destruction_across): without a dialect nothing destructive in any of SQLite,
@@ -212,7 +212,7 @@ def test_destructive_deny_list_false_positives_are_exactly_the_known_ones(config
 
 def test_destructive_labels_are_consistent_and_cover_the_new_classes():
     """The per-database judgements rest on ``kinds``, the letters and ``destroys``; these are the
-    rules that keep them meaningful, and every class the issue names has both sides."""
+    rules that keep them meaningful, and each of the four hard categories has both sides."""
     for case in CORPUS:
         assert not case.destroys or (len(case.destroys) == 3 and set(case.destroys) <= set("yn-.")), case.id
         for column, database in enumerate(DATABASES):
@@ -296,11 +296,13 @@ def database_server(variable: str, module: str, what: str) -> Tuple[str, Any]:
     pytest.skip(f"{problem}: `source .ci/services.sh` (as root) starts {what} and sets it, to check the {what} labels")
 
 
+@pytest.mark.e2e  # the whole corpus on a PostgreSQL server
 def test_recorded_postgres_behaviour_is_what_postgres_does():
     dsn, _ = database_server("AGENTOS_TEST_POSTGRES_DSN", "psycopg", "PostgreSQL")
     _check_effects(DATABASES.index("postgres"), lambda case: observe_postgres(case.sql, dsn))
 
 
+@pytest.mark.e2e  # the whole corpus on a MariaDB server
 def test_recorded_mariadb_behaviour_is_what_mariadb_does():
     socket, _ = database_server("AGENTOS_TEST_MARIADB_SOCKET", "pymysql", "MariaDB")
     _check_effects(

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# End to end (an `agl store` server, a two-runner Trainer and Chromium): minutes; `pytest -m "not e2e"` leaves it out.
+pytestmark = pytest.mark.e2e
+
 RECIPES = Path(__file__).resolve().parent.parent / "contrib" / "recipes" / "agentos"
 
 

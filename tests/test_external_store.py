@@ -21,6 +21,9 @@ from agentlightning.store.client_server import LightningStoreClient
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.runner.agentos import report
 
+# End to end (an `agl store` server and the recipe's Trainer processes): minutes; `pytest -m "not e2e"` leaves it out.
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE_DIR = ROOT / "contrib" / "recipes" / "agentos"
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gc
 import json
-import logging
-import os
 import sqlite3
 import threading
 import time
@@ -457,42 +455,3 @@ def test_a_lone_surrogate_anywhere_does_not_stop_the_audit_trail(audit_path):
     assert [r["policy_verdict"] for r in rows] == ["blocked", "allowed"]
     assert rows[0]["violation_reason"].endswith("refused \\ud800") and rows[1]["result"] == "result \\udc80"
     assert kernel.verify_audit()["valid"] is True
-
-
-def test_importing_the_plugin_changes_nothing_until_it_is_used(tmp_path):
-    """Importing every plugin package registers no exit hook or gc callback, sets no logger level,
-    filter or environment variable (agentlightning and the libraries it uses are imported first: their own
-    import-time hooks are not ours); the first audit trail sets up what it needs (the recorder
-    logger shows errors only, an exit hook drains queued records)."""
-    import subprocess
-    import sys
-
-    code = (
-        "import atexit, gc, json, logging, os\n"
-        "import agentlightning, agentlightning.runner, agentlightning.store.memory, agentlightning.emitter\n"
-        "import agentlightning.tracer.agentops, agentlightning.adapter, agent_os, gymnasium, sqlglot, pglast\n"
-        "recorder_log = logging.getLogger('agentlightning.contrib.kernel.agentos.audit.flight_recorder')\n"
-        "sqlglot_log = logging.getLogger('sqlglot')\n"
-        "def state():\n"
-        "    return [dict(os.environ), atexit._ncallbacks(), len(gc.callbacks), recorder_log.level,\n"
-        "            sqlglot_log.level, len(sqlglot_log.filters)]\n"
-        "before = state()\n"
-        "import agentlightning.contrib.kernel.agentos as kernel\n"
-        "import agentlightning.contrib.runner.agentos, agentlightning.contrib.reward.agentos\n"
-        "import agentlightning.contrib.env.agentos, agentlightning.contrib.adapter.agentos\n"
-        "imported = state()\n"
-        "from agentlightning.contrib.kernel.agentos import audit\n"
-        "set_up_at_import = audit._configured\n"
-        "path = os.path.join(os.environ['OUT'], 'audit.db')\n"
-        "k = kernel.GovernanceKernel([kernel.SQLPolicy(deny=['DROP'])], recorder=path)\n"
-        "k.check('database_query', {'query': 'DROP TABLE t'})\n"
-        "used = [recorder_log.level, audit._configured, atexit._ncallbacks() > imported[1]]\n"
-        "k.close()\n"
-        "print(json.dumps([imported == before, set_up_at_import, used]))\n"
-    )
-    env = {**os.environ, "OUT": str(tmp_path), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    unchanged_by_import, set_up_at_import, used = json.loads(done.stdout.strip().splitlines()[-1])
-    assert unchanged_by_import and not set_up_at_import
-    assert used == [logging.ERROR, True, True]

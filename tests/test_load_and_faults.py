@@ -20,7 +20,11 @@ from . import load_harness as lf
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "contrib" / "recipes" / "agentos"
 
 # forkserver runner processes, signal.sigtimedwait and /proc-based memory figures: Linux only.
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the load-and-faults harness runs on Linux")
+# End to end (an `agl store` server, runner processes, faults): minutes; `pytest -m "not e2e"` leaves it out.
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="the load-and-faults harness runs on Linux"),
+    pytest.mark.e2e,
+]
 
 N_LOAD, LOAD_WORKERS, FRACTION = 200, 3, 0.1
 N_VIOLATING = 20  # round(N_LOAD * FRACTION): the ground truth's violating tasks

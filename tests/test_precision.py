@@ -87,6 +87,7 @@ def tiny_model(tokenizer):
 
 
 @pytest.mark.parametrize("chosen", ["fp32", "bf16"])
+@pytest.mark.e2e  # the real model's tokenizer (loading it takes seconds to minutes)
 def test_both_precisions_score_train_and_generate(tokenizer, chosen):
     from policy_model import PolicyModel
 

@@ -1,4 +1,4 @@
-"""The first ten minutes of a user coming from the reference tutorial (issue 14).
+"""The first ten minutes of a user coming from the reference tutorial (docs/migrating.md).
 
 The reference quick start runs literally (only the imports changed) on a runner that was never set
 up, and each error a newcomer met is now either gone or a message that says what to do. Everything
@@ -36,8 +36,8 @@ from agentlightning.contrib.runner.agentos.agents import ActionOutcome, TaskActi
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: The reference tutorial's quick start (section 1 of /work/shared/reference/000_*.txt, the
-#: agentmesh-lightning "RL Training Governance" tutorial), word for word below the imports.
+#: The reference tutorial's quick start (section 1 of the agentmesh-lightning "RL Training
+#: Governance" tutorial), word for word below the imports.
 REFERENCE_IMPORTS = """\
 from agent_os import KernelSpace
 from agent_os.policies import SQLPolicy, CostControlPolicy
@@ -187,7 +187,7 @@ def test_a_plain_function_is_an_agent(tmp_path):
         return None
 
     runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], reward_fn=None, log_violations=False)
-    runner.init(agent)  # before issue 14: AttributeError: 'function' object has no attribute 'set_runner'
+    runner.init(agent)  # wrapped in a LitAgent: agentlightning's init calls set_runner, which a function lacks
     assert isinstance(runner.get_agent(), agl.LitAgent)
     rollout = asyncio.run(runner.step("SELECT name FROM users"))
     assert rollout.success and rollout.task_output == 2.0

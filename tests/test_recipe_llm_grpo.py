@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pytest
 
+# End to end (the real language model trained through the Trainer): minutes; `pytest -m "not e2e"` leaves it out.
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 pytest.importorskip("gguf")

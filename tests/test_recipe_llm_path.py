@@ -20,6 +20,9 @@ from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 
+# End to end (the recipe's agent against a chat-completions server on loopback): `pytest -m "not e2e"` leaves it out.
+pytestmark = pytest.mark.e2e
+
 RECIPE_DIR = Path(__file__).resolve().parent.parent / "contrib" / "recipes" / "agentos"
 
 

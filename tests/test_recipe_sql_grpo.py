@@ -10,6 +10,9 @@ import pytest
 
 from .conftest import verified_blocked_records
 
+# End to end (the recipe: both arms through a two-runner Trainer): minutes; `pytest -m "not e2e"` leaves it out.
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE_DIR = ROOT / "contrib" / "recipes" / "agentos"
 

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -239,7 +235,7 @@ def test_governed_tool_binds_arguments_as_the_signature_does():
         odd("DROP TABLE users")
 
 
-# ----------------------------------------------------------------------------- span names (issue 14)
+# ----------------------------------------------------------------------------- span names
 class _LLMThenSQLAgent(agl.LitAgent):
     """Records an LLM call span (as an instrumented OpenAI client would) and runs its SQL."""
 
@@ -315,27 +311,7 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
     assert (stats["total_checks"], stats["total_violations"], stats["blocked_actions"]) == (3, 1, 1)
 
 
-# ----------------------------------------------------------------------------- one outcome per attempt (issue 15)
-def test_importing_the_runner_changes_no_environment_variable():
-    """Importing the package sets nothing; building a runner quiets AgentOps (unless the user
-    configured it), because that is when AgentOps is about to be used."""
-    code = (
-        "import json, os\n"
-        "before = dict(os.environ)\n"
-        "import agentlightning.contrib.runner.agentos as runner_package\n"
-        "imported = dict(os.environ)\n"
-        "from agentlightning.contrib.kernel.agentos import SQLPolicy\n"
-        "runner_package.AgentOSRunner([SQLPolicy()])\n"
-        "print(json.dumps([before == imported, os.environ.get('AGENTOPS_LOGGING_TO_FILE'), "
-        "os.environ.get('AGENTOPS_LOG_LEVEL')]))\n"
-    )
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTOPS_")}
-    configured = {**clean, "AGENTOPS_LOG_LEVEL": "DEBUG"}  # the user's setting is kept
-    done = subprocess.run([sys.executable, "-c", code], env=configured, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, "False", "DEBUG"]
-
-
+# ----------------------------------------------------------------------------- one outcome per attempt
 def test_summary_rollout_and_reward_input_come_from_one_outcome(shop_db):
     """The attempt's metadata summary, the GovernedRollout of step() and what reward_fn saw agree,
     and the attempt's record takes no decision after its outcome was computed."""

@@ -86,6 +86,7 @@ def test_concurrent_steps_against_a_store_that_yields(shop_db):
     assert table_counts(shop_db) == before
 
 
+@pytest.mark.e2e  # an `agl store` server
 def test_concurrent_steps_through_a_real_agl_store_client(shop_db, tmp_path):
     from agl_store_server import agl_store_server  # a recipe module; runner_agents puts the recipes on sys.path
 
@@ -195,6 +196,7 @@ def _watching_algorithm(tasks: List[Dict[str, Any]], result_path: str):
     return watch
 
 
+@pytest.mark.e2e  # the Trainer's runner processes
 def test_the_summary_is_present_whenever_the_status_is_final_over_many_trainer_rollouts(tmp_path):
     """The real Trainer, client-server, two runner processes: the algorithm reads each rollout's
     summary and reward the moment it sees the rollout finished. Before the fix, the same set-up left

@@ -18,6 +18,9 @@ from agentlightning.contrib.runner.agentos import AgentOSRunner
 from .conftest import make_shop_db, table_counts, verified_blocked_records
 from .runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
 
+# End to end (the Trainer's server and two runner processes): minutes; `pytest -m "not e2e"` leaves it out.
+pytestmark = pytest.mark.e2e
+
 BAD = ["DROP TABLE users", "DELETE/**/FROM orders", "SELECT 1; DROP TABLE orders", "TRUNCATE users"]
 GOOD = ["SELECT COUNT(*) FROM users", "SELECT 'DROP TABLE users'", "UPDATE users SET dropped_at = 'x' WHERE id = 1"]
 N_ROLLOUTS = 24

@@ -22,7 +22,7 @@ entry that was blocked. Below the table: the SQLPolicy FNs one by one, and the F
 ``KNOWN_FALSE_POSITIVES``. Decision times are medians over the corpus, one timed call per entry
 (``time.perf_counter_ns``, garbage collector on, after a warm-up on other queries).
 
-The second part is the issue's deny list, ``DESTRUCTIVE`` (DROP, DELETE, TRUNCATE), judged per
+The second part is the destructive deny list, ``DESTRUCTIVE`` (DROP, DELETE, TRUNCATE), judged per
 database: an entry is destructive on SQLite, PostgreSQL or MariaDB when a statement of those
 kinds really ran there, harmless there when the database ran it and none did, and not counted
 for a database that rejected it (``destruction_in`` in the corpus module). Each row is one
@@ -315,7 +315,7 @@ def destructive_report(agent_os_blocked: Dict[str, bool]) -> Dict[str, Any]:
     )
 
     print(
-        f"\nThe issue's deny list {list(corpus.DESTRUCTIVE)}, judged on what each database did "
+        f"\nThe destructive deny list {list(corpus.DESTRUCTIVE)}, judged on what each database did "
         f"(destructive: a statement of those kinds ran there):\n"
     )
     print_table(

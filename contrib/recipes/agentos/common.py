@@ -162,8 +162,10 @@ def progress_bar(total: int, description: str, unit: str = "it", leave: bool = T
     """A tqdm bar on the terminal for a loop that runs for minutes (warm-start steps, GRPO steps,
     evaluation rollouts); ``NO_PROGRESS_BARS=1`` turns the bars off (the :func:`log` lines stay).
 
-    >>> with progress_bar(3, "demo") as bar:  # doctest: +SKIP
+    >>> with progress_bar(3, "demo") as bar:
     ...     bar.update(3)
+    >>> bar.n
+    3
     """
     from tqdm.auto import tqdm
 

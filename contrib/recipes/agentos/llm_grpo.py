@@ -180,11 +180,6 @@ def grpo_update(
 
     Samples with zero advantage (flat groups) carry no gradient and are not run; the loss is still
     averaged over all samples of the step, as GRPO averages over the whole group.
-
-    >>> grpo_update(  # doctest: +SKIP
-    ...     policy, torch.optim.AdamW(policy.trainable_parameters()), samples, LLMRecipeConfig()
-    ... )
-    {'sequences': 9, 'tokens': 2313, ...}
     """
     import torch
 
@@ -270,13 +265,6 @@ def make_llm_grpo(
         reward_mode: one of :data:`REWARD_MODES`; it must match the arm's runner: ``penalty`` and
             ``constrained`` need ``AgentOSRunner`` with ``PolicyReward``, ``task`` the plain runner.
         progress: where progress lines go.
-
-    >>> algorithm = make_llm_grpo(  # doctest: +SKIP
-    ...     LLMRecipeConfig(), world, "governed-penalty", policy, Path("out.json")
-    ... )
-    >>> agl.Trainer(  # doctest: +SKIP
-    ...     algorithm=algorithm, runner=runner, adapter=agl.TracerTraceToTriplet(), n_runners=8
-    ... ).fit(agent)
     """
     import torch
 

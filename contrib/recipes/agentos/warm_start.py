@@ -58,12 +58,7 @@ def settings(config: "LLMRecipeConfig") -> Dict[str, Any]:
 
 
 def warm_start_examples(world: SQLWorld, max_tasks: int = 0) -> List[Tuple[str, str, str]]:
-    """``(task_id, strategy, sql)`` for every candidate of every training task (the SFT data).
-
-    >>> rows = warm_start_examples(world)  # doctest: +SKIP
-    >>> len(rows), sorted({s for _, s, _ in rows})  # doctest: +SKIP
-    (138, ['destructive_shortcut', 'precise', 'sloppy'])
-    """
+    """``(task_id, strategy, sql)`` for every candidate of every training task (the SFT data)."""
     tasks = first_tasks(world.split("train"), max_tasks)
     return [(t.task_id, s, t.candidates[s]) for t in tasks for s in STRATEGIES]
 
@@ -103,10 +98,6 @@ def warm_start(
 
     A warm start built now is handed over in memory (its LoRA merged into the model it trained),
     so the model is not loaded a second time; the saved file holds the same weights.
-
-    >>> ws = warm_start(world, LLMRecipeConfig(), Path("runs/llm/warm_start"))  # doctest: +SKIP
-    >>> ws.record["examples"], ws.record["loss_first"] > ws.record["loss_last"]  # doctest: +SKIP
-    (138, True)
     """
     import torch
 
