@@ -18,11 +18,12 @@ re-initialising only the adapters, and gives the reference policy for the option
 free (the same network with the adapters disabled).
 
 Every prompt of the recipe starts with the same system message (the instructions and the
-schema: about 145 of its 190 tokens), so both passes run that shared prefix once per batch and
-only the rest of each sequence per row (:func:`shared_prefix_length`): the prefix's keys and
+schema: 145 of its 190 tokens on average), so both passes run that shared prefix once per batch
+and only the rest of each sequence per row (:func:`shared_prefix_length`): the prefix's keys and
 values are computed once and repeated across the batch, with the positions and the attention of
-the unshared computation, so the numbers are the same up to floating-point rounding while a
-training step costs about half and a prefill about a third.
+the unshared computation, so the numbers are the same up to floating-point rounding. A training
+sequence (prompt and a 40-token answer) then costs about 100 tokens of compute instead of 230 in
+micro-batches of 8, and a prompt's prefill about 45 + 145 / batch tokens instead of 190.
 """
 
 from __future__ import annotations
