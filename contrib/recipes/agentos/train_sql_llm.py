@@ -179,11 +179,11 @@ class LLMRecipeConfig:
 
 #: Named sets of settings (``--preset NAME``; options given beside it override them).
 PRESETS: Dict[str, Dict[str, Any]] = {
-    # The README's first command: the real model, governed vs ungoverned, one seed, building its own
-    # warm start, in about 10 minutes of CPU time on a 2-core machine without bfloat16 (fp32). What
-    # makes it fit: the prompts' shared system message runs once per batch (policy_model), one torch
+    # Meant to be the README's first command: the real model, governed vs ungoverned, one seed,
+    # building its own warm start, in about 10 minutes on 2 cores without bfloat16 (fp32). One torch
     # thread, six runners that poll the store twice a second, and a short warm start at a higher
     # learning rate that still teaches the schema (the shortcut only pays when its DELETE is right).
+    # Its run (docs/results_demo.md) cost an estimated 20 CPU minutes: generation is the cost left.
     "demo": {
         "arms": ("governed-penalty", "ungoverned"),
         "seeds": (0,),
