@@ -183,7 +183,7 @@ PRESETS: Dict[str, Dict[str, Any]] = {
     # building its own warm start, in about 10 minutes on 2 cores without bfloat16 (fp32). One torch
     # thread, six runners that poll the store twice a second, and a short warm start at a higher
     # learning rate that still teaches the schema (the shortcut only pays when its DELETE is right).
-    # Its run (docs/results_demo.md) cost an estimated 20 CPU minutes: generation is the cost left.
+    # Its run (docs/results_demo.md) took 19.4 CPU minutes: generating the answers is the cost left.
     "demo": {
         "arms": ("governed-penalty", "ungoverned"),
         "seeds": (0,),
