@@ -56,6 +56,7 @@ def test_every_block_runs_and_prints_what_the_reference_promises(tmp_path, monke
     # base = rows the query returned (2 and 1) + clean bonus 5; the DELETE was blocked: 0 - 100
     assert "trainer rewards: [7.0, -100.0, 6.0] advantages: [0.72, -1.41, 0.7]" in out[12]
     assert sorted(p.name for p in (namespace["workdir"] / "audit").glob("*.db")) == ["worker-0.db", "worker-1.db"]
+    assert "span: entry-001 {'agent_os.policy_violated': True}" in out[13]
     assert "stream: 3 True agent_os." in out[13] and out[13].rstrip().endswith("True")
     assert "loop: [5.85, -100.0] 1" in out[14]
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written into the working directory

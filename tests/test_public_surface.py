@@ -88,6 +88,7 @@ PUBLIC = {
         "ExportError",
         "FlightRecorderAdapter",
         "FlightRecorderEmitter",
+        "LightningSpan",
         "adapters_for_directory",
         "create_emitter",
         "read_export",
@@ -101,7 +102,7 @@ TUTORIAL = {
     "runner": ["GovernedRunner", "AgentOSRunner", "PolicyViolation", "PolicyViolationType", "governance_stats"],
     "reward": ["PolicyReward", "RewardConfig", "CompositeReward", "create_policy_reward", "policy_penalty"],
     "env": ["GovernedEnvironment", "EnvironmentConfig", "create_governed_env"],
-    "adapter": ["FlightRecorderEmitter", "create_emitter"],
+    "adapter": ["FlightRecorderEmitter", "LightningSpan", "create_emitter"],
 }
 
 

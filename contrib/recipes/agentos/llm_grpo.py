@@ -195,6 +195,7 @@ def grpo_update(
     if not active:
         return stats
     started = time.perf_counter()
+    active.sort(key=lambda s: len(s[0]) + len(s[1]))  # micro-batches of similar length pad less
     prompts, responses, advantages = [s[0] for s in active], [s[1] for s in active], [s[2] for s in active]
     n_total = len(samples)
     old: Optional[List[Any]] = None

@@ -16,16 +16,54 @@ Why LoRA and not full weights: on this 135M model both cost about the same compu
 LoRA keeps the optimizer state small, lets every seed start from the same frozen warm start by
 re-initialising only the adapters, and gives the reference policy for the optional KL term for
 free (the same network with the adapters disabled).
+
+Every prompt of the recipe starts with the same system message (the instructions and the
+schema: 145 of its 190 tokens on average), so both passes run that shared prefix once per batch
+and only the rest of each sequence per row (:func:`shared_prefix_length`): the prefix's keys and
+values are computed once and repeated across the batch, with the positions and the attention of
+the unshared computation, so the numbers are the same up to floating-point rounding. A training
+sequence (prompt and a 40-token answer) then costs about 100 tokens of compute instead of 230 in
+micro-batches of 8, and a prompt's prefill about 45 + 145 / batch tokens instead of 190.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 #: Linear layers of a llama block that get LoRA adapters.
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+#: A shared prefix shorter than this is not worth a separate forward pass.
+MIN_SHARED_PREFIX = 8
+
+
+def shared_prefix_length(prompts: Sequence[Sequence[int]], minimum: int = MIN_SHARED_PREFIX) -> int:
+    """How many leading tokens every one of ``prompts`` shares, leaving each at least one token of its
+    own (the position that predicts the first response token); 0 for one prompt or a short prefix.
+
+    >>> shared_prefix_length([[1] * 10 + [2, 3], [1] * 10 + [4]]), shared_prefix_length([[1, 2, 3], [1, 2, 4]])
+    (10, 0)
+    >>> shared_prefix_length([[1] * 10, [1] * 12])
+    9
+    """
+    if len(prompts) < 2:
+        return 0
+    common = len(os.path.commonprefix([list(p) for p in prompts]))
+    common = min(common, min(len(p) for p in prompts) - 1)
+    return common if common >= minimum else 0
+
+
+def _prefix_cache(decoder: Any, prefix: Sequence[int], batch: int) -> Any:
+    """The keys and values of ``prefix`` in every layer of ``decoder`` (a llama ``model.model``),
+    computed once and repeated for ``batch`` rows (differentiable: gradients of every row flow back)."""
+    import torch
+
+    cache = decoder(input_ids=torch.tensor([list(prefix)], dtype=torch.long), use_cache=True).past_key_values
+    cache.batch_repeat_interleave(batch)
+    return cache
 
 
 class PolicyModel:
@@ -159,19 +197,28 @@ class PolicyModel:
         """
         import torch
 
-        width = max(len(p) for p in prompts)
+        # Layout: [shared prefix][left padding][the rest of the prompt]. The padding is masked and
+        # positions follow the mask, so each row is computed as if it were alone; the prefix's keys
+        # and values are computed once (no shared prefix: plain left padding).
+        shared = shared_prefix_length(prompts)
+        tail = max(len(p) - shared for p in prompts)
+        width = shared + tail
         input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(prompts), width), dtype=torch.long)
         for i, p in enumerate(prompts):
-            input_ids[i, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
-            attention[i, width - len(p) :] = 1
-        torch.manual_seed(seed)
+            input_ids[i, :shared] = torch.tensor(list(p[:shared]), dtype=torch.long)
+            attention[i, :shared] = 1
+            input_ids[i, width - (len(p) - shared) :] = torch.tensor(list(p[shared:]), dtype=torch.long)
+            attention[i, width - (len(p) - shared) :] = 1
         kwargs: Dict[str, Any] = (
             {"do_sample": False}
             if temperature <= 0
             else {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
         )
         with torch.no_grad():
+            if shared:
+                kwargs["past_key_values"] = _prefix_cache(self.generation.model, prompts[0][:shared], len(prompts))
+            torch.manual_seed(seed)
             out = self.generation.generate(
                 input_ids=input_ids,
                 attention_mask=attention,
@@ -199,32 +246,46 @@ class PolicyModel:
         """Per-token log-probs of each response given its prompt under the training model
         (a list of 1-D float32 tensors, with the autograd graph when gradients are enabled).
 
-        Sequences are right-padded in micro-batches of ``micro_batch``; the forward pass runs
+        Sequences are grouped by length and right-padded in micro-batches of ``micro_batch``,
+        their shared prompt prefix run once per micro-batch; the forward pass runs
         under bf16 autocast when the precision is ``bf16``; the vocabulary projection and the
         log-softmax (in fp32) are computed over the response positions only.
         """
         import torch
 
-        out: List[Any] = []
-        for start in range(0, len(prompts), micro_batch):
-            chunk = list(zip(prompts[start : start + micro_batch], responses[start : start + micro_batch]))
-            width = max(len(p) + len(r) for p, r in chunk)
+        # Micro-batches of sequences of similar length (less padding); results in the callers' order.
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]) + len(responses[i]))
+        out: List[Any] = [None] * len(prompts)
+        for start in range(0, len(order), micro_batch):
+            rows = order[start : start + micro_batch]
+            chunk = [(prompts[i], responses[i]) for i in rows]
+            # The chunk's shared prefix runs once (its keys and values repeated per row); each row
+            # runs the rest of its prompt and its response, right-padded, at the positions after it.
+            shared = shared_prefix_length([p for p, _ in chunk])
+            width = max(len(p) + len(r) for p, r in chunk) - shared
             input_ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-            attention = torch.zeros((len(chunk), width), dtype=torch.long)
+            attention = torch.zeros((len(chunk), shared + width), dtype=torch.long)
+            attention[:, :shared] = 1
             for i, (p, r) in enumerate(chunk):
-                seq = list(p) + list(r)
+                seq = list(p[shared:]) + list(r)
                 input_ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-                attention[i, : len(seq)] = 1
+                attention[i, shared : shared + len(seq)] = 1
             causal_lm = self.model.get_base_model()  # the LoRA layers sit inside it, so they still apply
             with self.compute():
-                hidden = causal_lm.model(input_ids=input_ids, attention_mask=attention).last_hidden_state
+                extra: Dict[str, Any] = {}
+                if shared:
+                    extra["past_key_values"] = _prefix_cache(causal_lm.model, chunk[0][0][:shared], len(chunk))
+                    extra["position_ids"] = torch.arange(shared, shared + width).expand(len(chunk), -1)
+                hidden = causal_lm.model(input_ids=input_ids, attention_mask=attention, **extra).last_hidden_state
                 # The vocabulary projection only where a response token is predicted: the prompt's
                 # positions are most of the sequence, and their 49k-wide logits most of the memory.
-                picked = torch.cat([hidden[i, len(p) - 1 : len(p) - 1 + len(r)] for i, (p, r) in enumerate(chunk)])
+                ends = [len(p) - shared for p, _ in chunk]  # where each row's prompt ends
+                picked = torch.cat([hidden[i, ends[i] - 1 : ends[i] - 1 + len(r)] for i, (_, r) in enumerate(chunk)])
                 logits = causal_lm.lm_head(picked).float()
             targets = torch.tensor([t for _, r in chunk for t in r], dtype=torch.long)
             token_logprobs = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])[:, 0]
-            out.extend(torch.split(token_logprobs, [len(r) for _, r in chunk]))
+            for i, logprobs in zip(rows, torch.split(token_logprobs, [len(r) for _, r in chunk])):
+                out[i] = logprobs
         return out
 
 

@@ -47,6 +47,7 @@ import agentlightning as agl  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
+from clean_shutdown import RunnersFirstStrategy  # noqa: E402
 from common import check_positive, config_record, log, mean_sd, option, parse_config, restart_clock, sql_kernel  # noqa: E402
 from grpo import make_grpo_algorithm  # noqa: E402
 from sql_agent import SQLAgent  # noqa: E402
@@ -144,7 +145,8 @@ def train(algorithm: Any, runner: Any, agent: Any, config: TabularRecipeConfig) 
     ``agl store`` uses by default too)."""
     if config.store_url is None:
         port = portpicker.pick_unused_port()
-        agl.Trainer(algorithm=algorithm, runner=runner, n_runners=config.runners, port=port).fit(agent)
+        strategy = RunnersFirstStrategy(n_runners=config.runners)  # the runners stop before the store
+        agl.Trainer(algorithm=algorithm, runner=runner, strategy=strategy, port=port).fit(agent)
         return
     store = LightningStoreClient(config.store_url)
     try:

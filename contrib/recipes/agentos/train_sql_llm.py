@@ -1,6 +1,6 @@
 """Governed RL of a real language model (SmolLM2-135M-Instruct) through Agent Lightning's LLM pipeline, on CPU.
 
-    python contrib/recipes/agentos/train_sql_llm.py --preset demo             # small run (26 min on the AMD machine)
+    python contrib/recipes/agentos/train_sql_llm.py --preset demo             # small run (the README's first command)
     python contrib/recipes/agentos/train_sql_llm.py --out docs/results_llm   # full run (about an hour on 2 cores)
     python contrib/recipes/agentos/train_sql_llm.py --quick                  # smoke run (what the test runs)
     python contrib/recipes/agentos/train_sql_llm.py --help                   # every setting, with its default
@@ -97,6 +97,11 @@ class LLMRecipeConfig:
         choices=PRECISIONS,
     )
     rollout_timeout_s: float = option(1800.0, "longest wait for one batch of rollouts (seconds)")
+    runner_poll_s: float = option(
+        0.05,
+        "how often an idle runner asks the store for a rollout (seconds); every ask is an HTTP request the "
+        "algorithm's process answers, so many runners polling fast take CPU from generation and training",
+    )
     # GRPO
     steps: int = option(8, "GRPO steps per seed", group="GRPO")
     tasks_per_step: int = option(3, "training tasks per step (distinct families), one group each", group="GRPO")
@@ -164,6 +169,8 @@ class LLMRecipeConfig:
             raise ValueError("--arms, --seeds and --constrained-seeds need at least one value each")
         if self.sft_epochs <= 0:
             raise ValueError(f"--sft-epochs must be > 0, got {self.sft_epochs}")
+        if not self.runner_poll_s > 0:
+            raise ValueError(f"--runner-poll-s must be > 0, got {self.runner_poll_s}")
 
     def seeds_of(self, arm: str) -> Tuple[int, ...]:
         """The training seeds of ``arm``."""
@@ -172,24 +179,28 @@ class LLMRecipeConfig:
 
 #: Named sets of settings (``--preset NAME``; options given beside it override them).
 PRESETS: Dict[str, Dict[str, Any]] = {
-    # A small run of the real model, governed vs ungoverned, one seed, its own warm start: meant
-    # to become the README's first command; its one run (docs/results_demo.md) took 26 minutes
-    # and did not yet show the ungoverned arm keeping the shortcut (the 6-step warm start is too weak).
+    # Meant to be the README's first command: the real model, governed vs ungoverned, one seed,
+    # building its own warm start, in about 10 minutes on 2 cores without bfloat16 (fp32). One torch
+    # thread, six runners that poll the store twice a second, and a short warm start at a higher
+    # learning rate that still teaches the schema (the shortcut only pays when its DELETE is right).
+    # Its run (docs/results_demo.md) took 19.4 CPU minutes: generating the answers is the cost left.
     "demo": {
         "arms": ("governed-penalty", "ungoverned"),
         "seeds": (0,),
         "out": Path("runs/llm_demo"),
         "threads": 1,  # one torch thread: on a shared 2-core machine two threads collapse when the other core is busy
-        "runners": 4,
+        "runners": 6,
+        "runner_poll_s": 0.5,
         "steps": 5,
         "tasks_per_step": 3,
         "group_size": 4,
         "eval_tasks": 7,
-        "eval_samples": 2,
-        "max_new_tokens": 64,
+        "eval_samples": 3,
+        "max_new_tokens": 96,
         "sft_tasks": 21,
-        "sft_epochs": 1.5,
+        "sft_epochs": 2.5,
         "sft_batch": 16,
+        "sft_learning_rate": 2e-3,
     },
     # What tests/test_recipe_llm_grpo.py runs: the smallest run that still trains on governed
     # triplets from the store (a tiny warm start, 2 GRPO steps of 2 tasks x 2 samples).
@@ -237,7 +248,7 @@ def make_runner(arm: str, config: LLMRecipeConfig) -> "agl.LitAgentRunner":
     from agentlightning.contrib.runner.agentos import AgentOSRunner
 
     if arm == "ungoverned":
-        return agl.LitAgentRunner(AgentOpsTracer(), poll_interval=0.05)
+        return agl.LitAgentRunner(AgentOpsTracer(), poll_interval=config.runner_poll_s)
     kernel = sql_kernel()
     if arm == "governed-constrained":
         # The multiplier each rollout is priced at is stamped on it by the algorithm; this one is only the fallback.
@@ -249,7 +260,11 @@ def make_runner(arm: str, config: LLMRecipeConfig) -> "agl.LitAgentRunner":
     else:
         reward = PolicyReward(kernel)
     return AgentOSRunner(
-        kernel, reward_fn=reward, audit_dir=config.out / "audit" / arm, log_violations=False, poll_interval=0.05
+        kernel,
+        reward_fn=reward,
+        audit_dir=config.out / "audit" / arm,
+        log_violations=False,
+        poll_interval=config.runner_poll_s,
     )
 
 
@@ -260,6 +275,7 @@ def run_arm(
     import portpicker
 
     import agentlightning as agl
+    from clean_shutdown import RunnersFirstStrategy
     from llm_grpo import make_llm_grpo
     from sql_agent import SQLAgent
 
@@ -272,7 +288,7 @@ def run_arm(
         algorithm=algorithm,
         runner=make_runner(arm, config),
         adapter=agl.TracerTraceToTriplet(),
-        n_runners=config.runners,
+        strategy=RunnersFirstStrategy(n_runners=config.runners),  # the runners stop before the store
         port=portpicker.pick_unused_port(),
         store=store,
     )

@@ -71,7 +71,7 @@ def cache_key(world: SQLWorld, config: "LLMRecipeConfig") -> str:
             "questions": [t.question for t in world.split("train")],
             "prompt": llm_messages("", "compact"),
             "config": settings(config),
-            "v": 2,
+            "v": 3,  # 3: the warm start trains at sft_learning_rate (2 used the RL learning rate)
         },
         sort_keys=True,
     )
@@ -134,7 +134,7 @@ def warm_start(
         response = list(tokenizer(sql, add_special_tokens=False).input_ids) + [policy.end_id]
         data.append((prompt, response))
     steps = max(1, round(config.sft_epochs * len(data) / config.sft_batch))
-    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.learning_rate, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.sft_learning_rate, weight_decay=0.0)
     rng = random.Random(config.world_seed)
     order: List[int] = []
     losses: List[float] = []
@@ -151,6 +151,7 @@ def warm_start(
                 rng.shuffle(order)
             batch.append(data[order.pop()])
         optimizer.zero_grad()
+        batch.sort(key=lambda example: len(example[0]) + len(example[1]))  # micro-batches of similar length pad less
         n_tokens = sum(len(r) for _, r in batch)
         total = 0.0
         for start in range(0, len(batch), config.sft_micro_batch):

@@ -27,12 +27,14 @@ from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 from .adapter import FlightRecorderAdapter, FlightRecorderEmitter, adapters_for_directory, create_emitter
 from .export import ExportError, read_export, verify_export
 from .records import AuditError
+from .spans import LightningSpan
 
 __all__ = [
     "AuditError",
     "ExportError",
     "FlightRecorderAdapter",
     "FlightRecorderEmitter",
+    "LightningSpan",
     "adapters_for_directory",
     "create_emitter",
     "read_export",

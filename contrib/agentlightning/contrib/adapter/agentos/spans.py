@@ -1,4 +1,7 @@
-"""One FlightRecorder record -> one ``agentlightning.types.Span`` with ``agent_os.*`` attributes.
+r"""One FlightRecorder record -> one ``agentlightning.types.Span`` with ``agent_os.*`` attributes.
+
+The spans are :class:`LightningSpan`\ s: agentlightning's own ``Span`` (what ``LightningStore``
+holds) under the reference tutorial's name, with its ``to_dict()`` and ``to_json()``.
 
 Entry type (``agent_os.entry_type``), decided per record:
 
@@ -41,12 +44,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 from typing import Any, Dict, Optional
 
 from agent_os import AgentSignal
+from pydantic import model_validator
 
 from agentlightning.types import Span
-from agentlightning.types.tracer import OtelResource, TraceStatus
+from agentlightning.types.tracer import OtelResource, SpanContext, TraceStatus
 from agentlightning.utils.otel import make_tag_attributes
 
 from agentlightning.contrib.kernel.agentos.audit_record import violation_summary
@@ -88,6 +93,7 @@ from agentlightning.contrib.kernel.agentos.violations import worst_severity
 from .records import AuditRecord
 
 __all__ = [
+    "LightningSpan",
     "ENTRY_POLICY_CHECK",
     "ENTRY_SIGNAL",
     "ENTRY_TOOL_CALL",
@@ -109,6 +115,67 @@ MAX_ATTRIBUTE_CHARS = 1000
 
 _SIGNAL_NAMES = frozenset(s.name for s in AgentSignal)
 _RESOURCE = OtelResource(attributes={"service.name": AUDIT_SERVICE_NAME}, schema_url="")
+
+
+class LightningSpan(Span):
+    """The reference tutorial's ``LightningSpan``: agentlightning's own ``Span``, with ``to_dict()`` and ``to_json()``.
+
+    Every span the emitter makes is one (so a ``LightningStore`` takes it as it is). Built by hand
+    with the tutorial's arguments, the fields a store fills in (rollout, attempt, sequence number,
+    status, resource, links) start empty, and ``start_time``/``end_time`` may be timezone-aware
+    datetimes: they are kept as epoch seconds, like every ``Span``'s times.
+
+    >>> from datetime import datetime, timezone
+    >>> moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> span = LightningSpan(span_id="entry-001", trace_id="agentos-agent-42", name="agent_os.policy_check",
+    ...     start_time=moment, end_time=moment, attributes={"agent_os.policy_violated": True}, events=[])
+    >>> span.to_dict()["start_time"], span.to_dict()["attributes"], isinstance(span, Span)
+    (1767225600.0, {'agent_os.policy_violated': True}, True)
+    >>> LightningSpan.model_validate_json(span.to_json()) == span
+    True
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_arguments(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        values = dict(data)
+        for key in ("start_time", "end_time"):
+            moment = values.get(key)
+            if isinstance(moment, datetime):
+                if moment.tzinfo is None:
+                    raise ValueError(
+                        f"LightningSpan {key}: a datetime without a time zone is ambiguous; "
+                        "give an aware one, e.g. datetime.now(timezone.utc), or epoch seconds"
+                    )
+                values[key] = moment.timestamp()
+        span_id, trace_id = values.get("span_id"), values.get("trace_id")
+        defaults: Dict[str, Any] = {
+            "rollout_id": "",
+            "attempt_id": "",
+            "sequence_id": 0,
+            "parent_id": None,
+            "status": TraceStatus(status_code="UNSET"),
+            "events": [],
+            "links": [],
+            "context": SpanContext(trace_id=trace_id, span_id=span_id, is_remote=False, trace_state={})
+            if isinstance(span_id, str) and isinstance(trace_id, str)
+            else None,
+            "parent": None,
+            "resource": OtelResource(attributes={}, schema_url=""),
+        }
+        for key, value in defaults.items():
+            values.setdefault(key, value)
+        return values
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The span as JSON-ready values (``model_dump(mode="json")``)."""
+        return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        """The span as a JSON string (``model_dump_json()``); ``LightningSpan.model_validate_json`` reads it back."""
+        return self.model_dump_json()
 
 
 def entry_type(record: AuditRecord) -> str:
@@ -226,8 +293,8 @@ def record_to_span(
     trace_id_prefix: str = "agentos",
     include_signals: bool = True,
     readable_names: bool = True,
-) -> Span:
-    """The :class:`~agentlightning.types.Span` of ``record``.
+) -> LightningSpan:
+    """The span of ``record`` (a :class:`LightningSpan`, i.e. an agentlightning ``Span``).
 
     ``rollout_id``/``attempt_id`` default to the record's own (from its governance envelope, or
     ``""`` for a record made outside any rollout) and ``sequence_id`` to the record id; a store
@@ -243,7 +310,7 @@ def record_to_span(
         if record.verdict in ("blocked", "error")
         else TraceStatus(status_code="OK")
     )
-    return Span.from_attributes(
+    return LightningSpan.from_attributes(
         attributes=record_attributes(record, include_signals=include_signals, kind=kind),
         rollout_id=rollout_id if rollout_id is not None else (record.rollout_id or ""),
         attempt_id=attempt_id if attempt_id is not None else (record.attempt_id or ""),

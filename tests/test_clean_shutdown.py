@@ -1,0 +1,82 @@
+"""A clean Trainer run ends cleanly: the recipes' strategy stops the runner processes before the store.
+
+With agentlightning 0.3's own ``ClientServerExecutionStrategy`` the store's HTTP server stops
+first, and runners that poll in between log ``dequeue_rollout failed with exception: Cannot
+connect to host ...`` (and heartbeat tracebacks). The recipes use ``RunnersFirstStrategy``
+(contrib/recipes/agentos/clean_shutdown.py).
+
+Each run is a real Trainer run (two runner processes, the governed runner, a SQLite database) in
+a Python process of its own, as a user runs a recipe: under pytest the runner processes would
+inherit pytest's log capture and print nothing, so their stderr is read from outside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: A Trainer run of six governed rollouts with the strategy named in argv[1]; prints the statuses.
+SCRIPT = """
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import portpicker
+import agentlightning as agl
+from agentlightning.execution.client_server import ClientServerExecutionStrategy
+from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+from agentlightning.contrib.runner.agentos import AgentOSRunner
+from tests.conftest import make_shop_db
+from tests.runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
+from clean_shutdown import RunnersFirstStrategy
+
+strategy = {"recipes": RunnersFirstStrategy, "plain": ClientServerExecutionStrategy}[sys.argv[1]](n_runners=2)
+tmp = sys.argv[2]
+make_shop_db(tmp + "/shop.db")
+tasks = mixed_sql_tasks(tmp + "/shop.db", 6, ["SELECT COUNT(*) FROM users"], ["DROP TABLE users"],
+                        second_bad_every=4, sleep=0)
+kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"], dialect="sqlite")])
+runner = AgentOSRunner(kernel, audit_dir=tmp + "/audit", poll_interval=0.05, log_violations=False)
+port = portpicker.pick_unused_port()
+algorithm = make_collecting_algorithm(tasks, tmp + "/result.json", port)
+agl.Trainer(algorithm=algorithm, runner=runner, strategy=strategy, port=port).fit(SQLAgent())
+result = json.load(open(tmp + "/result.json"))
+print("STATUSES", json.dumps(sorted(r["status"] for r in result["rollouts"].values())))
+"""
+
+#: What the shutdown noise looks like (agentlightning's store client and the runner's heartbeat).
+NOISE = ("Cannot connect to host", "dequeue_rollout failed", "Traceback", "Unable to update worker heartbeat")
+
+
+def fit(tmp_path: Path, strategy: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, strategy, str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    statuses = json.loads(done.stdout.split("STATUSES", 1)[1])
+    assert statuses == ["succeeded"] * 6
+    return done
+
+
+def test_a_clean_run_with_the_recipes_strategy_prints_no_shutdown_errors(tmp_path):
+    done = fit(tmp_path, "recipes")
+    printed = done.stdout + done.stderr
+    assert not [n for n in NOISE if n in printed], printed[-3000:]
+
+
+def test_the_plain_strategy_stops_the_store_first_and_the_runners_say_so(tmp_path):
+    """The control: what the test above checks for is what agentlightning's own strategy prints."""
+    done = fit(tmp_path, "plain")
+    if "Cannot connect to host" not in done.stdout + done.stderr:
+        pytest.fail("agentlightning's strategy ended without the shutdown noise this time:\n" + done.stderr[-3000:])
