@@ -47,7 +47,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -64,9 +63,20 @@ from bench_common import environment, print_table  # noqa: E402
 from bench_kernel_decisions import build_workload  # noqa: E402
 from bench_text_to_sql import _generic_queries  # noqa: E402
 from callgrind_regions import instrument, on_valgrind, region, run_counted  # noqa: E402
+from diff_hot_path import ROOT, load  # noqa: E402
 from pglast import parser as pg_parser  # noqa: E402
 
-from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
+#: The kernel package measured: this tree's, or another's with ``--tree`` (loaded in ``main``).
+GovernanceKernel: Any = None
+SQLPolicy: Any = None
+
+
+def use_tree(tree: Path) -> None:
+    """Measure the kernel of ``tree`` (a checkout or ``git archive`` of any commit)."""
+    global GovernanceKernel, SQLPolicy
+    package = load(tree)
+    GovernanceKernel, SQLPolicy = package.GovernanceKernel, package.SQLPolicy
+
 
 DENY = ("DROP", "DELETE", "TRUNCATE")
 TOOL = "database_query"
@@ -99,8 +109,8 @@ def texts_by_length(queries: Sequence[str], n: int, offset: int) -> Dict[str, Li
     shifted = list(queries[offset:]) + list(queries[:offset])
     return {
         "short": shifted[:n],
-        "1k": scripts(shifted, 1_000)[:n],
-        "10k": scripts(shifted * 12, 10_000)[:n],
+        "1k": scripts(shifted, 1_000)[: max(3, n // 4)],
+        "10k": scripts(shifted * 12, 10_000)[: max(3, n // 20)],
     }
 
 
@@ -160,20 +170,27 @@ def count_child(n: int) -> None:
         for side, call in (("check", check), ("floor", floor)):
             for text in texts[:5]:  # the warm-up of this very region's code paths, other texts first
                 call(text)
-            with region(f"{name}|{side}"):
+            with region(f"{name}|{side}|{len(texts)}"):
                 for text in texts:
                     call(text)
-    with region("pglast json.loads"):
+    with region(f"pglast json.loads|-|{len(rows[0][3])}"):
         for text in rows[0][3]:
             json.loads(pg_parser.parse_sql_json(text))
 
 
-def instructions(n: int) -> Dict[str, float]:
-    """Instructions per call for every region (empty-region overhead subtracted)."""
+def instructions(n: int, tree: Path) -> Dict[str, float]:
+    """Instructions per call for every region (empty-region overhead subtracted; a label ends
+    with the number of calls its region made)."""
     env = dict(os.environ, PYTHONHASHSEED="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
-    counts = run_counted([sys.executable, str(Path(__file__)), "--child-count", "--n", str(n)], env)
+    counts = run_counted(
+        [sys.executable, str(Path(__file__)), "--child-count", "--n", str(n), "--tree", str(tree)], env
+    )
     empty = counts.pop("empty", 0)
-    return {label: (total - empty) / n for label, total in counts.items()}
+    per_call = {}
+    for label, total in counts.items():
+        name, side, calls = label.rsplit("|", 2)
+        per_call[f"{name}|{side}"] = (total - empty) / int(calls)
+    return per_call
 
 
 # ----------------------------------------------------------------------------- wall clock
@@ -337,8 +354,9 @@ def report(counts: Optional[Dict[str, float]], wall: Dict[str, Tuple[float, floa
         ],
         table,
     )
-    if counts and "pglast json.loads" in counts:
-        print(f"libpg_query JSON parse + json.loads, short texts: {counts['pglast json.loads']:,.0f} instructions/call")
+    if counts and "pglast json.loads|-" in counts:
+        loads = counts["pglast json.loads|-"]
+        print(f"libpg_query JSON parse + json.loads, short texts: {loads:,.0f} instructions/call")
     return rows
 
 
@@ -350,20 +368,23 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--audit-rates", default="1000,2000", help="allowed decisions/s for the audit waits")
     parser.add_argument("--audit-seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose kernel is measured")
     parser.add_argument("--child-count", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    use_tree(args.tree)
     if args.child_count:
         if not on_valgrind():
             raise SystemExit("--child-count runs under valgrind only (the parent starts it)")
         count_child(args.n)
         return
     env = environment("agent-os-kernel", "pglast")
+    env["tree"] = str(args.tree)
     print(json.dumps(env))
     load_before = os.getloadavg()
     counts = None
     if not args.no_callgrind:
         started = time.perf_counter()
-        counts = instructions(args.n)
+        counts = instructions(args.n, args.tree)
         print(f"callgrind: {len(counts)} regions, {args.n} texts each, {time.perf_counter() - started:.0f} s")
     wall = wall_clock(args.wall_n)
     load_after = os.getloadavg()

@@ -33,6 +33,7 @@ import importlib
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -113,7 +114,9 @@ def inputs() -> List[Tuple[str, Any]]:
 def load(tree: Path) -> types.ModuleType:
     """The kernel package of ``tree`` as :data:`PACKAGE` (its ``__init__`` runs: it is the API)."""
     kernel = tree / "contrib" / "agentlightning" / "contrib" / "kernel" / "agentos"
-    spec = importlib.util.spec_from_file_location(PACKAGE, kernel / "__init__.py", submodule_search_locations=[str(kernel)])
+    spec = importlib.util.spec_from_file_location(
+        PACKAGE, kernel / "__init__.py", submodule_search_locations=[str(kernel)]
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = module
@@ -121,9 +124,13 @@ def load(tree: Path) -> types.ModuleType:
     return module
 
 
+#: Fields that differ between two runs of one tree: timings and clock times.
+_VOLATILE = re.compile(r"elapsed|timestamp|_at$|(^|_)time(_|$)|duration")
+
+
 def _masked(value: Any, ids: Sequence[str]) -> Any:
     if isinstance(value, dict):
-        return {k: _masked(v, ids) for k, v in value.items() if "elapsed" not in k and not k.endswith("_at")}
+        return {k: _masked(v, ids) for k, v in value.items() if not _VOLATILE.search(k)}
     if isinstance(value, (list, tuple)):
         return [_masked(v, ids) for v in value]
     if isinstance(value, str):
