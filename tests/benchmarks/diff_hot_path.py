@@ -19,7 +19,7 @@ directory under one package name, on the same inputs:
 For every text and every dialect (none, postgres, mysql, mariadb, sqlite) each process writes
 ``analyze_sql``'s statements (text, kinds, reasons, unknown constructs) or its error, and, for
 three policies (the destructive deny list, a broad deny list, an allow-list), the kernel's
-decision first-seen (``cache_size=0``) and twice through the shared cache: verdict, reason,
+decision twice through the shared cache, and for the first policy first-seen (``cache_size=0``): verdict, reason,
 every violation field, signals, the check and violation span attributes and the audit envelope
 (decision ids and timings masked, the only fields that differ between two runs of one tree).
 Texts are also judged as a string argument of a tool no policy names (detection). The parent
@@ -207,10 +207,11 @@ def emit(tree: Path, out_path: Path) -> None:
                 for name in POLICIES:
                     first, cached = kernels[dialect, name]
                     line[name] = [
-                        _decision(package, first.check("database_query", {"query": text})),
                         _decision(package, cached.check("database_query", {"query": text})),
                         _decision(package, cached.check("database_query", {"query": text})),
                     ]
+                    if name == "destructive":  # first-seen (no cache) once: the same reading
+                        line[name].append(_decision(package, first.check("database_query", {"query": text})))
                 if dialect is None:
                     line["detected"] = _decision(
                         package, kernels[None, "destructive"][1].check("send_message", {"text": text})
