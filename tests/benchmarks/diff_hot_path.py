@@ -80,8 +80,9 @@ def adversarial_scripts(count: int) -> List[str]:
     return out
 
 
-def inputs() -> List[Tuple[str, Any]]:
-    """``(id, text)`` for every input, the same in both processes."""
+def inputs(stride: int = 1) -> List[Tuple[str, Any]]:
+    """``(id, text)`` for every input, the same in both processes; ``stride`` keeps every
+    stride-th of the generated queries (the corpus, adversarial and junk inputs are all kept)."""
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT / "tests"))
     from bench_kernel_decisions import build_workload
@@ -90,10 +91,10 @@ def inputs() -> List[Tuple[str, Any]]:
 
     out: List[Tuple[str, Any]] = [(f"corpus:{case.id}", case.sql) for case in CORPUS]
     generic = _generic_queries(random.Random(0))
-    out += [(f"text-to-sql:{i}", q) for i, q in enumerate(generic)]
+    out += [(f"text-to-sql:{i}", q) for i, q in enumerate(generic)][::stride]
     for dialect in ("postgres", "mysql", "sqlite"):
-        out += [(f"text-to-sql-{dialect}:{i}", q) for i, q in enumerate(_dialect_queries(dialect))]
-    out += [(f"decisions:{i}", q.sql) for i, q in enumerate(build_workload(2000, 0))]
+        out += [(f"text-to-sql-{dialect}:{i}", q) for i, q in enumerate(_dialect_queries(dialect))][::stride]
+    out += [(f"decisions:{i}", q.sql) for i, q in enumerate(build_workload(2000, 0))][::stride]
     out += [(f"adversarial:{i}", s) for i, s in enumerate(adversarial_scripts(400))]
     out += [
         ("junk:nul", "SELECT 1\x00; DROP TABLE t"),
@@ -189,7 +190,7 @@ def _decision(package: types.ModuleType, decision: Any) -> Dict[str, Any]:
     return _masked(out, [decision.decision_id])
 
 
-def emit(tree: Path, out_path: Path) -> None:
+def emit(tree: Path, out_path: Path, stride: int) -> None:
     package = load(tree)
     sql = importlib.import_module(f"{PACKAGE}.sql")
     kernels = {}
@@ -199,7 +200,7 @@ def emit(tree: Path, out_path: Path) -> None:
             cached = package.GovernanceKernel([sql.SQLPolicy(dialect=dialect, **options)])
             kernels[dialect, name] = (first, cached)
     with out_path.open("w") as out:
-        for ident, text in inputs():
+        for ident, text in inputs(stride):
             for dialect in DIALECTS:
                 line: Dict[str, Any] = {"id": ident, "dialect": dialect}
                 if isinstance(text, str):
@@ -227,9 +228,10 @@ def export(commit: str, into: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
 
 
-def run_tree(tree: Path, out_path: Path) -> None:
+def start_tree(tree: Path, out_path: Path, stride: int) -> "subprocess.Popen[bytes]":
     env = dict(os.environ, PYTHONHASHSEED="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
-    subprocess.run([sys.executable, str(Path(__file__)), "--emit", str(tree), str(out_path)], env=env, check=True)
+    command = [sys.executable, str(Path(__file__)), "--emit", str(tree), str(out_path), "--stride", str(stride)]
+    return subprocess.Popen(command, env=env)
 
 
 def lines(path: Path) -> Iterator[Dict[str, Any]]:
@@ -242,18 +244,22 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="6023c1d", help="the commit to compare against (default: 6023c1d)")
     parser.add_argument("--show", type=int, default=5, help="differences to print")
+    parser.add_argument(
+        "--stride", type=int, default=1, help="keep every N-th generated query (default 1: all of them)"
+    )
     parser.add_argument("--emit", nargs=2, metavar=("TREE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.emit:
-        emit(Path(args.emit[0]), Path(args.emit[1]))
+        emit(Path(args.emit[0]), Path(args.emit[1]), args.stride)
         return
     with tempfile.TemporaryDirectory(prefix="agentos-diff-") as tmp:
         base_tree = Path(tmp) / "base"
         base_tree.mkdir()
         export(args.base, base_tree)
         before, after = Path(tmp) / "before.jsonl", Path(tmp) / "after.jsonl"
-        run_tree(base_tree, before)
-        run_tree(ROOT, after)
+        runs = [start_tree(base_tree, before, args.stride), start_tree(ROOT, after, args.stride)]  # side by side
+        if any(run.wait() != 0 for run in runs):
+            raise SystemExit("a tree's run failed (see above)")
         compared = differing = 0
         fields: Dict[str, int] = {}
         for old, new in zip(lines(before), lines(after), strict=True):
@@ -270,7 +276,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 for key in keys[:2]:
                     print(f"  before: {json.dumps(old.get(key))[:600]}")
                     print(f"  after:  {json.dumps(new.get(key))[:600]}")
-    print(f"base {args.base} against this tree: {compared:,} (input, dialect) lines compared, {differing} differ")
+    print(
+        f"base {args.base} against this tree (stride {args.stride}): {compared:,} (input, dialect) lines compared, "
+        f"{differing} differ"
+    )
     if fields:
         print("differing fields:", fields)
     sys.exit(1 if differing else 0)
