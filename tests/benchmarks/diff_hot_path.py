@@ -82,7 +82,8 @@ def adversarial_scripts(count: int) -> List[str]:
 
 def inputs(stride: int = 1) -> List[Tuple[str, Any]]:
     """``(id, text)`` for every input, the same in both processes; ``stride`` keeps every
-    stride-th of the generated queries (the corpus, adversarial and junk inputs are all kept)."""
+    stride-th of the generated queries and every (stride/5)-th adversarial script (the corpus and
+    the junk inputs are all kept)."""
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT / "tests"))
     from bench_kernel_decisions import build_workload
@@ -95,7 +96,7 @@ def inputs(stride: int = 1) -> List[Tuple[str, Any]]:
     for dialect in ("postgres", "mysql", "sqlite"):
         out += [(f"text-to-sql-{dialect}:{i}", q) for i, q in enumerate(_dialect_queries(dialect))][::stride]
     out += [(f"decisions:{i}", q.sql) for i, q in enumerate(build_workload(2000, 0))][::stride]
-    out += [(f"adversarial:{i}", s) for i, s in enumerate(adversarial_scripts(400))]
+    out += [(f"adversarial:{i}", s) for i, s in enumerate(adversarial_scripts(400))][:: max(1, stride // 5)]
     out += [
         ("junk:nul", "SELECT 1\x00; DROP TABLE t"),
         ("junk:surrogate", "SELECT '\ud800'"),
