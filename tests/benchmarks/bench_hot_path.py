@@ -43,6 +43,7 @@ waits for the audit of other decisions. Nothing is asserted; this prints.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import random
@@ -220,12 +221,13 @@ def wall_clock(n: int) -> Dict[str, Tuple[float, float, float]]:
 
 def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
     """Allowed checks at ``rate`` per second from ``threads`` threads through a kernel with a
-    durable audit trail. Each check's wait is set against the writer's commits (timed by wrapping
-    the trail's one commit method): ``commits_waited`` is how many commits ended between the
-    check's start and its return, at least 1 (its own). Waiting for more than its own commit
-    and the one in flight when it arrived (``commits_waited > 2``) would be waiting on the audit
-    of other decisions."""
+    durable audit trail. The wait for the record (from ``AuditTrail.record``'s call to its return,
+    timed by wrapping it) is set against the writer's commits (timed by wrapping the trail's one
+    commit method): ``commits_waited`` is how many commits ended in that time, at least 1 (its
+    own). Waiting for more than its own commit and the one in flight when it arrived
+    (``commits_waited > 2``) would be waiting on the audit of other decisions."""
     queries = realistic()
+    lock = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="agentos-bench-audit-") as tmp:
         kernel = GovernanceKernel([SQLPolicy(deny=list(DENY))], recorder=Path(tmp) / "audit.db")
         trail = kernel.audit
@@ -244,11 +246,21 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
             commit_ends.append(ended)
 
         trail._commit = timed_commit  # type: ignore[method-assign]
+        recording = trail.record
+        record_spans: List[Tuple[float, float]] = []
+
+        def timed_record(decision: Any) -> str:
+            started = time.perf_counter()
+            audit_id = recording(decision)
+            with lock:
+                record_spans.append((started, time.perf_counter()))
+            return audit_id
+
+        trail.record = timed_record  # type: ignore[method-assign]
         for text in queries[:200]:
             kernel.check(TOOL, {"query": text})
-        commit_ends.clear(), commit_spans.clear(), commit_sizes.clear()
+        commit_ends.clear(), commit_spans.clear(), commit_sizes.clear(), record_spans.clear()
         waits: List[Tuple[float, float]] = []
-        lock = threading.Lock()
         per_thread = rate / threads
         deadline = time.perf_counter() + seconds
 
@@ -276,9 +288,8 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
         elapsed = time.perf_counter() - began
         kernel.close()
     ends = sorted(commit_ends)
-    import bisect
-
-    waited = [bisect.bisect_right(ends, e) - bisect.bisect_left(ends, s) for s, e in waits]
+    waited = [bisect.bisect_right(ends, e) - bisect.bisect_left(ends, s) for s, e in record_spans]
+    record_ms = sorted((e - s) * 1000 for s, e in record_spans)
     latencies = sorted((e - s) * 1000 for s, e in waits)
     spans = sorted(x * 1000 for x in commit_spans)
     return {
@@ -291,6 +302,8 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
         "check_ms_median": statistics.median(latencies),
         "check_ms_p99": latencies[int(0.99 * (len(latencies) - 1))],
         "check_ms_max": latencies[-1],
+        "record_wait_ms_median": statistics.median(record_ms),
+        "record_wait_ms_max": record_ms[-1],
         "commit_ms_median": statistics.median(spans) if spans else 0,
         "commit_ms_max": spans[-1] if spans else 0,
         "commits_waited_max": max(waited) if waited else 0,
