@@ -224,8 +224,10 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
     durable audit trail. The wait for the record (from ``AuditTrail.record``'s call to its return,
     timed by wrapping it) is set against the writer's commits (timed by wrapping the trail's one
     commit method): ``commits_waited`` is how many commits ended in that time, at least 1 (its
-    own). Waiting for more than its own commit and the one in flight when it arrived
-    (``commits_waited > 2``) would be waiting on the audit of other decisions."""
+    own); on a loaded machine it also counts the time a released thread waits for a CPU. The
+    exact test is ``records_left_out_of_a_later_commit``: records that a commit which began after
+    they were queued did not take (each commit takes the whole queue), so that they waited on the
+    audit of other decisions beyond the commit in flight when they arrived."""
     queries = realistic()
     lock = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="agentos-bench-audit-") as tmp:
@@ -237,8 +239,21 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
         commit_sizes: List[int] = []
         original = trail._commit
 
+        put = trail._put
+        queued_at: Dict[int, float] = {}
+        commit_starts: List[float] = []
+        groups_passed_over: List[int] = []
+
+        def timed_put(item: Any) -> None:
+            queued_at[id(item)] = time.perf_counter()
+            put(item)
+
         def timed_commit(work: Any, outage: Any) -> None:
             started = time.perf_counter()
+            for item in work:  # commits that began after this record was queued and left it out
+                at = queued_at.pop(id(item), started)
+                groups_passed_over.append(len(commit_starts) - bisect.bisect_right(commit_starts, at))
+            commit_starts.append(started)
             original(work, outage)
             ended = time.perf_counter()
             commit_spans.append(ended - started)
@@ -246,6 +261,7 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
             commit_ends.append(ended)
 
         trail._commit = timed_commit  # type: ignore[method-assign]
+        trail._put = timed_put  # type: ignore[method-assign]
         recording = trail.record
         record_spans: List[Tuple[float, float]] = []
 
@@ -260,6 +276,7 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
         for text in queries[:200]:
             kernel.check(TOOL, {"query": text})
         commit_ends.clear(), commit_spans.clear(), commit_sizes.clear(), record_spans.clear()
+        groups_passed_over.clear()
         waits: List[Tuple[float, float]] = []
         per_thread = rate / threads
         deadline = time.perf_counter() + seconds
@@ -308,6 +325,8 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
         "commit_ms_max": spans[-1] if spans else 0,
         "commits_waited_max": max(waited) if waited else 0,
         "checks_waiting_over_2_commits": sum(1 for w in waited if w > 2),
+        "records_left_out_of_a_later_commit": sum(1 for g in groups_passed_over if g > 0),
+        "commits_that_left_a_record_out_max": max(groups_passed_over, default=0),
     }
 
 
