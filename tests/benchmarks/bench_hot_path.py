@@ -136,10 +136,11 @@ def kernel_call(kernel: GovernanceKernel) -> Callable[[str], Any]:
     return lambda text: kernel.check(TOOL, {"query": text})
 
 
-def pairs(n: int) -> List[Tuple[str, Callable[[str], Any], Callable[[str], Any], List[str], List[str]]]:
-    """(row, check, floor, texts, warm-up texts) for every measured pair."""
+def pairs(n: int, only: str = "") -> List[Tuple[str, Callable[[str], Any], Callable[[str], Any], List[str], List[str]]]:
+    """(row, check, floor, texts, warm-up texts) for every measured pair (whose name contains one
+    of the comma-separated ``only``, when given)."""
     queries = realistic()
-    warm = queries[-50:]
+    warm = queries[-20:]
     rows = []
     for dialect in DIALECTS:
         check = kernel_call(first_seen_kernel(dialect))
@@ -151,15 +152,16 @@ def pairs(n: int) -> List[Tuple[str, Callable[[str], Any], Callable[[str], Any],
     lookup = {text: text for text in allowed + blocked}
     rows.append(("repeated allowed", kernel_call(cached), lookup.get, allowed, allowed))
     rows.append(("repeated blocked", kernel_call(cached), lookup.get, blocked, blocked))
-    return rows
+    wanted = [w for w in only.split(",") if w]
+    return [row for row in rows if not wanted or any(w in row[0] for w in wanted)]
 
 
 # ----------------------------------------------------------------------------- instructions
 
 
-def count_child(n: int) -> None:
+def count_child(n: int, only: str) -> None:
     """Under callgrind: one region per (row, side), an empty one first."""
-    rows = pairs(n)
+    rows = pairs(n, only)
     for _, check, floor, _, warm in rows:
         for text in warm:
             check(text)
@@ -179,12 +181,13 @@ def count_child(n: int) -> None:
             json.loads(pg_parser.parse_sql_json(text))
 
 
-def instructions(n: int, tree: Path) -> Dict[str, float]:
+def instructions(n: int, tree: Path, only: str) -> Dict[str, float]:
     """Instructions per call for every region (empty-region overhead subtracted; a label ends
     with the number of calls its region made)."""
     env = dict(os.environ, PYTHONHASHSEED="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
     counts = run_counted(
-        [sys.executable, str(Path(__file__)), "--child-count", "--n", str(n), "--tree", str(tree)], env
+        [sys.executable, str(Path(__file__)), "--child-count", "--n", str(n), "--tree", str(tree), "--only", only],
+        env,
     )
     empty = counts.pop("empty", 0)
     per_call = {}
@@ -197,10 +200,10 @@ def instructions(n: int, tree: Path) -> Dict[str, float]:
 # ----------------------------------------------------------------------------- wall clock
 
 
-def wall_clock(n: int) -> Dict[str, Tuple[float, float, float]]:
+def wall_clock(n: int, only: str) -> Dict[str, Tuple[float, float, float]]:
     """``{row: (check median us, floor median us, median of per-text ratios)}``, pairs interleaved."""
     out = {}
-    for name, check, floor, texts, warm in pairs(n):
+    for name, check, floor, texts, warm in pairs(n, only):
         for text in warm:
             check(text)
             floor(text)
@@ -400,6 +403,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--audit-rates", default="1000,2000", help="allowed decisions/s for the audit waits")
     parser.add_argument("--audit-seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
+    parser.add_argument("--only", default="", help="comma-separated parts of row names: measure only those rows")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose kernel is measured")
     parser.add_argument("--child-count", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -407,7 +411,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.child_count:
         if not on_valgrind():
             raise SystemExit("--child-count runs under valgrind only (the parent starts it)")
-        count_child(args.n)
+        count_child(args.n, args.only)
         return
     env = environment("agent-os-kernel", "pglast")
     env["tree"] = str(args.tree)
@@ -416,9 +420,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     counts = None
     if not args.no_callgrind:
         started = time.perf_counter()
-        counts = instructions(args.n, args.tree)
+        counts = instructions(args.n, args.tree, args.only)
         print(f"callgrind: {len(counts)} regions, {args.n} texts each, {time.perf_counter() - started:.0f} s")
-    wall = wall_clock(args.wall_n)
+    wall = wall_clock(args.wall_n, args.only)
     load_after = os.getloadavg()
     print(f"load average (1, 5, 15 min): before {load_before}, after {load_after}; cpus {os.cpu_count()}")
     rows = report(counts, wall)
