@@ -205,7 +205,10 @@ def emit(tree: Path, out_path: Path, stride: int) -> None:
             for dialect in DIALECTS:
                 line: Dict[str, Any] = {"id": ident, "dialect": dialect}
                 if isinstance(text, str):
-                    line["analysis"] = _analysis(sql.analyze_sql(text, dialect))
+                    try:
+                        line["analysis"] = _analysis(sql.analyze_sql(text, dialect))
+                    except Exception as err:  # noqa: BLE001 - the raw reader refuses junk the policy screens
+                        line["analysis"] = f"{type(err).__name__}: {err}"
                 for name in POLICIES:
                     first, cached = kernels[dialect, name]
                     line[name] = [
