@@ -251,6 +251,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument(
         "--stride", type=int, default=1, help="keep every N-th generated query (default 1: all of them)"
     )
+    parser.add_argument("--keep", type=Path, help="write the two outputs here (default: a temporary directory)")
     parser.add_argument("--emit", nargs=2, metavar=("TREE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.emit:
@@ -260,7 +261,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         base_tree = Path(tmp) / "base"
         base_tree.mkdir()
         export(args.base, base_tree)
-        before, after = Path(tmp) / "before.jsonl", Path(tmp) / "after.jsonl"
+        outputs = args.keep or Path(tmp)
+        outputs.mkdir(parents=True, exist_ok=True)
+        before, after = outputs / "before.jsonl", outputs / "after.jsonl"
         runs = [start_tree(base_tree, before, args.stride), start_tree(ROOT, after, args.stride)]  # side by side
         if any(run.wait() != 0 for run in runs):
             raise SystemExit("a tree's run failed (see above)")
@@ -278,8 +281,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
                 print(f"DIFFERENT {old['id']} dialect={old['dialect']}: {keys}")
                 for key in keys[:2]:
-                    print(f"  before: {json.dumps(old.get(key))[:600]}")
-                    print(f"  after:  {json.dumps(new.get(key))[:600]}")
+                    a, b = json.dumps(old.get(key)), json.dumps(new.get(key))
+                    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                    print(f"  before: ...{a[max(0, at - 200) : at + 300]}")
+                    print(f"  after:  ...{b[max(0, at - 200) : at + 300]}")
     print(
         f"base {args.base} against this tree (stride {args.stride}): {compared:,} (input, dialect) lines compared, "
         f"{differing} differ"
