@@ -225,12 +225,13 @@ class TaskPair:
     destructive: bool
 
 
-def make_tasks(r: random.Random, count: int, destructive_fraction: float, db: str) -> List[TaskPair]:
+def make_tasks(r: random.Random, count: int, destructive_fraction: float, db: str, per_task: int = 0) -> List[TaskPair]:
+    """``count`` tasks of 2 or 3 queries each, or of ``per_task`` queries when it is set."""
     n_destructive = round(destructive_fraction * count)
     destructive = set(r.sample(range(count), n_destructive))
     tasks = []
     for i in range(count):
-        queries = [read_query(r) for _ in range(r.choice((2, 3)))]
+        queries = [read_query(r) for _ in range(per_task or r.choice((2, 3)))]
         plain = list(queries)
         if i in destructive:
             position = r.randrange(len(queries))
@@ -340,15 +341,15 @@ class Results:
 
 
 async def measure(
-    rounds: int, rollouts: int, seed: int, destructive: float, tmp: Path, model_ms: float = 0.0
+    rounds: int, rollouts: int, seed: int, destructive: float, tmp: Path, model_ms: float = 0.0, per_task: int = 0
 ) -> Results:
     started = time.perf_counter()
     db = tmp / "shop.db"
     build_database(db, seed)
     before = table_counts(db)
     r = random.Random(seed)
-    warmup = make_tasks(r, WARMUP_ROLLOUTS, destructive, str(db))
-    schedule = [make_tasks(r, rollouts, destructive, str(db)) for _ in range(rounds)]
+    warmup = make_tasks(r, WARMUP_ROLLOUTS, destructive, str(db), per_task)
+    schedule = [make_tasks(r, rollouts, destructive, str(db), per_task) for _ in range(rounds)]
 
     governed = governed_tool(TOOL, run_sql)
     kernel = GovernanceKernel([policy()])
@@ -545,8 +546,17 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         help="simulated model latency before each query, in ms (a sleep, as an LLM call would take); "
         "0, the default, leaves only the cheap SQLite tool: the near-worst case for the ratio",
     )
+    parser.add_argument(
+        "--queries",
+        type=int,
+        default=0,
+        metavar="N",
+        help="governed queries per rollout (default 0: 2 or 3 at random); 1 isolates the per-call overhead",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    if args.queries < 0:
+        parser.error("--queries must be >= 0")
     if args.model_ms < 0:
         parser.error("--model-ms must be >= 0")
     if args.rollouts < 1:
@@ -559,7 +569,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     logging.getLogger("agentlightning").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
         results = asyncio.run(
-            measure(args.rounds, args.rollouts, args.seed, args.destructive, Path(tmp), args.model_ms)
+            measure(args.rounds, args.rollouts, args.seed, args.destructive, Path(tmp), args.model_ms, args.queries)
         )
     header = (
         f"Rollout throughput, plain LitAgentRunner vs AgentOSRunner -- "

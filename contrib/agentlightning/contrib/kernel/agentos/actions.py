@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterator, Mapping, Optional, Tuple
 
-from .arguments import ArgumentError, freeze_arguments, tool_key
+from .arguments import ArgumentError, FrozenArgs, freeze_arguments, tool_key
 from .violations import PolicyViolation
 
 __all__ = [
@@ -90,6 +90,9 @@ class Action:
         >>> action.args["rows"], action.refusal.split(";")[0]
         ('<not snapshot: list_iterator>', "argument 'rows' is an iterator (list_iterator), which ...")
         """
+        plain = _plain_call(tool_name, args, cost_usd)
+        if plain is not None:
+            return plain
         try:
             return cls(tool_name, args, cost_usd)
         except ArgumentError as err:
@@ -107,6 +110,33 @@ class Action:
     def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = 0.0) -> "Action":
         """An SQL action in the shape :class:`SQLPolicy` checks by default."""
         return cls(tool_name, {"query": query}, cost_usd)
+
+
+_PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes})
+_new = object.__new__
+
+
+def _plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Action]:
+    """The :class:`Action` of the common call, built without the frozen dataclass's per-field
+    ``object.__setattr__`` (a quarter of a repeated check): a plain ``str`` tool name within the
+    limit, a ``dict`` of ``str`` names to plain values (nothing to snapshot: the snapshot is a
+    :class:`.arguments.FrozenArgs` copy, as ``freeze_arguments`` makes) and a finite cost >= 0.
+    Anything else is None, and goes through ``__post_init__``'s checks and their errors."""
+    if (
+        type(tool_name) is not str
+        or type(args) is not dict
+        or len(tool_name) > MAX_TOOL_NAME_CHARS
+        or not tool_name.strip()
+        or not (type(cost_usd) is float or type(cost_usd) is int)
+        or not 0 <= cost_usd < math.inf
+    ):
+        return None
+    for name, value in args.items():
+        if type(name) is not str or type(value) not in _PLAIN_VALUES:
+            return None
+    action = _new(Action)
+    action.__dict__.update(tool_name=tool_name, args=FrozenArgs(args), cost_usd=float(cost_usd), refusal=None)
+    return action
 
 
 @dataclass(frozen=True)
@@ -197,6 +227,44 @@ class Decision:
     audit_id: Optional[str] = None
     elapsed_us: float = 0.0
     notes: Tuple[str, ...] = ()
+
+    @classmethod
+    def of_kernel(
+        cls,
+        action: Action,
+        verdict: Verdict,
+        violations: Tuple[PolicyViolation, ...],
+        signals: Tuple[str, ...],
+        context: ActionContext,
+        decision_id: str,
+        original_action: Optional[Action],
+        audit_id: Optional[str],
+        elapsed_us: float,
+        notes: Tuple[str, ...] = (),
+    ) -> "Decision":
+        """The kernel's constructor: every field given, none checked (the kernel made them), and
+        set without the frozen dataclass's per-field ``object.__setattr__``, which cost as much as
+        the rest of a repeated check's bookkeeping. Equal to ``Decision(...)`` of the same fields.
+
+        >>> action, context = Action.sql("SELECT 1"), ActionContext()
+        >>> d = Decision.of_kernel(action, Verdict.ALLOWED, (), (), context, "d-1", None, None, 1.0)
+        >>> d == Decision(action, Verdict.ALLOWED, context=context, decision_id="d-1", elapsed_us=1.0)
+        True
+        """
+        decision = _new(cls)
+        decision.__dict__.update(
+            action=action,
+            verdict=verdict,
+            violations=violations,
+            signals=signals,
+            context=context,
+            decision_id=decision_id,
+            original_action=original_action,
+            audit_id=audit_id,
+            elapsed_us=elapsed_us,
+            notes=notes,
+        )
+        return decision
 
     @property
     def allowed(self) -> bool:

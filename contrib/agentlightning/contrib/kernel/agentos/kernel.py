@@ -345,17 +345,17 @@ class GovernanceKernel:
         """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
         signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
         decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
-        decision = Decision(
-            action=action,
-            verdict=verdict,
-            violations=tuple(violations),
-            signals=signals,
-            context=context,
-            decision_id=decision_id,
-            audit_id=decision_id if self.audit is not None else None,
-            original_action=original,
-            elapsed_us=(time.perf_counter() - started) * 1e6,
-            notes=notes,
+        decision = Decision.of_kernel(
+            action,
+            verdict,
+            tuple(violations),
+            signals,
+            context,
+            decision_id,
+            original,
+            decision_id if self.audit is not None else None,
+            (time.perf_counter() - started) * 1e6,
+            notes,
         )
         return self._record(decision)
 

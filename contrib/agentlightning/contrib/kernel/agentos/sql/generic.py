@@ -94,17 +94,19 @@ def _quiet_sqlglot() -> None:
 _PARSERS = threading.local()
 
 
-def _dialect_and_parser(dialect: Any) -> Tuple[sqlglot.Dialect, Any]:
-    """The dialect and a parser for it, made once per thread (a parser keeps state while it
-    parses, so threads do not share one)."""
+def _dialect_and_parser(dialect: Any) -> Tuple[sqlglot.Dialect, Any, Any]:
+    """The dialect, a parser and a tokenizer for it, made once per thread (both keep state while
+    they work, so threads do not share them). Building a tokenizer costs more than tokenizing a
+    short query; one tokenizer resets itself for every text and returns a new list of tokens,
+    so a reader nested in another (a body, a literal) does not disturb the outer one's tokens."""
     cache = getattr(_PARSERS, "cache", None)
     if cache is None:
         cache = _PARSERS.cache = {}
-    pair = cache.get(dialect)
-    if pair is None:
+    triple = cache.get(dialect)
+    if triple is None:
         instance = sqlglot.Dialect.get_or_raise(dialect)
-        pair = cache[dialect] = (instance, instance.parser())
-    return pair
+        triple = cache[dialect] = (instance, instance.parser(), instance.tokenizer())
+    return triple
 
 
 def _word(token: Token) -> str:
@@ -329,6 +331,28 @@ def _construct(node: exp.Expression) -> str:
     return node.key.upper()
 
 
+_INERT, _CALL, _COMMAND, _WHEN, _PLACED = "inert", "call", "command", "when", "placed"
+#: What each sqlglot node class is to the walk (filled as classes are met).
+_ROLE_BY_TYPE: Dict[type, str] = {}
+
+
+def _role_of(node_type: type) -> str:
+    """A node class's role in :meth:`_Reader._tree`, in the order the walk asks: a call, a
+    command, a MERGE branch, a class some rule names, else inert (a column, a literal, ...)."""
+    if issubclass(node_type, exp.Func):
+        role = _CALL
+    elif issubclass(node_type, exp.Command):
+        role = _COMMAND
+    elif issubclass(node_type, exp.When):
+        role = _WHEN
+    elif rules._sqlglot_candidates(node_type) is not None:
+        role = _PLACED
+    else:
+        role = _INERT
+    _ROLE_BY_TYPE[node_type] = role
+    return role
+
+
 class _Reader:
     """Reads one text in one dialect; remembers names prepared (``PREPARE s FROM '...'``) and
     routines created in it (their bodies are read where they are created)."""
@@ -337,13 +361,14 @@ class _Reader:
         self.text = text
         self.dialect_name = dialect
         self.function_dialect = dialect if isinstance(dialect, str) else None
-        self.dialect, self.parser = _dialect_and_parser(dialect)
+        self.dialect, self.parser, tokenizer = _dialect_and_parser(dialect)
+        self.tokenize = tokenizer.tokenize
         self.prepared: Set[str] = set()
         self.routines: Set[str] = set()
         self.mysql_family = self.function_dialect in MYSQL_FAMILY or self.function_dialect is None
 
     def statements(self) -> List[SQLStatement]:
-        tokens = self.dialect.tokenize(self.text)
+        tokens = self.tokenize(self.text)
         result = []
         for statement_tokens in _split_statements(tokens):
             kinds = self.statement(statement_tokens)
@@ -436,13 +461,22 @@ class _Reader:
             if not any(t.comments for t in tokens):
                 raise
             text = " ".join(self.text[t.start : t.end + 1] for t in tokens)
-            return self.parser.parse(self.dialect.tokenize(text), text)
+            return self.parser.parse(self.tokenize(text), text)
 
     # ----------------------------------------------------------------------- parsed trees
     def _tree(self, root: exp.Expression, kinds: KindSet) -> None:
-        """Walk the tree; look every statement node and every call up in the rules."""
+        """Walk the tree; look every statement node and every call up in the rules. Every node is
+        visited (a call can stand anywhere); what a node's class makes it (:func:`_role_of`) is
+        asked once per class, so the nodes that are neither a call nor a statement cost a
+        look-up."""
+        roles = _ROLE_BY_TYPE
         for node in root.walk():
-            if isinstance(node, exp.Func):
+            role = roles.get(type(node))
+            if role is None:
+                role = _role_of(type(node))
+            if role is _INERT:
+                continue
+            if role is _CALL:
                 if isinstance(node.parent, exp.Pragma) or (
                     isinstance(node.parent, exp.EQ) and isinstance(node.parent.parent, exp.Pragma)
                 ):
@@ -452,11 +486,11 @@ class _Reader:
                     if name not in self.routines and not node.find_ancestor(exp.Hint):
                         kinds.not_placed("function", name, f"{name}()")
                 continue
-            if isinstance(node, exp.Command):
+            if role is _COMMAND:
                 command = node.sql(dialect=self.dialect_name)
-                self._command(self.dialect.tokenize(command), kinds, command)
+                self._command(self.tokenize(command), kinds, command)
                 continue
-            if isinstance(node, exp.When) and isinstance(node.args.get("then"), exp.Var):
+            if role is _WHEN and isinstance(node.args.get("then"), exp.Var):
                 kinds.add(str(node.args["then"].this).upper(), EFFECT_BY_NAME["merge"].why)
                 continue
             matched = rules.sqlglot_rules(node)

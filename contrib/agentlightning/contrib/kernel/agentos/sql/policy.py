@@ -69,6 +69,8 @@ DEFAULT_SQL_TOOLS = (
 SQL_ARG_NAMES = ("query", "sql", "statement", "sql_query")
 #: Distinct strings one action's arguments may hold for the policy to judge; more is blocked.
 MAX_JUDGED_STRINGS = 10_000
+#: An argument name that is not read as a string of its own (``arguments.string_leaves``).
+_WORD = re.compile(r"\w+")
 #: A string with none of these cannot read as a statement (every statement starts with a word).
 _HAS_LETTER = re.compile(r"[A-Za-z]")
 #: The databases' own readings of a string pasted into SQL, when no dialect is named and the
@@ -152,8 +154,14 @@ def _read(query: str, name: Optional[str]) -> _Reading:
 
 
 #: What makes PostgreSQL read a text differently from sqlglot's generic reading: dollar quoting,
-#: E'' escapes, a CR ending a -- comment, and the bodies only its parser can read.
-_POSTGRES_MARKS = re.compile(r"\$|\r|[eE]'|\b(?:DO|FUNCTION|PROCEDURE|TRIGGER|RULE|PREPARE|EXECUTE)\b", re.IGNORECASE)
+#: E'' escapes, a CR ending a -- comment, and the bodies only its parser can read. An E'' string
+#: starts a token: after a letter, ``_`` or a non-ASCII character the E ends an identifier
+#: (``'Seattle'``, ``name'``), which PostgreSQL reads as the generic reading does. After a digit it
+#: still counts (PostgreSQL before 15 reads ``1e'x'`` as ``1`` and ``e'x'``).
+_POSTGRES_MARKS = re.compile(
+    r"\$|\r|(?<![A-Za-z_\u0080-\U0010ffff])[eE]'|\b(?:DO|FUNCTION|PROCEDURE|TRIGGER|RULE|PREPARE|EXECUTE)\b",
+    re.IGNORECASE,
+)
 
 
 def _postgres_may_differ(query: str) -> bool:
@@ -583,7 +591,8 @@ class SQLPolicy(Policy):
                     found.append(self.violation(prefix + violation.description, severity=violation.severity))
         elif not self.detect or self._declared_not_sql(action.tool_name):
             return []  # a tool the user declared runs no SQL: its arguments are not this policy's business
-        found.extend(self._detected(action, skip=sql_args, listed=listed))
+        if not _only_whole_sql(action.args, sql_args):
+            found.extend(self._detected(action, skip=sql_args, listed=listed))
         if len(found) <= 1:
             return found
         severity = max((v.severity for v in found), key=lambda s: s.rank)
@@ -646,6 +655,20 @@ class SQLPolicy(Policy):
                         analysis = SQLAnalysis(analysis.statements[1:])
                     findings.extend(self._judge(analysis, prefix=prefix))
         return findings
+
+
+def _only_whole_sql(args: Mapping[str, Any], sql_args: Sequence[str]) -> bool:
+    """Whether ``args`` hold nothing but the SQL arguments judged whole, as plain text that
+    :func:`.arguments.string_leaves` yields as itself and nothing under it (not JSON-looking, no
+    leading space) under a name of word characters (any other name is a string to judge too):
+    then :meth:`SQLPolicy._detected` has no string left to judge."""
+    if len(args) != len(sql_args):
+        return False
+    for name in sql_args:
+        value = args[name]
+        if type(value) is not str or value[:1].isspace() or value[:1] in ("[", "{") or not _WORD.fullmatch(name):
+            return False
+    return True
 
 
 def _names(option: str, values: Optional[Iterable[str]], case: Any) -> FrozenSet[str]:
