@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # real Trainer runs in processes of their own
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: A Trainer run of six governed rollouts with the strategy named in argv[1]; prints the statuses.
@@ -54,6 +56,7 @@ NOISE = ("Cannot connect to host", "dequeue_rollout failed", "Traceback", "Unabl
 
 
 def fit(tmp_path: Path, strategy: str) -> subprocess.CompletedProcess:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, strategy, str(tmp_path), str(ROOT)],
@@ -76,7 +79,14 @@ def test_a_clean_run_with_the_recipes_strategy_prints_no_shutdown_errors(tmp_pat
 
 
 def test_the_plain_strategy_stops_the_store_first_and_the_runners_say_so(tmp_path):
-    """The control: what the test above checks for is what agentlightning's own strategy prints."""
-    done = fit(tmp_path, "plain")
-    if "Cannot connect to host" not in done.stdout + done.stderr:
-        pytest.fail("agentlightning's strategy ended without the shutdown noise this time:\n" + done.stderr[-3000:])
+    """The control: what the test above checks for is what agentlightning's own strategy prints.
+
+    The noise needs a runner to poll between the store's stop and the stop event, a window of a
+    poll or two, so one run in a few misses it: up to three runs, and one must show it."""
+    printed = []
+    for attempt in range(3):
+        done = fit(tmp_path / f"plain-{attempt}", "plain")
+        printed.append(done.stderr[-3000:])
+        if "Cannot connect to host" in done.stdout + done.stderr:
+            return
+    pytest.fail("agentlightning's strategy ended without the shutdown noise in 3 runs:\n" + printed[-1])
