@@ -35,7 +35,7 @@ Rows (first-seen: a policy built with ``cache_size=0``, so every call parses):
   a steady rate of allowed decisions from several threads: how long each check waited, against
   the commit that wrote its record (see :func:`audit_waits`).
 
-Targets (the issue's): first-seen <= 1.2x the bare parse (no dialect, mysql, sqlite), postgres <=
+Targets: first-seen <= 1.2x the bare parse (no dialect, mysql, sqlite), postgres <=
 2x the C parse, the ratio not growing with length; repeated <= 15,000 instructions; no check
 waits for the audit of other decisions. Nothing is asserted; this prints.
 """
