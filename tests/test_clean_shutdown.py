@@ -8,6 +8,11 @@ connect to host ...`` (and heartbeat tracebacks). The recipes use ``RunnersFirst
 Each run is a real Trainer run (two runner processes, the governed runner, a SQLite database) in
 a Python process of its own, as a user runs a recipe: under pytest the runner processes would
 inherit pytest's log capture and print nothing, so their stderr is read from outside.
+
+There is no control run with agentlightning's own strategy: its noise needs a runner to poll in
+the short window between the store's stop and the stop event, and whether one does depends on
+the machine's timing (seen in most runs on a quiet machine, in none of three inside one CI run),
+so a control could not be relied on to fail or pass.
 """
 
 from __future__ import annotations
@@ -76,17 +81,3 @@ def test_a_clean_run_with_the_recipes_strategy_prints_no_shutdown_errors(tmp_pat
     done = fit(tmp_path, "recipes")
     printed = done.stdout + done.stderr
     assert not [n for n in NOISE if n in printed], printed[-3000:]
-
-
-def test_the_plain_strategy_stops_the_store_first_and_the_runners_say_so(tmp_path):
-    """The control: what the test above checks for is what agentlightning's own strategy prints.
-
-    The noise needs a runner to poll between the store's stop and the stop event, a window of a
-    poll or two, so one run in a few misses it: up to three runs, and one must show it."""
-    printed = []
-    for attempt in range(3):
-        done = fit(tmp_path / f"plain-{attempt}", "plain")
-        printed.append(done.stderr[-3000:])
-        if "Cannot connect to host" in done.stdout + done.stderr:
-            return
-    pytest.fail("agentlightning's strategy ended without the shutdown noise in 3 runs:\n" + printed[-1])
