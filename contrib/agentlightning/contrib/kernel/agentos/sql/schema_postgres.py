@@ -145,23 +145,9 @@ class PostgresCatalog(Catalog):
             body = body_of(read_postgres(str(definition)), f"rule {name}", drop=_WRAPPER_KINDS)
             self._add(str(table), event, Consequence(f"rule {name} on {table}", body, source="rule"))
         for name, parent, child, on_delete, on_update in self._rows(_FOREIGN_KEYS):
-            for event, code in (("DELETE", str(on_delete)), ("UPDATE", str(on_update))):
-                action = _FK_ACTIONS.get(code)
-                if action is None:
-                    continue
-                effect = "DELETE" if (event, action) == ("DELETE", "CASCADE") else "UPDATE"
-                what = f"foreign key {name} of {child} (ON {event} {action})"
-                verb = "deletes" if effect == "DELETE" else "updates"
-                self._add(
-                    str(parent),
-                    event,
-                    Consequence(
-                        what,
-                        SQLStatement("", frozenset({effect}), writes=(str(child).lower(),)),
-                        source="cascade",
-                        why=f"{what} {verb} the referencing rows of {child}",
-                    ),
-                )
+            # 'a' (NO ACTION) and 'r' (RESTRICT) are not in _FK_ACTIONS: they write nothing.
+            self._add_cascade(name, child, parent, "DELETE", _FK_ACTIONS.get(str(on_delete), ""))
+            self._add_cascade(name, child, parent, "UPDATE", _FK_ACTIONS.get(str(on_update), ""))
         also: Dict[str, List[str]] = {}
         for parent, child in self._rows(_CHILDREN) + self._rows(_VIEW_BASES):
             also.setdefault(str(parent).lower(), []).append(str(child).lower())
