@@ -141,6 +141,18 @@ def body_of(analysis: Any, name: str, drop: FrozenSet[str] = frozenset()) -> SQL
     )
 
 
+def any_of(bodies: Sequence[SQLStatement]) -> SQLStatement:
+    """What a call counts as when any of ``bodies`` may be the one that runs (overloads, or one
+    name in several schemas): all their kinds, reasons, unknown constructs and written tables."""
+    return SQLStatement(
+        "",
+        frozenset().union(*(b.kinds for b in bodies)),
+        tuple(dict.fromkeys(w for b in bodies for w in b.because)),
+        tuple(dict.fromkeys(u for b in bodies for u in b.unknown)),
+        tuple(dict.fromkeys(t for b in bodies for t in b.writes)),
+    )
+
+
 def _sets_off(statement: SQLStatement) -> bool:
     """Whether ``statement`` may set something off in the database (a write, a definition, a call
     no list places); a plain read of known functions does not."""

@@ -33,7 +33,7 @@ from sqlglot.errors import SqlglotError
 
 from .effects import SQLStatement
 from .generic import read_generic
-from .schema import ANY_TABLE, Catalog, CatalogUnreadable, Consequence, body_of
+from .schema import ANY_TABLE, Catalog, CatalogUnreadable, Consequence, any_of, body_of
 
 __all__ = ["MariaDBCatalog"]
 
@@ -128,13 +128,7 @@ class MariaDBCatalog(Catalog):
             read_body(d, name) if d is not None else body_of(_NoDefinition(), name)  # the user may not see it: unknown
             for d in found
         ]
-        return SQLStatement(
-            "",
-            frozenset().union(*(b.kinds for b in bodies)),
-            tuple(dict.fromkeys(w for b in bodies for w in b.because)),
-            tuple(dict.fromkeys(u for b in bodies for u in b.unknown)),
-            tuple(dict.fromkeys(t for b in bodies for t in b.writes)),
-        )
+        return any_of(bodies)
 
 
 class _NoDefinition:

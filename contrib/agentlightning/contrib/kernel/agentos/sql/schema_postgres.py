@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .effects import SQLStatement
 from .postgres import _plpgsql_statements, read_postgres
-from .schema import DDL_EVENT, Catalog, Consequence, body_of, unreadable_body
+from .schema import DDL_EVENT, Catalog, Consequence, any_of, body_of, unreadable_body
 
 __all__ = ["PostgresCatalog"]
 
@@ -188,10 +188,4 @@ class PostgresCatalog(Catalog):
         # Every overload of the name (in every schema, when the call names none) may be the one
         # that runs: the call counts as all of them.
         bodies = [self._body(oid, name, language) for oid, _, _, language in overloads]
-        return SQLStatement(
-            "",
-            frozenset().union(*(b.kinds for b in bodies)),
-            tuple(dict.fromkeys(w for b in bodies for w in b.because)),
-            tuple(dict.fromkeys(u for b in bodies for u in b.unknown)),
-            tuple(dict.fromkeys(t for b in bodies for t in b.writes)),
-        )
+        return any_of(bodies)
