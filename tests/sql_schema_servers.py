@@ -17,8 +17,11 @@ from typing import Any, Iterator, Tuple
 import pytest
 
 
-def server(variable: str, module: str, what: str) -> Tuple[str, Any]:
-    """The value of ``variable`` and the imported driver ``module``, or a skip (a failure in CI)."""
+def server(variable: str, module: str, what: str, checks: str = "the schema-aware tests") -> Tuple[str, Any]:
+    """The value of ``variable`` and the imported driver ``module``, for a test that runs on a real
+    server. In CI (``CI=true``) a missing variable or driver is a failure: ``.ci/run`` sources
+    ``.ci/services.sh``, which starts the servers and exports the variables, so a skip there would
+    hide that ``checks`` did not run. Elsewhere it is a skip that says what to set."""
     value = os.environ.get(variable, "")
     problem = "" if value else f"{variable} is not set"
     driver = None
@@ -30,8 +33,12 @@ def server(variable: str, module: str, what: str) -> Tuple[str, Any]:
     if not problem:
         return value, driver
     if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
-        pytest.fail(f"{problem}: run `source .ci/services.sh` (as root) before the tests", pytrace=False)
-    pytest.skip(f"{problem}: `source .ci/services.sh` (as root) starts {what} and sets it")
+        pytest.fail(
+            f"{problem}, so {checks} cannot run in CI. Run `source .ci/services.sh` "
+            f"(as root) before the tests: it installs and starts {what} and exports {variable}.",
+            pytrace=False,
+        )
+    pytest.skip(f"{problem}: `source .ci/services.sh` (as root) starts {what} and sets it, to run {checks}")
 
 
 @contextmanager

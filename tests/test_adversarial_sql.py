@@ -25,8 +25,6 @@ with the database servers).
 
 from __future__ import annotations
 
-import importlib
-import os
 import random
 import time
 import tracemalloc
@@ -62,6 +60,7 @@ from .sql_corpus import (
     observe_postgres,
     observe_sqlite,
 )
+from .sql_schema_servers import server
 
 BLOCK_CASES = [c for c in CORPUS if c.label == BLOCK]
 ALLOW_CASES = [c for c in CORPUS if c.label == ALLOW]
@@ -271,40 +270,15 @@ def _check_effects(column: int, observe: Callable[[Case], str]) -> None:
     )
 
 
-def database_server(variable: str, module: str, what: str) -> Tuple[str, Any]:
-    """The value of ``variable`` and the imported driver ``module``, for a label test that runs
-    the corpus on a real server. In CI (``CI=true``) a missing variable or driver is a failure:
-    ``.ci/run`` sources ``.ci/services.sh``, which starts the servers and exports the variables,
-    so a skip there would hide that the labels were not checked. Elsewhere it is a skip that
-    says what to set."""
-    value = os.environ.get(variable, "")
-    problem = "" if value else f"{variable} is not set"
-    driver = None
-    if not problem:
-        try:
-            driver = importlib.import_module(module)
-        except ImportError as err:
-            problem = f"the {module} driver is not installed ({err}; it is in the dev extra)"
-    if not problem:
-        return value, driver
-    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
-        pytest.fail(
-            f"{problem}, so the corpus's {what} labels cannot be checked in CI. Run `source .ci/services.sh` "
-            f"(as root) before the tests: it installs and starts {what} and exports {variable}.",
-            pytrace=False,
-        )
-    pytest.skip(f"{problem}: `source .ci/services.sh` (as root) starts {what} and sets it, to check the {what} labels")
-
-
 @pytest.mark.e2e  # the whole corpus on a PostgreSQL server
 def test_recorded_postgres_behaviour_is_what_postgres_does():
-    dsn, _ = database_server("AGENTOS_TEST_POSTGRES_DSN", "psycopg", "PostgreSQL")
+    dsn, _ = server("AGENTOS_TEST_POSTGRES_DSN", "psycopg", "PostgreSQL", checks="the corpus's PostgreSQL labels")
     _check_effects(DATABASES.index("postgres"), lambda case: observe_postgres(case.sql, dsn))
 
 
 @pytest.mark.e2e  # the whole corpus on a MariaDB server
 def test_recorded_mariadb_behaviour_is_what_mariadb_does():
-    socket, _ = database_server("AGENTOS_TEST_MARIADB_SOCKET", "pymysql", "MariaDB")
+    socket, _ = server("AGENTOS_TEST_MARIADB_SOCKET", "pymysql", "MariaDB", checks="the corpus's MariaDB labels")
     _check_effects(
         DATABASES.index("mariadb"), lambda case: observe_mariadb(case.sql, socket, client=case.mariadb_client)
     )

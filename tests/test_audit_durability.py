@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
@@ -91,6 +91,12 @@ class Agent:
         return False
 
 
+def kernel_and_agent(path: Path) -> Tuple[GovernanceKernel, Agent]:
+    """A kernel that denies DROP and records to ``path``, and an agent acting through it."""
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
+    return kernel, Agent(kernel, path)
+
+
 def _outage_records(path: Path) -> list:
     conn = sqlite3.connect(path)
     try:
@@ -110,8 +116,7 @@ def _assert_outage_recorded(agent: Agent, path: Path) -> dict:
 def test_a_full_disk_blocks_the_actions_it_concerns_and_the_trail_recovers(small_fs, monkeypatch):
     monkeypatch.setenv("AGENTOS_AUDIT_KEY", KEY)
     path = small_fs / "audit.db"
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
-    agent = Agent(kernel, path)
+    kernel, agent = kernel_and_agent(path)
     agent.act("SELECT 0")
     free = os.statvfs(small_fs)
     filler = small_fs / "filler"
@@ -133,8 +138,7 @@ def test_a_full_disk_blocks_the_actions_it_concerns_and_the_trail_recovers(small
 
 def test_a_lock_held_by_another_sqlite3_process_blocks_then_the_run_goes_on(tmp_path):
     path = tmp_path / "audit.db"
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
-    agent = Agent(kernel, path)
+    kernel, agent = kernel_and_agent(path)
     agent.act("SELECT 0")
     holder = subprocess.Popen(["sqlite3", str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -185,8 +189,7 @@ def ext4_fs(tmp_path: Path):
 def test_a_file_system_turned_read_only_blocks_every_action_and_keeps_the_trail(ext4_fs):
     mount_point, trigger = ext4_fs
     path = mount_point / "audit.db"
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
-    agent = Agent(kernel, path)
+    kernel, agent = kernel_and_agent(path)
     agent.act("SELECT 0")
     agent.act("DROP TABLE t")
     trigger.write_text("agentos audit test\n")  # ext4 error -> errors=remount-ro
@@ -213,8 +216,7 @@ def _the_kernel_says_the_file_changed(agent: Agent, kernel: GovernanceKernel, wh
 
 def test_deleting_the_file_mid_run_is_detected_and_blocks(tmp_path):
     path = tmp_path / "audit.db"
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
-    agent = Agent(kernel, path)
+    kernel, agent = kernel_and_agent(path)
     agent.act("SELECT 1")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -227,8 +229,7 @@ def test_deleting_the_file_mid_run_is_detected_and_blocks(tmp_path):
 
 def test_replacing_the_file_mid_run_is_detected_and_blocks(tmp_path):
     path = tmp_path / "audit.db"
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
-    agent = Agent(kernel, path)
+    kernel, agent = kernel_and_agent(path)
     agent.act("SELECT 1")
     agent.act("DROP TABLE t")
     copy = tmp_path / "copy.db"
@@ -244,8 +245,7 @@ def test_replacing_the_file_mid_run_is_detected_and_blocks(tmp_path):
 @pytest.mark.parametrize("cut", ["last records deleted", "file truncated"])
 def test_cutting_the_file_mid_run_is_detected_and_blocks(tmp_path, cut):
     path = tmp_path / "audit.db"
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
-    agent = Agent(kernel, path)
+    kernel, agent = kernel_and_agent(path)
     for i in range(5):
         agent.act(f"SELECT {i}")
     if cut == "file truncated":

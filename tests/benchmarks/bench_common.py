@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import sqlite3
@@ -45,3 +46,10 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], float_for
     print(line(["-" * w for w in widths]))
     for row in cells:
         print(line(row))
+
+
+def require_at_least(parser: argparse.ArgumentParser, args: argparse.Namespace, **minimums: float) -> None:
+    """Exit through ``parser.error`` naming the first option of ``minimums`` (``rounds=1``) whose value is below it."""
+    for name, minimum in minimums.items():
+        if getattr(args, name) < minimum:
+            parser.error(f"--{name.replace('_', '-')} must be at least {minimum}")

@@ -76,7 +76,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import pglast  # noqa: E402
 import sqlglot  # noqa: E402
 from agent_os import PolicyEngine  # noqa: E402
-from bench_common import environment, print_table  # noqa: E402
+from bench_common import environment, print_table, require_at_least  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool  # noqa: E402
@@ -669,8 +669,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the query generator (default: 0)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    if args.n < 1:
-        parser.error("--n must be at least 1")
+    require_at_least(parser, args, n=1)
 
     queries = build_workload(args.n + WARMUP_QUERIES, args.seed)
     workload, warmup = queries[: args.n], queries[args.n :]

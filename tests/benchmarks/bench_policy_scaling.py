@@ -91,7 +91,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sqlglot  # noqa: E402
 from agent_control_plane.policy_engine import Condition, ConditionalPermission  # noqa: E402
 from agent_os import PolicyEngine  # noqa: E402
-from bench_common import environment, print_table  # noqa: E402
+from bench_common import environment, print_table, require_at_least  # noqa: E402
 from bench_kernel_decisions import DENY, PREDICATES, ROLE, TOOL, build_workload  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import (  # noqa: E402
@@ -853,10 +853,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
     parser.add_argument("--plot", type=Path, metavar="PATH.png", help="also draw the figures (log-log) to this PNG")
     args = parser.parse_args(argv)
-    if args.n < 1:
-        parser.error("--n must be at least 1")
-    if args.chars < 1:
-        parser.error("--chars must be at least 1")
+    require_at_least(parser, args, n=1, chars=1)
 
     env = environment("sqlglotc", "agent-os-kernel")
     print(f"Governance cost scaling -- seed={args.seed}, n={args.n}, chars per length={args.chars:,}")

@@ -111,7 +111,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
 
-from bench_common import environment, print_table  # noqa: E402
+from bench_common import environment, print_table, require_at_least  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.conftest
 import agentlightning as agl  # noqa: E402
@@ -555,14 +555,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    if args.queries < 0:
-        parser.error("--queries must be >= 0")
-    if args.model_ms < 0:
-        parser.error("--model-ms must be >= 0")
-    if args.rollouts < 1:
-        parser.error("--rollouts must be at least 1")
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
+    require_at_least(parser, args, queries=0, model_ms=0, rollouts=1, rounds=1)
     if not 0 <= args.destructive <= 1:
         parser.error("--destructive must be between 0 and 1")
 

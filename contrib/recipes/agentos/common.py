@@ -5,6 +5,8 @@
 * :func:`first_tasks`, :func:`group_advantages`, :func:`enqueue_group`, :func:`wait_for_rollouts`:
   the parts of a GRPO ``@algo`` that do not depend on the policy (tabular or a language model);
 * :func:`log` and :func:`progress_bar`: progress on the terminal, also under pytest's capture;
+* :func:`plot_mean_sd` and :func:`save_results`: a curve with its spread over seeds, and a run's
+  ``results.json`` with its plot;
 * :func:`option` and :func:`parse_config`: each recipe keeps its settings in **one** documented
   dataclass; its command line is generated from the fields (name, type, default, help), the way
   CleanRL and TRL scripts derive theirs.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import os
 import statistics
 import sys
@@ -305,6 +308,28 @@ def mean_sd(values: Sequence[float], digits: int = 3) -> str:
     return f"{statistics.fmean(values):.{digits}f} ± {statistics.pstdev(values):.{digits}f}"
 
 
+def plot_mean_sd(ax: Any, series: Mapping[str, Sequence[float]], color: Any, label: str, alpha: float) -> None:
+    """One curve on matplotlib axes ``ax``: ``series["mean"]`` per step (from 1), in a band of ± ``series["sd"]``."""
+    mean, sd = series["mean"], series["sd"]
+    x = list(range(1, len(mean) + 1))
+    ax.plot(x, mean, marker="o", color=color, label=label)
+    ax.fill_between(x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color=color, alpha=alpha)
+
+
+def save_results(results: Dict[str, Any], out: Path, plot: Optional[Callable[[Path], None]] = None) -> None:
+    """Write ``results`` to ``out/results.json`` and, given ``plot``, the curves to ``out/training_curves.png``;
+    print where they are and ``results["total_seconds"]``."""
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    if plot is not None:
+        plot(out / "training_curves.png")
+    print(
+        f"\nresults: {out / 'results.json'}"
+        + (f", plot: {out / 'training_curves.png'}" if plot is not None else "")
+        + f"  (total {results['total_seconds']:.1f} s)",
+        flush=True,
+    )
+
+
 __all__ = [
     "DENIED_STATEMENTS",
     "sql_kernel",
@@ -316,6 +341,8 @@ __all__ = [
     "terminal",
     "log",
     "progress_bar",
+    "plot_mean_sd",
+    "save_results",
     "option",
     "config_parser",
     "parse_config",

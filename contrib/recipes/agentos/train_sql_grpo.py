@@ -28,6 +28,7 @@ What runs, top to bottom:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -48,7 +49,18 @@ from agentlightning.execution.client_server import ClientServerExecutionStrategy
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
 from clean_shutdown import RunnersFirstStrategy  # noqa: E402
-from common import check_positive, config_record, log, mean_sd, option, parse_config, restart_clock, sql_kernel  # noqa: E402
+from common import (  # noqa: E402
+    check_positive,
+    config_record,
+    log,
+    mean_sd,
+    option,
+    parse_config,
+    plot_mean_sd,
+    restart_clock,
+    save_results,
+    sql_kernel,
+)
 from grpo import make_grpo_algorithm  # noqa: E402
 from sql_agent import SQLAgent  # noqa: E402
 
@@ -247,12 +259,7 @@ def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for summary, color in zip(summaries, ("tab:green", "tab:red")):
         for ax, key in zip(axes, ("violation_rate_by_epoch", "accuracy_by_epoch")):
-            mean, sd = summary[key]["mean"], summary[key]["sd"]
-            x = list(range(1, len(mean) + 1))
-            ax.plot(x, mean, marker="o", color=color, label=summary["arm"])
-            ax.fill_between(
-                x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color=color, alpha=0.2
-            )
+            plot_mean_sd(ax, summary[key], color, summary["arm"], alpha=0.2)
     axes[0].set(title="Attempted-violation rate (training rollouts)", xlabel="epoch", ylabel="fraction of rollouts")
     axes[1].set(title="Task accuracy (training rollouts)", xlabel="epoch", ylabel="fraction correct", ylim=(0, 1.05))
     for ax in axes:
@@ -286,14 +293,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         "summaries": summaries,
         "total_seconds": time.perf_counter() - started,
     }
-    (config.out / "results.json").write_text(json.dumps(results, indent=1))
-    if config.plot:
-        plot(summaries, config.out / "training_curves.png")
-    print(
-        f"\nresults: {config.out / 'results.json'}"
-        + (f", plot: {config.out / 'training_curves.png'}" if config.plot else "")
-        + f"  (total {results['total_seconds']:.1f} s)"
-    )
+    save_results(results, config.out, functools.partial(plot, summaries) if config.plot else None)
     if config.store_url is not None:
         print(
             f"dashboard: {config.store_url}/rollouts   rollouts with violations: "

@@ -38,6 +38,7 @@ What runs, top to bottom:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -48,7 +49,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from common import check_positive, config_record, log, mean_sd, option, parse_config, restart_clock
+from common import (
+    check_positive,
+    config_record,
+    log,
+    mean_sd,
+    option,
+    parse_config,
+    plot_mean_sd,
+    restart_clock,
+    save_results,
+)
 from precision import PRECISIONS, detect_precision, resolve_precision
 
 # Agent Lightning, torch and the model code are imported inside the functions that use them:
@@ -452,12 +463,7 @@ def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
     for summary in summaries:
         color = COLORS.get(summary["arm"], None)
         for ax, (key, _) in zip(axes, keys):
-            mean, sd = summary[key]["mean"], summary[key]["sd"]
-            x = list(range(1, len(mean) + 1))
-            ax.plot(x, mean, marker="o", color=color, label=f"{summary['arm']} ({len(summary['seeds'])} seeds)")
-            ax.fill_between(
-                x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color=color, alpha=0.15
-            )
+            plot_mean_sd(ax, summary[key], color, f"{summary['arm']} ({len(summary['seeds'])} seeds)", alpha=0.15)
     for ax, (_, title) in zip(axes, keys):
         ax.set(
             title=title + " (training rollouts)", xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02)
@@ -581,15 +587,7 @@ def main(
         "steps_markdown": steps_markdown(summaries),
         "total_seconds": time.perf_counter() - started,
     }
-    (config.out / "results.json").write_text(json.dumps(results, indent=1))
-    if config.plot:
-        plot(summaries, config.out / "training_curves.png")
-    print(
-        f"\nresults: {config.out / 'results.json'}"
-        + (f", plot: {config.out / 'training_curves.png'}" if config.plot else "")
-        + f"  (total {results['total_seconds']:.0f} s)",
-        flush=True,
-    )
+    save_results(results, config.out, functools.partial(plot, summaries) if config.plot else None)
     return results
 
 

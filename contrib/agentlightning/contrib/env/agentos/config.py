@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation, Severity
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, shape_governed_reward
-from agentlightning.contrib.kernel.agentos.violations import SeverityTable, finite_number
+from agentlightning.contrib.kernel.agentos.violations import SeverityTable, finite_number, penalty_number
 
 __all__ = ["EnvironmentConfig", "SEVERITY_SCALE", "config_from_kwargs"]
 
@@ -58,7 +58,7 @@ class EnvironmentConfig:
     Traceback (most recent call last):
     ...
     agentlightning.contrib.kernel.agentos.violations.GovernanceConfigError: EnvironmentConfig.step_penalty must be <= 0
-    (a penalty is negative in reward space), got 0.1; did you mean -0.1?
+    (a penalty is negative reward), got 0.1; did you mean -0.1?
     """
 
     max_steps: int = 100
@@ -80,13 +80,7 @@ class EnvironmentConfig:
                 f"EnvironmentConfig.max_steps must be >= 1 (steps per episode before truncation), got {self.max_steps}"
             )
         for name in ("violation_penalty", "step_penalty"):
-            value = _number(name, getattr(self, name))
-            if value > 0:
-                raise GovernanceConfigError(
-                    f"EnvironmentConfig.{name} must be <= 0 (a penalty is negative in reward space), got {value}; "
-                    f"did you mean {-value}?"
-                )
-            setattr(self, name, value)
+            setattr(self, name, penalty_number(f"EnvironmentConfig.{name}", getattr(self, name)))
         self.success_bonus = _number("success_bonus", self.success_bonus)
         if self.success_bonus < 0:
             raise GovernanceConfigError(

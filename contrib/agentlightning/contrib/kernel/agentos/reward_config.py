@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .governed_reward import GovernedReward, clamp_reward, shape_governed_reward
 from .semconv import AGENTOS_LAGRANGE_MULTIPLIER
-from .violations import GovernanceConfigError, PolicyViolation, Severity, SeverityTable, finite_number
+from .violations import GovernanceConfigError, PolicyViolation, Severity, SeverityTable, finite_number, penalty_number
 
 __all__ = ["LagrangianPenalty", "RewardConfig", "shape_reward"]
 
@@ -88,13 +88,7 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         for name in ("critical_penalty", "high_penalty", "medium_penalty", "low_penalty"):
-            value = _number(name, getattr(self, name))
-            if value > 0:
-                raise GovernanceConfigError(
-                    f"RewardConfig.{name} must be <= 0 (a penalty is negative reward), "
-                    f"got {value}; did you mean {-value}?"
-                )
-            setattr(self, name, value)
+            setattr(self, name, penalty_number(f"RewardConfig.{name}", getattr(self, name)))
         self.clean_bonus = _number("clean_bonus", self.clean_bonus)
         if self.clean_bonus < 0:
             raise GovernanceConfigError(

@@ -47,6 +47,7 @@ __all__ = [
     "GovernanceConfigError",
     "constraint_cost",
     "finite_number",
+    "penalty_number",
 ]
 
 
@@ -110,6 +111,21 @@ def finite_number(name: str, value: Any) -> float:
     value = float(value)
     if not math.isfinite(value):
         raise GovernanceConfigError(f"{name} must be finite, got {value}")
+    return value
+
+
+def penalty_number(name: str, value: Any) -> float:
+    """``value`` as a penalty: a finite number <= 0, since a penalty is negative reward; a positive
+    one is an error naming ``name`` that suggests its negation.
+
+    >>> penalty_number("RewardConfig.low_penalty", -1)
+    -1.0
+    """
+    value = finite_number(name, value)
+    if value > 0:
+        raise GovernanceConfigError(
+            f"{name} must be <= 0 (a penalty is negative reward), got {value}; did you mean {-value}?"
+        )
     return value
 
 
@@ -250,16 +266,6 @@ class ViolationType(str, Enum):
 
 #: Name used by the agentmesh-lightning package.
 PolicyViolationType = ViolationType
-
-
-def _check_penalty(penalty: Any) -> float:
-    penalty = finite_number("penalty", penalty)
-    if penalty > 0:
-        raise GovernanceConfigError(
-            f"penalty must be <= 0 (penalties live in reward space and are negative), got {penalty}; "
-            f"did you mean {-penalty}?"
-        )
-    return penalty
 
 
 _RECORDED = "agentos.recorded"  # the key of a PolicyViolation field's declaration in its metadata
@@ -458,7 +464,7 @@ class PolicyViolation:
         if self.penalty is None:
             self.penalty = DEFAULT_SEVERITY_PENALTIES[self.severity]
         else:
-            self.penalty = _check_penalty(self.penalty)
+            self.penalty = penalty_number("penalty", self.penalty)
             self.penalty_is_explicit = True
 
     def to_dict(self) -> Dict[str, Any]:

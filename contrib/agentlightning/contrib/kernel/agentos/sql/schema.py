@@ -57,6 +57,16 @@ _ROW_EVENTS = ("INSERT", "UPDATE", "DELETE")
 #: the kinds that fire it; kept under no table.
 DDL_EVENT = "DDL"
 DDL_KINDS = frozenset({"CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "COMMENT"})
+#: What a foreign key's referential action does to the referencing rows, by the event on the
+#: referenced table; an action not here (``NO ACTION``, ``RESTRICT``) writes nothing.
+_CASCADES = {
+    ("DELETE", "CASCADE"): "DELETE",
+    ("DELETE", "SET NULL"): "UPDATE",
+    ("DELETE", "SET DEFAULT"): "UPDATE",
+    ("UPDATE", "CASCADE"): "UPDATE",
+    ("UPDATE", "SET NULL"): "UPDATE",
+    ("UPDATE", "SET DEFAULT"): "UPDATE",
+}
 
 
 class CatalogUnreadable(Exception):
@@ -131,6 +141,18 @@ def body_of(analysis: Any, name: str, drop: FrozenSet[str] = frozenset()) -> SQL
     )
 
 
+def any_of(bodies: Sequence[SQLStatement]) -> SQLStatement:
+    """What a call counts as when any of ``bodies`` may be the one that runs (overloads, or one
+    name in several schemas): all their kinds, reasons, unknown constructs and written tables."""
+    return SQLStatement(
+        "",
+        frozenset().union(*(b.kinds for b in bodies)),
+        tuple(dict.fromkeys(w for b in bodies for w in b.because)),
+        tuple(dict.fromkeys(u for b in bodies for u in b.unknown)),
+        tuple(dict.fromkeys(t for b in bodies for t in b.writes)),
+    )
+
+
 def _sets_off(statement: SQLStatement) -> bool:
     """Whether ``statement`` may set something off in the database (a write, a definition, a call
     no list places); a plain read of known functions does not."""
@@ -185,6 +207,29 @@ class Catalog:
 
     def _add(self, table: str, event: str, consequence: Consequence) -> None:
         self._on_write.setdefault((table.lower(), event), []).append(consequence)
+
+    def _add_cascade(
+        self, key: Any, child: Any, parent: Any, event: str, action: Any, fires_triggers: bool = True
+    ) -> None:
+        """Foreign key ``key`` of ``child`` writes the referencing rows when ``parent`` sees ``event``
+        with referential ``action`` (``CASCADE``, ``SET NULL``, ...); an action that writes nothing adds nothing."""
+        action = str(action).upper()
+        effect = _CASCADES.get((event, action))
+        if effect is None:
+            return
+        what = f"foreign key {key} of {child} (ON {event} {action})"
+        verb = "deletes" if effect == "DELETE" else "updates"
+        self._add(
+            str(parent),
+            event,
+            Consequence(
+                what,
+                SQLStatement("", frozenset({effect}), writes=(str(child).lower(),)),
+                fires_triggers=fires_triggers,
+                source="cascade",
+                why=f"{what} {verb} the referencing rows of {child}",
+            ),
+        )
 
     def _refresh(self) -> None:
         if self._conn is None and self._factory is not None:

@@ -33,7 +33,7 @@ from sqlglot.errors import SqlglotError
 
 from .effects import SQLStatement
 from .generic import read_generic
-from .schema import ANY_TABLE, Catalog, CatalogUnreadable, Consequence, body_of
+from .schema import ANY_TABLE, Catalog, CatalogUnreadable, Consequence, any_of, body_of
 
 __all__ = ["MariaDBCatalog"]
 
@@ -64,14 +64,6 @@ _GLOBAL_PRIVILEGES = (
     "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES "
     "WHERE GRANTEE = CONCAT(CHAR(39), REPLACE(CURRENT_USER(), '@', CONCAT(CHAR(39), '@', CHAR(39))), CHAR(39))"
 )
-_CASCADES = {
-    ("DELETE", "CASCADE"): "DELETE",
-    ("DELETE", "SET NULL"): "UPDATE",
-    ("DELETE", "SET DEFAULT"): "UPDATE",
-    ("UPDATE", "CASCADE"): "UPDATE",
-    ("UPDATE", "SET NULL"): "UPDATE",
-    ("UPDATE", "SET DEFAULT"): "UPDATE",
-}
 #: The compound statement a body is read inside adds BEGIN; a body's own transaction words
 #: (``START TRANSACTION``) are not among what a deny list can mean to stop.
 _WRAPPER_KINDS = frozenset({"BEGIN"})
@@ -119,23 +111,9 @@ class MariaDBCatalog(Catalog):
             entry = (str(schema).lower(), None if definition is None else str(definition))
             self._definitions.setdefault(str(name).lower(), []).append(entry)
         for _schema, name, child, parent, on_delete, on_update in foreign_keys:
-            for event, action in (("DELETE", str(on_delete).upper()), ("UPDATE", str(on_update).upper())):
-                effect = _CASCADES.get((event, action))
-                if effect is None:
-                    continue
-                what = f"foreign key {name} of {child} (ON {event} {action})"
-                verb = "deletes" if effect == "DELETE" else "updates"
-                self._add(
-                    str(parent),
-                    event,
-                    Consequence(
-                        what,
-                        SQLStatement("", frozenset({effect}), writes=(str(child).lower(),)),
-                        fires_triggers=False,
-                        source="cascade",
-                        why=f"{what} {verb} the referencing rows of {child}",
-                    ),
-                )
+            # MariaDB does not fire triggers for what a foreign-key cascade writes.
+            self._add_cascade(name, child, parent, "DELETE", on_delete, fires_triggers=False)
+            self._add_cascade(name, child, parent, "UPDATE", on_update, fires_triggers=False)
         also: Dict[str, List[str]] = {}
         for _schema, name, definition in views:
             also.setdefault(str(name).lower(), []).extend(_view_tables(definition))
@@ -150,13 +128,7 @@ class MariaDBCatalog(Catalog):
             read_body(d, name) if d is not None else body_of(_NoDefinition(), name)  # the user may not see it: unknown
             for d in found
         ]
-        return SQLStatement(
-            "",
-            frozenset().union(*(b.kinds for b in bodies)),
-            tuple(dict.fromkeys(w for b in bodies for w in b.because)),
-            tuple(dict.fromkeys(u for b in bodies for u in b.unknown)),
-            tuple(dict.fromkeys(t for b in bodies for t in b.writes)),
-        )
+        return any_of(bodies)
 
 
 class _NoDefinition:

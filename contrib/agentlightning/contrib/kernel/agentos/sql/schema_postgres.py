@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .effects import SQLStatement
 from .postgres import _plpgsql_statements, read_postgres
-from .schema import DDL_EVENT, Catalog, Consequence, body_of, unreadable_body
+from .schema import DDL_EVENT, Catalog, Consequence, any_of, body_of, unreadable_body
 
 __all__ = ["PostgresCatalog"]
 
@@ -145,23 +145,9 @@ class PostgresCatalog(Catalog):
             body = body_of(read_postgres(str(definition)), f"rule {name}", drop=_WRAPPER_KINDS)
             self._add(str(table), event, Consequence(f"rule {name} on {table}", body, source="rule"))
         for name, parent, child, on_delete, on_update in self._rows(_FOREIGN_KEYS):
-            for event, code in (("DELETE", str(on_delete)), ("UPDATE", str(on_update))):
-                action = _FK_ACTIONS.get(code)
-                if action is None:
-                    continue
-                effect = "DELETE" if (event, action) == ("DELETE", "CASCADE") else "UPDATE"
-                what = f"foreign key {name} of {child} (ON {event} {action})"
-                verb = "deletes" if effect == "DELETE" else "updates"
-                self._add(
-                    str(parent),
-                    event,
-                    Consequence(
-                        what,
-                        SQLStatement("", frozenset({effect}), writes=(str(child).lower(),)),
-                        source="cascade",
-                        why=f"{what} {verb} the referencing rows of {child}",
-                    ),
-                )
+            # 'a' (NO ACTION) and 'r' (RESTRICT) are not in _FK_ACTIONS: they write nothing.
+            self._add_cascade(name, child, parent, "DELETE", _FK_ACTIONS.get(str(on_delete), ""))
+            self._add_cascade(name, child, parent, "UPDATE", _FK_ACTIONS.get(str(on_update), ""))
         also: Dict[str, List[str]] = {}
         for parent, child in self._rows(_CHILDREN) + self._rows(_VIEW_BASES):
             also.setdefault(str(parent).lower(), []).append(str(child).lower())
@@ -202,10 +188,4 @@ class PostgresCatalog(Catalog):
         # Every overload of the name (in every schema, when the call names none) may be the one
         # that runs: the call counts as all of them.
         bodies = [self._body(oid, name, language) for oid, _, _, language in overloads]
-        return SQLStatement(
-            "",
-            frozenset().union(*(b.kinds for b in bodies)),
-            tuple(dict.fromkeys(w for b in bodies for w in b.because)),
-            tuple(dict.fromkeys(u for b in bodies for u in b.unknown)),
-            tuple(dict.fromkeys(t for b in bodies for t in b.writes)),
-        )
+        return any_of(bodies)

@@ -28,15 +28,6 @@ __all__ = ["SQLiteCatalog"]
 
 _TRIGGER_EVENT = re.compile(r"\b(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 _HEADER_END = re.compile(r"\bON\b", re.IGNORECASE)
-#: What a cascade action does to the referencing rows, by the event on the referenced table.
-_CASCADES = {
-    ("DELETE", "CASCADE"): "DELETE",
-    ("DELETE", "SET NULL"): "UPDATE",
-    ("DELETE", "SET DEFAULT"): "UPDATE",
-    ("UPDATE", "CASCADE"): "UPDATE",
-    ("UPDATE", "SET NULL"): "UPDATE",
-    ("UPDATE", "SET DEFAULT"): "UPDATE",
-}
 
 
 class SQLiteCatalog(Catalog):
@@ -77,19 +68,5 @@ class SQLiteCatalog(Catalog):
             "pragma_foreign_key_list(m.name) AS f WHERE m.type = 'table'"
         )
         for child, key, parent, on_delete, on_update in rows:
-            for event, action in (("DELETE", on_delete), ("UPDATE", on_update)):
-                effect = _CASCADES.get((event, str(action).upper()))
-                if effect is None:
-                    continue
-                what = f"foreign key {key} of {child} (ON {event} {str(action).upper()})"
-                verb = "deletes" if effect == "DELETE" else "updates"
-                self._add(
-                    str(parent),
-                    event,
-                    Consequence(
-                        what,
-                        SQLStatement("", frozenset({effect}), writes=(str(child).lower(),)),
-                        source="cascade",
-                        why=f"{what} {verb} the referencing rows of {child}",
-                    ),
-                )
+            self._add_cascade(key, child, parent, "DELETE", on_delete)
+            self._add_cascade(key, child, parent, "UPDATE", on_update)
