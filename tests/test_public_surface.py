@@ -269,6 +269,9 @@ def test_sql_policy_cache_is_on_or_off_and_cache_size_is_deprecated():
         SQLPolicy(deny=["DROP"], cache_size=-1)
     with pytest.raises(TypeError, match="cache must be True or False"):
         SQLPolicy(deny=["DROP"], cache="yes")
+    with pytest.raises(GovernanceConfigError, match="both cache=False and cache_size=4096"):
+        SQLPolicy(deny=["DROP"], cache=False, cache_size=4096)
+    assert SQLPolicy(deny=["DROP"]).cache is True
     uncached = SQLPolicy(deny=["DROP"], cache=False)
     assert [v.description for v in uncached.check_sql("DROP TABLE t")] == ["DROP statement denied: DROP TABLE t"]
 

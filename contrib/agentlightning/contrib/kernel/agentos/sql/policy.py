@@ -374,7 +374,8 @@ class SQLPolicy(Policy):
     does not parse, cannot be verified, is not a string, or is longer than ``max_query_chars``
     is blocked at ``unparseable_severity``. Analyses are cached per (text, dialect) in caches of
     a fixed size shared by every policy; ``cache=False`` makes this policy parse every text afresh
-    (``cache_size``, its former name, sized nothing: it is deprecated, ``0`` meaning ``cache=False``).
+    (``cache_size``, its former name, sized nothing: it is deprecated, ``0`` meaning ``cache=False``;
+    giving both is an error).
 
     >>> policy = SQLPolicy(deny=["DROP", "DELETE"])
     >>> ctx = ActionContext()
@@ -411,7 +412,7 @@ class SQLPolicy(Policy):
         severities: Optional[Mapping[str, Union[Severity, str]]] = None,
         unparseable_severity: Union[Severity, str] = Severity.HIGH,
         max_query_chars: int = 100_000,
-        cache: bool = True,
+        cache: Optional[bool] = None,
         cache_size: Optional[int] = None,
         allow_functions: Optional[Iterable[str]] = None,
         allow_statements: Optional[Iterable[str]] = None,
@@ -445,13 +446,18 @@ class SQLPolicy(Policy):
         if isinstance(max_query_chars, bool) or not isinstance(max_query_chars, int) or max_query_chars < 1:
             raise GovernanceConfigError(f"max_query_chars must be a positive int, got {max_query_chars!r}")
         self.max_query_chars = max_query_chars
-        if not isinstance(cache, bool):
+        if cache is not None and not isinstance(cache, bool):
             raise TypeError(
                 f"cache must be True or False (whether this policy uses the shared analysis cache), got {cache!r}"
             )
         if cache_size is not None:
+            if cache is not None:
+                raise GovernanceConfigError(
+                    f"SQLPolicy got both cache={cache!r} and cache_size={cache_size!r}; pass only cache= "
+                    "(cache_size is its deprecated former name)"
+                )
             cache = _cache_from_size(cache_size)
-        self.cache = cache
+        self.cache = True if cache is None else cache
         self.allow_functions = _names("allow_functions", allow_functions, str.lower)
         self.allow_statements = _names("allow_statements", allow_statements, str.upper)
         self._schema = open_schema(database, self.dialect) if database is not None else None
