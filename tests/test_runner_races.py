@@ -171,7 +171,7 @@ N_TRAINER_ROLLOUTS = 60
 
 
 def _watching_algorithm(tasks: List[Dict[str, Any]], result_path: str):
-    """An @algo that enqueues ``tasks`` and polls the store without pause; each time it first sees a
+    """An @algo that enqueues ``tasks`` and polls the store every 5 ms; each time it first sees a
     rollout in a final status it reads that attempt's metadata and final reward at once."""
 
     @algo
@@ -190,7 +190,10 @@ def _watching_algorithm(tasks: List[Dict[str, Any]], result_path: str):
                         "summary": (attempt.metadata or {}).get("agentos") if attempt else None,
                         "reward": find_final_reward(spans),
                     }
-            await asyncio.sleep(0)
+            # Not sleep(0): the store server shares this event loop, and a loop that never waits
+            # starved it (60 rollouts took 211 s instead of 2.5 s, and CI hit the deadline).
+            # 5 ms still reads each rollout within a few ms of its final status.
+            await asyncio.sleep(0.005)
         Path(result_path).write_text(json.dumps({"ids": ids, "seen": seen}))
 
     return watch
