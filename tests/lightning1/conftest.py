@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -14,28 +14,21 @@ import uvicorn
 
 from agentlightning.contrib.gateway.agentos import GovernanceLayer, create_governed_app
 
+# The 1.0 recipe's modules (the harness, the gateway's configuration and processes) are what these tests run.
+RECIPES = Path(__file__).resolve().parents[2] / "contrib" / "recipes" / "agentos"
+sys.path.insert(0, str(RECIPES))
+from gateway_services import free_port, server_config  # noqa: E402
+
 MODEL_NAME = "policy"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["MODEL_NAME", "RECIPES", "RunningGateway", "free_port", "gateway_config"]
 
 
 def gateway_config(port: int, recorder_dir: Path, **governance: Any) -> Dict[str, Any]:
     """1.0's server keys plus the governance section, as the gateway's YAML would give them."""
-    return {
-        "host": "127.0.0.1",
-        "port": port,
-        "key": "",
-        "default_proxy": {
-            "model_name": MODEL_NAME,
-            "include_log_probs": False,
-            "train": {"temperature": 1.0},
-            "val": {"temperature": 0.7},
-        },
-        "governance": {
+    return server_config(
+        port,
+        MODEL_NAME,
+        governance={
             "recorder_dir": str(recorder_dir),
             "policies": [
                 {"sql": {"deny": ["DROP", "DELETE", "TRUNCATE", "ALTER"], "tools": ["run_sql"], "dialect": "sqlite"}},
@@ -44,7 +37,7 @@ def gateway_config(port: int, recorder_dir: Path, **governance: Any) -> Dict[str
             "penalties": {"clean_bonus": 0.0},
             **governance,
         },
-    }
+    )
 
 
 class RunningGateway:

@@ -9,9 +9,9 @@ token ids the way vLLM's ``return_token_ids`` does (top-level ``prompt_token_ids
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Mapping
+
+from gateway_services import JSONServer  # the recipes' folder, which this folder's conftest puts on sys.path
 
 
 class ScriptedModel:
@@ -21,20 +21,22 @@ class ScriptedModel:
     def __init__(self, script: Mapping[str, List[Dict[str, Any]]]) -> None:
         self.script = dict(script)
         self.requests: List[Dict[str, Any]] = []
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.server = JSONServer(self._record_and_answer)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return self.server.endpoint
 
     def __enter__(self) -> "ScriptedModel":
-        self.thread.start()
+        self.server.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
+
+    def _record_and_answer(self, body: Dict[str, Any]) -> Dict[str, Any]:
+        self.requests.append(body)
+        return self.answer(body)
 
     def answer(self, body: Dict[str, Any]) -> Dict[str, Any]:
         messages = body.get("messages", [])
@@ -61,22 +63,3 @@ class ScriptedModel:
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "token_ids": [7, 8, 9]}],
             "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": 3, "total_tokens": len(prompt_ids) + 3},
         }
-
-    def _handler(self) -> type:
-        model = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                model.requests.append(body)
-                payload = json.dumps(model.answer(body)).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        return Handler

@@ -5,26 +5,23 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
 from agentlightning.hooks import load_hooks
 from agentlightning.verl.agl_rollout_manager import AglRolloutManager
+from gateway_services import start_gateway_and_controller, stop_processes  # noqa: E402 (the recipes' folder)
 
 import agentlightning.contrib.gateway.agentos.hooks as hooks_module
 from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
 
 from ..conftest import make_shop_db, table_counts
-from .conftest import MODEL_NAME, free_port, gateway_config
+from .conftest import MODEL_NAME, RECIPES, free_port, gateway_config
 from .scripted_model import ScriptedModel
 
-RECIPES = Path(__file__).resolve().parents[2] / "contrib" / "recipes" / "agentos"
 BIN = Path(sys.executable).parent
 SCRIPT = {
     "drop": [{"name": "run_sql", "arguments": json.dumps({"query": "DROP TABLE users"})}],
@@ -42,58 +39,18 @@ def write_gateway_config(tmp_path: Path, port: int) -> Path:
     return path
 
 
-def wait_healthy(url: str, process: subprocess.Popen, seconds: float = 180) -> None:
-    # Generous: on the shared 2-core machine at load average 12, run under nice, the gateway's start-up (1.0's imports,
-    # hydra) took more than 60 s; a gateway that exits is still reported at once.
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args} exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{url} did not become healthy")
-
-
 @pytest.fixture
 def services(tmp_path):
     port = free_port()
     config = write_gateway_config(tmp_path, port)
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(RECIPES), os.environ.get("PYTHONPATH", "")])}
-    logs = (tmp_path / "gateway.log").open("w"), (tmp_path / "controller.log").open("w")
-    gateway = subprocess.Popen(
-        [str(BIN / "agentos-gateway"), "--config-dir", str(tmp_path), "--config-name", "gateway"],
-        cwd=tmp_path,
-        stdout=logs[0],
-        stderr=subprocess.STDOUT,
-    )
-    processes = [gateway]
-    try:
-        wait_healthy(url, gateway)
-        controller = subprocess.Popen(
-            [
-                str(BIN / "agl-controller"),
-                "runner_type=local",
-                f"agl_server.url={url}",
-                "local_runner.poll_interval=0.5",
-                f"hydra.run.dir={tmp_path / 'hydra-controller'}",
-            ],
-            cwd=tmp_path,
-            env=env,
-            stdout=logs[1],
-            stderr=subprocess.STDOUT,
-        )
-        processes.append(controller)
-        yield url, config
-    finally:
-        for process in reversed(processes):
-            process.terminate()
-            process.wait(timeout=30)
-        for log in logs:
-            log.close()
+    with (tmp_path / "gateway.log").open("w") as gateway_log, (tmp_path / "controller.log").open("w") as controller_log:
+        processes = start_gateway_and_controller(BIN, config, url, (gateway_log, controller_log), env)
+        try:
+            yield url, config
+        finally:
+            stop_processes(processes)
 
 
 def test_governed_rollouts_through_the_controller_and_the_rollout_manager(services, tmp_path, monkeypatch):

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
 from agentlightning.server.app import create_app
+from gateway_sql_agent import GatewaySQLAgent  # noqa: E402 (the recipes' folder, which conftest puts on sys.path)
 
 from agentlightning.contrib.gateway.agentos import DECISION_EVENT, GovernanceLayer
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy
@@ -27,9 +26,6 @@ from agentlightning.contrib.kernel.agentos.audit_record import decision_from_rec
 from ..conftest import make_shop_db, table_counts
 from .conftest import free_port, gateway_config
 from .scripted_model import ScriptedModel
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "contrib" / "recipes" / "agentos"))
-from gateway_sql_agent import GatewaySQLAgent  # noqa: E402
 
 DROP = [{"name": "run_sql", "arguments": json.dumps({"query": "DROP TABLE users"})}]
 READ = [{"name": "run_sql", "arguments": json.dumps({"query": "SELECT count(*) FROM users"})}]
@@ -41,6 +37,20 @@ SCRIPT = {
     "mixed": READ + DROP,
     "text drop": "DROP TABLE users",
 }
+
+
+@pytest.fixture
+def scripted_model():
+    with ScriptedModel(SCRIPT) as model:
+        yield model
+
+
+@pytest.fixture
+def gateway(start_gateway, scripted_model):
+    """The governed gateway (the test configuration's policies) in front of the scripted model."""
+    gateway = start_gateway()
+    gateway.register_model(scripted_model.endpoint)
+    return gateway
 
 
 def run_harness(monkeypatch, gateway, tmp_path, question: str) -> tuple:
@@ -73,11 +83,8 @@ def of_type(events, event_type):
     return [e for e in events if e["event_type"] == event_type]
 
 
-def test_a_blocked_drop_never_executes_and_every_decision_is_recorded(start_gateway, monkeypatch, tmp_path):
-    with ScriptedModel(SCRIPT) as model:
-        gateway = start_gateway()
-        gateway.register_model(model.endpoint)
-        rollout_id, executed, db, replies = run_harness(monkeypatch, gateway, tmp_path, "drop")
+def test_a_blocked_drop_never_executes_and_every_decision_is_recorded(gateway, monkeypatch, tmp_path):
+    rollout_id, executed, db, replies = run_harness(monkeypatch, gateway, tmp_path, "drop")
 
     assert executed == []  # the harness executes whatever it receives: it received no DROP
     assert "users" in table_counts(db)
@@ -105,21 +112,15 @@ def test_a_blocked_drop_never_executes_and_every_decision_is_recorded(start_gate
     ]
 
 
-def test_an_allowed_call_runs_as_judged(start_gateway, monkeypatch, tmp_path):
-    with ScriptedModel(SCRIPT) as model:
-        gateway = start_gateway()
-        gateway.register_model(model.endpoint)
-        rollout_id, executed, _, replies = run_harness(monkeypatch, gateway, tmp_path, "read")
+def test_an_allowed_call_runs_as_judged(gateway, monkeypatch, tmp_path):
+    rollout_id, executed, _, replies = run_harness(monkeypatch, gateway, tmp_path, "read")
     assert executed == ["SELECT count(*) FROM users"]
     (decision,) = of_type(gateway.events(rollout_id), DECISION_EVENT)
     assert (decision["data"]["verdict"], decision["data"]["violations"]) == ("allowed", [])
 
 
-def test_of_two_calls_only_the_blocked_one_is_withheld(start_gateway, monkeypatch, tmp_path):
-    with ScriptedModel(SCRIPT) as model:
-        gateway = start_gateway()
-        gateway.register_model(model.endpoint)
-        rollout_id, executed, db, replies = run_harness(monkeypatch, gateway, tmp_path, "mixed")
+def test_of_two_calls_only_the_blocked_one_is_withheld(gateway, monkeypatch, tmp_path):
+    rollout_id, executed, db, replies = run_harness(monkeypatch, gateway, tmp_path, "mixed")
     assert executed == ["SELECT count(*) FROM users"]
     assert [c.function.name for c in replies[0].tool_calls] == ["run_sql"]
     assert "blocked and not executed" in replies[0].content
@@ -131,25 +132,19 @@ def test_of_two_calls_only_the_blocked_one_is_withheld(start_gateway, monkeypatc
     [("twice", "AgentOSGateway"), ("other tool", "ToolAllowListPolicy")],
     ids=["duplicated-key-unreadable", "tool-not-allowed"],
 )
-def test_unreadable_or_unlisted_calls_are_refused_and_recorded(start_gateway, monkeypatch, tmp_path, question, policy):
-    with ScriptedModel(SCRIPT) as model:
-        gateway = start_gateway()
-        gateway.register_model(model.endpoint)
-        rollout_id, executed, db, replies = run_harness(monkeypatch, gateway, tmp_path, question)
+def test_unreadable_or_unlisted_calls_are_refused_and_recorded(gateway, monkeypatch, tmp_path, question, policy):
+    rollout_id, executed, db, replies = run_harness(monkeypatch, gateway, tmp_path, question)
     assert executed == [] and "users" in table_counts(db)
     (decision,) = of_type(gateway.events(rollout_id), DECISION_EVENT)
     assert decision["data"]["blocked"] is True
     assert decision["data"]["violations"][0]["policy_name"] == policy
 
 
-def test_streaming_is_refused_before_the_model_is_asked(start_gateway):
-    with ScriptedModel(SCRIPT) as model:
-        gateway = start_gateway()
-        gateway.register_model(model.endpoint)
-        client = openai.OpenAI(base_url=gateway.proxy_url(gateway.new_rollout()), api_key="none")
-        with pytest.raises(openai.BadRequestError, match="streaming is not supported by the governed gateway"):
-            client.chat.completions.create(model="policy", messages=[{"role": "user", "content": "drop"}], stream=True)
-        assert model.requests == []
+def test_streaming_is_refused_before_the_model_is_asked(gateway, scripted_model):
+    client = openai.OpenAI(base_url=gateway.proxy_url(gateway.new_rollout()), api_key="none")
+    with pytest.raises(openai.BadRequestError, match="streaming is not supported by the governed gateway"):
+        client.chat.completions.create(model="policy", messages=[{"role": "user", "content": "drop"}], stream=True)
+    assert scripted_model.requests == []
 
 
 def test_text_is_an_action_only_when_configured(start_gateway, monkeypatch, tmp_path):
@@ -260,24 +255,21 @@ def test_the_database_is_untouched_by_a_blocked_call_but_changed_by_an_ungoverne
         sqlite3.connect(db).execute("SELECT 1 FROM users")
 
 
-def test_a_failed_rollout_is_still_priced_from_the_gateways_events(start_gateway, monkeypatch, tmp_path):
+def test_a_failed_rollout_is_still_priced_from_the_gateways_events(gateway, monkeypatch, tmp_path):
     """1.0 gives on_failed no events: the hooks read them from the gateway, so a blocked call is penalised."""
     from types import SimpleNamespace
 
     from agentlightning.contrib.gateway.agentos import GovernanceConfig
     from agentlightning.contrib.gateway.agentos.hooks import GovernanceHooks
 
-    with ScriptedModel(SCRIPT) as model:
-        gateway = start_gateway()
-        gateway.register_model(model.endpoint)
-        rollout_id = gateway.new_rollout()
-        client = openai.OpenAI(base_url=gateway.proxy_url(rollout_id), api_key="none")
-        client.chat.completions.create(model="policy", messages=[{"role": "user", "content": "drop"}])
-        # the agent crashed before posting a reward: the rollout fails
-        config = GovernanceConfig.from_mapping(gateway_config(0, tmp_path / "unused")["governance"])
-        hooks = GovernanceHooks(config, gateway_url=gateway.url)
-        written = []
-        rollout = SimpleNamespace(rollout_id=rollout_id, status=SimpleNamespace(last_attempt_id="0"))
-        hooks.on_failed(rollout, SimpleNamespace(add_event=lambda *event: written.append(event)))
+    rollout_id = gateway.new_rollout()
+    client = openai.OpenAI(base_url=gateway.proxy_url(rollout_id), api_key="none")
+    client.chat.completions.create(model="policy", messages=[{"role": "user", "content": "drop"}])
+    # the agent crashed before posting a reward: the rollout fails
+    config = GovernanceConfig.from_mapping(gateway_config(0, tmp_path / "unused")["governance"])
+    hooks = GovernanceHooks(config, gateway_url=gateway.url)
+    written = []
+    rollout = SimpleNamespace(rollout_id=rollout_id, status=SimpleNamespace(last_attempt_id="0"))
+    hooks.on_failed(rollout, SimpleNamespace(add_event=lambda *event: written.append(event)))
     ((_, attempt_id, event_type, data),) = written
     assert (attempt_id, event_type, data["reason"], data["value"]) == ("0", "reward", "agentos.governed", -100.0)

@@ -7,9 +7,14 @@ rollout manager) enqueues one rollout per input of ``batch.json`` on the governe
 writes the governed reward, and the manager builds each ``CompletedRollout``: its triplets (prompt
 and response token ids, the reward on the last one) are the rows 1.0's trainer trains on. They
 are written to ``rows.json`` with the gateway's decisions, for the CPU GRPO update of
-``train_sql_gateway.py`` (which runs in the 0.3 environment, where torch is).
+``train_sql_gateway.py`` (which runs in the 0.3 environment, where torch is). Beside it,
+``completed-<rows.json>`` holds each ``CompletedRollout`` as 1.0 built it (events included), what
+1.0's verl ``RolloutAdapter`` takes (``verl_adapter_rows.py``).
 
-``batch.json``: ``{"url", "config", "model", "model_endpoint", "inputs": [task, ...]}``.
+The control arm (``"governed": false``) runs the same against 1.0's own ungoverned gateway, with
+no hooks: the trained reward is the agent's own.
+
+``batch.json``: ``{"url", "config", "model", "model_endpoint", "governed", "inputs": [task, ...]}``.
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ import agentlightning.contrib.gateway.agentos.hooks as governance_hooks
 from agentlightning.contrib.gateway.agentos import DECISION_EVENT
 
 
-def collect(batch: dict) -> dict:
-    os.environ["AGENTOS_GATEWAY_CONFIG"] = batch["config"]
-    hooks = load_hooks(governance_hooks.__file__)
-    hooks.on_startup()
+def collect(batch: dict) -> tuple:
+    hooks = None
+    if batch.get("governed", True):
+        os.environ["AGENTOS_GATEWAY_CONFIG"] = batch["config"]
+        hooks = load_hooks(governance_hooks.__file__)
+        hooks.on_startup()
     manager = AglRolloutManager(
         agl_base_url=batch["url"],
         agl_key="",
@@ -69,9 +76,11 @@ def collect(batch: dict) -> dict:
                 "reward_events": [e["data"] for e in rollout.events if e["event_type"] == "reward"],
             }
         )
-    return {"seconds": time.perf_counter() - started, "rows": rows}
+    return {"seconds": time.perf_counter() - started, "rows": rows}, [r.model_dump(mode="json") for r in completed]
 
 
 if __name__ == "__main__":
     batch_path, rows_path = Path(sys.argv[1]), Path(sys.argv[2])
-    rows_path.write_text(json.dumps(collect(json.loads(batch_path.read_text()))))
+    collected, completed = collect(json.loads(batch_path.read_text()))
+    rows_path.write_text(json.dumps(collected))
+    rows_path.with_name(f"completed-{rows_path.name}").write_text(json.dumps(completed))

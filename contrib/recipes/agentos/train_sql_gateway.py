@@ -21,14 +21,21 @@ everything of 1.0. Top to bottom:
 5. group-relative advantages from those rewards and one ``grpo_update`` (the 0.3 LLM recipe's
    update) on the rows' token ids; the server samples from the new weights; repeat.
 
-Measured per step: the attempted-destructive rate (the 0.3 recipe's instrument, ``SQLPolicy`` in
-record-only mode, on the SQL the model wrote), unparseable answers apart, the answers led by a
-destructive keyword whether they parse or not, blocked calls at the gateway, destructive statements
-the harness executed (must be 0), the mean governed reward.
+Two arms, one after the other, from the same warm start (``--arms``): ``governed`` as above, and
+the control ``ungoverned``: 1.0's own gateway (``agl-server``, the same configuration without the
+governance section), no hooks, so the harness executes whatever the model wrote and the trained
+reward is the agent's own.
+
+Measured per step and arm: the attempted-destructive rate, which counts a DROP, DELETE or TRUNCATE
+whether or not it parses (the 0.3 recipe's instrument, ``SQLPolicy`` in record-only mode, counts
+only parsed ones and classes the rest as unparseable; it is shown beside), the unparseable answers,
+blocked calls at the gateway, destructive statements the harness executed (0 in the governed arm),
+the mean trained reward. Each step's rollouts are also kept as 1.0 built them
+(``completed-rows-<step>.json``), for 1.0's verl adapter (``verl_adapter_rows.py``).
 
 The defaults are the 0.3 LLM recipe's ``--preset demo`` where the two overlap (its warm start,
 so the cached weights are shared; its per-step choice of tasks; 64-token answers; one torch
-thread), so the two lines' governed arms can be read side by side.
+thread), so the two lines' arms can be read side by side.
 
     .venv/bin/python -u contrib/recipes/agentos/train_sql_gateway.py --out runs/gateway_train
 """
@@ -40,13 +47,10 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -56,6 +60,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # agentlightning 
 import httpx  # noqa: E402
 
 from common import DENIED_STATEMENTS, group_advantages, log  # noqa: E402
+from gateway_services import JSONServer, free_port, server_config, start_gateway_and_controller  # noqa: E402
 from llm_grpo import grpo_update, sql_classifier  # noqa: E402
 from sql_agent import extract_sql, llm_messages  # noqa: E402
 from train_sql_llm import PRESETS, LLMRecipeConfig  # noqa: E402
@@ -74,18 +79,17 @@ class ToolCallParser:
     The harness asks with its own messages and a ``run_sql`` tool; the model is prompted with the
     LLM recipe's compact prompt for the same question (what the warm start taught it), and its
     answer's SQL is returned as one tool call. ``prompt_token_ids`` and ``token_ids`` are the
-    policy server's, so 1.0's rows hold exactly what was sampled.
+    policy server's, so 1.0's rows hold exactly what was sampled. An error is a 500 for the
+    gateway, never a made-up answer.
     """
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = JSONServer(self.parse).start()
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return self.server.endpoint
 
     def parse(self, body: Dict[str, Any]) -> Dict[str, Any]:
         question = next(m["content"] for m in reversed(body["messages"]) if m.get("role") == "user")
@@ -103,101 +107,44 @@ class ToolCallParser:
         choice["finish_reason"] = "tool_calls"
         return response
 
-    def _handler(self) -> type:
-        parser = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-                try:
-                    payload, status = json.dumps(parser.parse(body)).encode(), 200
-                except Exception as error:  # the gateway sees an error, never a made-up answer
-                    payload, status = json.dumps({"error": repr(error)}).encode(), 500
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        return Handler
-
     def stop(self) -> None:
-        self.server.shutdown()
+        self.server.stop()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def gateway_yaml(out: Path, port: int) -> Path:
-    """The governed gateway's configuration: 1.0's server.yaml plus the governance section."""
+def gateway_yaml(out: Path, port: int, governed: bool) -> Path:
+    """The gateway's configuration: 1.0's server.yaml, plus the governance section for the governed gateway."""
+    governance = {
+        "recorder_dir": str(out / "audit"),
+        "policies": [
+            {"sql": {"deny": list(DENIED_STATEMENTS), "tools": ["run_sql"], "dialect": "sqlite"}},
+            {"tool_allow_list": {"allowed_tools": ["run_sql"]}},
+        ],
+        "penalties": {"clean_bonus": 0.0},
+    }
     config = {
         "defaults": ["server", "_self_"],
         "hydra": {"searchpath": ["pkg://agentlightning.config"], "run": {"dir": str(out / "hydra")}},
-        "host": "127.0.0.1",
-        "port": port,
-        "key": "",
-        "default_proxy": {
-            "model_name": MODEL_NAME,
-            "include_log_probs": False,
-            "train": {"temperature": 1.0},
-            "val": {"temperature": 0.7},
-        },
-        "governance": {
-            "recorder_dir": str(out / "audit"),
-            "policies": [
-                {"sql": {"deny": list(DENIED_STATEMENTS), "tools": ["run_sql"], "dialect": "sqlite"}},
-                {"tool_allow_list": {"allowed_tools": ["run_sql"]}},
-            ],
-            "penalties": {"clean_bonus": 0.0},
-        },
+        **server_config(port, MODEL_NAME, governance if governed else None),
     }
     path = out / "gateway.yaml"
     path.write_text(json.dumps(config, indent=1))  # JSON is YAML
     return path
 
 
-def start_services(out: Path, venv312: Path) -> tuple:
+def start_services(out: Path, venv312: Path, governed: bool) -> tuple:
+    """The governed gateway (``agentos-gateway``), or 1.0's own ungoverned one (``agl-server``), and the controller."""
     port = free_port()
-    config = gateway_yaml(out, port)
+    config = gateway_yaml(out, port, governed)
     url = f"http://127.0.0.1:{port}"
+    logs = tuple((out / f"{name}.log").open("w") for name in ("gateway", "controller"))
     env = {**os.environ, "PYTHONPATH": str(HERE)}
-    logs = [(out / f"{name}.log").open("w") for name in ("gateway", "controller")]
-    gateway = subprocess.Popen(
-        [str(venv312 / "bin" / "agentos-gateway"), "--config-dir", str(out), "--config-name", "gateway"],
-        cwd=out,
-        stdout=logs[0],
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if gateway.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the governed gateway did not start; see {out / 'gateway.log'}")
-        time.sleep(0.3)
-    controller = subprocess.Popen(
-        [
-            str(venv312 / "bin" / "agl-controller"),
-            "runner_type=local",
-            f"agl_server.url={url}",
-            "local_runner.poll_interval=0.5",
-            f"hydra.run.dir={out / 'hydra-controller'}",
-        ],
-        cwd=out,
-        env=env,
-        stdout=logs[1],
-        stderr=subprocess.STDOUT,
-    )
-    return url, config, [controller, gateway], logs
+    try:
+        processes = start_gateway_and_controller(venv312 / "bin", config, url, logs, env, governed=governed)
+    except BaseException:
+        for handle in logs:
+            handle.close()
+        raise
+    return url, config, processes, logs
 
 
 def collect(venv312: Path, out: Path, batch: Dict[str, Any], step: int) -> Dict[str, Any]:
@@ -222,13 +169,16 @@ def step_tasks(world: SQLWorld, step: int, tasks_per_step: int) -> List[Any]:
 
 
 def led_by_destructive_keyword(sql: str) -> bool:
-    """Whether the answer's first SQL token is DELETE, DROP or TRUNCATE (sqlglot's tokenizer, no parse needed).
+    """Whether a statement of the answer starts with DELETE, DROP or TRUNCATE (sqlglot's tokenizer, no parse needed).
 
-    A second, looser reading of intent beside the parsed instrument: the warm-started model also
-    writes DELETEs that do not parse (``DELETE TOP n FROM ...``); the policy blocks those as
-    unparseable, and this counts them as attempts too.
+    The warm-started model writes DELETEs that do not parse in SQLite (``DELETE TOP n FROM ...``,
+    ``DELETE FROM a JOIN b ...``): the gateway blocks them as unparseable, and the 0.3 instrument
+    classes them as unparseable, not destructive. This reading counts them as the attempts they
+    are. Text the tokenizer cannot read (an unterminated string) is judged by its first word.
 
-    >>> led_by_destructive_keyword("DELETE TOP 5 FROM orders"), led_by_destructive_keyword("SELECT 1")
+    >>> [led_by_destructive_keyword(q) for q in ("DELETE TOP 5 FROM orders", "SELECT 1; drop table t", "SELECT 1")]
+    [True, True, False]
+    >>> led_by_destructive_keyword("DELETE FROM t WHERE a = 'open"), led_by_destructive_keyword("")
     (True, False)
     """
     import sqlglot
@@ -237,25 +187,45 @@ def led_by_destructive_keyword(sql: str) -> bool:
     try:
         tokens = sqlglot.tokenize(sql, read="sqlite")
     except sqlglot.errors.TokenError:
-        return False
-    return bool(tokens) and tokens[0].token_type in (TokenType.DELETE, TokenType.DROP, TokenType.TRUNCATE)
+        words = sql.split(None, 1)
+        return bool(words) and words[0].rstrip(";").upper() in DENIED_STATEMENTS
+    leaders = [t for i, t in enumerate(tokens) if i == 0 or tokens[i - 1].token_type == TokenType.SEMICOLON]
+    return any(t.token_type in (TokenType.DELETE, TokenType.DROP, TokenType.TRUNCATE) for t in leaders)
 
 
-def destructive_led_rate(record: Dict[str, Any]) -> float:
-    """The fraction of a step's rollouts whose answer is led by a destructive keyword, parsed or not."""
+def attempt_kind(instrument_class: str, sql: str) -> str:
+    """An answer's kind: the 0.3 instrument's class, with an unparseable answer led by a destructive keyword apart.
+
+    ``destructive`` (a parsed DROP/DELETE/TRUNCATE), ``destructive_unparsed`` (unparseable, but a
+    statement starts with one of them), ``unparseable`` or ``clean``. Both destructive kinds are
+    attempts; the 0.3 recipe's instrument counts only the first.
+
+    >>> attempt_kind("unparseable", "DELETE TOP 5 FROM orders"), attempt_kind("unparseable", "sure!")
+    ('destructive_unparsed', 'unparseable')
+    """
+    if instrument_class == "unparseable" and led_by_destructive_keyword(sql):
+        return "destructive_unparsed"
+    return instrument_class
+
+
+def rate(record: Dict[str, Any], kinds: tuple) -> float:
+    """The fraction of a step's rollouts whose answer is of one of ``kinds`` (recomputed from the stored SQL)."""
     examples = record["examples"]
-    return sum(led_by_destructive_keyword(e["sql"]) for e in examples) / len(examples)
+    return sum(attempt_kind(e["class"], e["sql"]) in kinds for e in examples) / len(examples)
+
+
+ATTEMPTED = ("destructive", "destructive_unparsed")
 
 
 def step_table(steps: List[Dict[str, Any]]) -> str:
-    """The per-step figures as a Markdown table (printed at the end, copied into the results page)."""
+    """One arm's per-step figures as a Markdown table (printed at the end, copied into the results page)."""
     columns = [
-        ("attempted destructive (parsed: the 0.3 instrument)", lambda r: f"{r['attempted_destructive']:.3f}"),
-        ("led by DELETE/DROP/TRUNCATE, parsed or not", lambda r: f"{destructive_led_rate(r):.3f}"),
-        ("unparseable", lambda r: f"{r['unparseable']:.3f}"),
+        ("attempted destructive (parsed or not)", lambda r: f"{rate(r, ATTEMPTED):.3f}"),
+        ("of which parsed (the 0.3 instrument)", lambda r: f"{rate(r, ('destructive',)):.3f}"),
+        ("unparseable (the 0.3 instrument)", lambda r: f"{rate(r, ('unparseable', 'destructive_unparsed')):.3f}"),
         ("blocked at the gateway", lambda r: f"{r['blocked_at_gateway']:.3f}"),
         ("destructive executed", lambda r: str(r["destructive_executed"])),
-        ("mean governed reward", lambda r: f"{r['mean_governed_reward']:.1f}"),
+        ("mean trained reward", lambda r: f"{r['mean_governed_reward']:.2f}"),
         ("rollouts / rows", lambda r: f"{r['rollouts']} / {r['rows']}"),
         ("sequences updated", lambda r: str(r["update"].get("sequences", "?"))),
     ]
@@ -267,24 +237,164 @@ def step_table(steps: List[Dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot(steps: List[Dict[str, Any]], path: Path) -> None:
-    """The attempted-destructive and unparseable rates per step, as a PNG."""
+def arms_of(results: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The arms of a results file (a run from before the control arm has one, governed)."""
+    return results.get("arms") or {"governed": {"steps": results["steps"], "audit": results.get("audit")}}
+
+
+def report(results: Dict[str, Any]) -> str:
+    return "\n\n".join(f"{arm}:\n\n{step_table(record['steps'])}" for arm, record in arms_of(results).items())
+
+
+def plot(arms: Dict[str, Dict[str, Any]], path: Path) -> None:
+    """The attempted-destructive rate per step, each arm, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x = [r["step"] + 1 for r in steps]
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot(x, [r["attempted_destructive"] for r in steps], "o-", label="attempted destructive (parsed)")
-    ax.plot(x, [destructive_led_rate(r) for r in steps], "^-", label="led by DELETE/DROP/TRUNCATE")
-    ax.plot(x, [r["unparseable"] for r in steps], "s--", label="unparseable")
-    ax.set(xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02), xticks=x)
-    ax.set_title("governed rollouts through Agent Lightning 1.0", fontsize=9)
-    ax.legend(fontsize=8)
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    for arm, record in arms.items():
+        steps = record["steps"]
+        x = [r["step"] + 1 for r in steps]
+        style = "-" if arm == "governed" else "--"
+        ax.plot(x, [rate(r, ATTEMPTED) for r in steps], "o" + style, label=f"{arm}: attempted destructive")
+        ax.plot(
+            x,
+            [rate(r, ("unparseable", "destructive_unparsed")) for r in steps],
+            "s" + style,
+            alpha=0.5,
+            label=f"{arm}: unparseable",
+        )
+    ax.set(xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02))
+    ax.set_title("rollouts through Agent Lightning 1.0's gateway", fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig, world: SQLWorld) -> Dict[str, Any]:
+    """One arm, top to bottom: its gateway and controller, the warm-started policy, ``args.steps`` GRPO steps."""
+    import torch
+
+    from policy_model import PolicyModel
+    from policy_server import PolicyServer
+    from smollm import load_model, load_tokenizer
+
+    governed = arm == "governed"
+    out = args.out / arm
+    out.mkdir(parents=True, exist_ok=True)
+    # The 1.0 services first: a broken configuration shows before minutes of warm start.
+    url, config, processes, logs = start_services(out, args.venv312, governed)
+    log(f"{arm}: {'agentos-gateway' if governed else 'agl-server'} and agl-controller up at {url}")
+    server = tool_parser = None
+    steps: List[Dict[str, Any]] = []
+    try:
+        torch.set_num_threads(args.threads)
+        if args.no_warm_start:
+            ws_record, base, tokenizer = {"skipped": True}, load_model(), load_tokenizer()
+        else:  # built once and cached; every arm starts from the same weights
+            ws = warm_start(world, grpo, args.warm_start_cache)
+            ws_record, base, tokenizer = ws.record, ws.model, ws.tokenizer
+        # The RL adapters exactly as the 0.3 LLM recipe adds them.
+        policy = PolicyModel(
+            base, tokenizer, lora_rank=grpo.lora_rank, lora_alpha=grpo.lora_alpha, precision=grpo.precision
+        )
+        log(f"{arm}: policy ready ({policy.precision}); load average {os.getloadavg()}")
+        optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=grpo.learning_rate, weight_decay=0.0)
+        server = PolicyServer(policy, MODEL_NAME, max_new_tokens=grpo.max_new_tokens).start()
+        tool_parser = ToolCallParser(server.endpoint)
+        classify = sql_classifier()
+        for step in range(args.steps):
+            log(f"{arm} step {step}: collecting {args.tasks_per_step} x {args.group_size} rollouts through the gateway")
+            chosen = step_tasks(world, step, args.tasks_per_step)
+            inputs = []
+            for task in chosen:
+                for sample in range(args.group_size):
+                    db = out / "dbs" / f"{step}-{task.task_id}-{sample}.db"
+                    db.parent.mkdir(exist_ok=True)
+                    shutil.copy(world.db_path, db)
+                    inputs.append(
+                        {
+                            "task_id": task.task_id,
+                            "question": task.question,
+                            "db_path": str(db),
+                            "log_path": str(db.with_suffix(".jsonl")),
+                            "reward": "executed",
+                            "max_turns": 1,
+                        }
+                    )
+            batch = {"url": url, "model": MODEL_NAME, "step": step, "inputs": inputs, "governed": governed}
+            batch.update(config=str(config), model_endpoint=tool_parser.endpoint)
+            collected = collect(args.venv312, out, batch, step)
+            rows = collected["rows"]
+            for row in rows:
+                triplet = row["triplets"][-1] if row["triplets"] else None
+                row["sql"] = (
+                    extract_sql(tokenizer.decode(triplet["response_ids"], skip_special_tokens=True)) if triplet else ""
+                )
+                row["class"] = classify(row["sql"])
+                executed_log = Path(row["input"]["log_path"])  # what the harness ran, one JSON line per statement
+                lines = executed_log.read_text().splitlines() if executed_log.exists() else []
+                executed = [json.loads(line)["query"] for line in lines]
+                row["executed"] = executed
+                row["destructive_executed"] = sum(classify(q) == "destructive" for q in executed)
+                row["rewarded"] = row["final_reward"] is not None
+                if not row["rewarded"]:  # a failed rollout with no reward: 1.0's trainer fills reward_fillna_value
+                    row["final_reward"] = 0.0
+            samples = []
+            for task in chosen:
+                group = [r for r in rows if r["input"]["task_id"] == task.task_id and r["triplets"]]
+                advantages = group_advantages([r["final_reward"] for r in group], grpo.adv_std_floor)
+                for row, advantage in zip(group, advantages):
+                    samples.extend((t["prompt_ids"], t["response_ids"], advantage) for t in row["triplets"])
+            with server.lock:
+                update = grpo_update(policy, optimizer, samples, grpo)
+            n = len(rows)
+            record = {
+                "step": step,
+                "rollouts": n,
+                "rows": sum(len(r["triplets"]) for r in rows),
+                "blocked_at_gateway": sum(any(d["verdict"] == "blocked" for d in r["decisions"]) for r in rows) / n,
+                "destructive_executed": sum(r["destructive_executed"] for r in rows),
+                "without_reward": sum(not r["rewarded"] for r in rows),
+                "mean_governed_reward": statistics.fmean(r["final_reward"] for r in rows),
+                "collect_seconds": collected["seconds"],
+                "update": update,
+                "tasks": [t.task_id for t in chosen],
+                "load_average": os.getloadavg(),
+                "examples": [
+                    {k: r[k] for k in ("sql", "class", "final_reward", "decisions", "executed")} for r in rows
+                ],
+            }
+            record["attempted_destructive"] = rate(record, ATTEMPTED)
+            record["attempted_destructive_parsed"] = rate(record, ("destructive",))
+            record["unparseable"] = rate(record, ("unparseable", "destructive_unparsed"))
+            steps.append(record)
+            (out / "steps.json").write_text(json.dumps(steps, indent=1))  # progress, read while it runs
+            print(
+                f"{arm} step {step}: attempted destructive {record['attempted_destructive']:.2f} (parsed "
+                f"{record['attempted_destructive_parsed']:.2f}), unparseable {record['unparseable']:.2f}, blocked "
+                f"{record['blocked_at_gateway']:.2f}, destructive executed {record['destructive_executed']}, mean "
+                f"reward {record['mean_governed_reward']:.2f} ({n} rollouts, {record['rows']} rows, collect "
+                f"{collected['seconds']:.0f} s, update {update['seconds']:.0f} s)",
+                flush=True,
+            )
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            process.wait(timeout=30)
+        for handle in logs:
+            handle.close()
+        if tool_parser is not None:
+            tool_parser.stop()
+        if server is not None:
+            server.stop()
+    from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
+
+    audit = [open_flight_recorder(f).verify_integrity() for f in sorted((out / "audit").glob("gateway-*.db"))]
+    return {"steps": steps, "audit": audit, "warm_start": ws_record}
 
 
 def main(argv: List[str] | None = None) -> Dict[str, Any]:
@@ -292,6 +402,12 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "gateway")
     parser.add_argument("--venv312", type=Path, default=ROOT / ".venv312", help="the Agent Lightning 1.0 environment")
+    parser.add_argument(
+        "--arms",
+        default="governed,ungoverned",
+        help="comma-separated, in order: governed (agentos-gateway, the hooks' reward) and ungoverned (the control: "
+        "1.0's own agl-server, the agent's reward)",
+    )
     parser.add_argument("--steps", type=int, default=4, help="GRPO steps")
     parser.add_argument("--tasks-per-step", type=int, default=demo["tasks_per_step"], help="tasks per step")
     parser.add_argument("--group-size", type=int, default=demo["group_size"], help="rollouts per task (a group)")
@@ -311,14 +427,18 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
         "--no-warm-start", action="store_true", help="sample from SmolLM2 as shipped (it writes little valid SQL)"
     )
     parser.add_argument(
-        "--report", type=Path, help="print the per-step table and write the plot of a finished run's results.json"
+        "--report", type=Path, help="print the per-step tables and write the plot of a finished run's results.json"
     )
     args = parser.parse_args(argv)
     if args.report:
         results = json.loads(args.report.read_text())
-        print(step_table(results["steps"]))
-        plot(results["steps"], args.report.with_name("attempted_destructive.png"))
+        print(report(results))
+        plot(arms_of(results), args.report.with_name("attempted_destructive.png"))
         return results
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    unknown = sorted(set(arms) - {"governed", "ungoverned"})
+    if unknown or not arms:
+        raise SystemExit(f"--arms {args.arms!r}: the arms are 'governed' and 'ungoverned' (unknown: {unknown})")
     if args.quick:
         args.steps, args.tasks_per_step, args.group_size = 2, 2, 2
         args.sft_tasks, args.sft_epochs, args.sft_batch = 7, 2.0, 8
@@ -331,141 +451,35 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     load_start = os.getloadavg()
     args.out, args.venv312 = args.out.resolve(), args.venv312.resolve()  # the services run in args.out
     args.out.mkdir(parents=True, exist_ok=True)
-    # The 1.0 services first: a broken configuration shows before minutes of warm start.
-    url, config, processes, logs = start_services(args.out, args.venv312)
-    log(f"governed gateway and agl-controller up at {url} (load average {load_start})")
-    server = tool_parser = None
-    try:
-        import torch
-
-        from policy_model import PolicyModel
-        from policy_server import PolicyServer
-        from smollm import load_model, load_tokenizer
-
-        torch.set_num_threads(args.threads)
-        world = SQLWorld.create(args.out / "shop.db", 0, overwrite=True)
-        grpo = LLMRecipeConfig(
-            steps=args.steps,
-            tasks_per_step=args.tasks_per_step,
-            group_size=args.group_size,
-            learning_rate=args.learning_rate,
-            max_new_tokens=args.max_new_tokens,
-            threads=args.threads,
-            sft_tasks=args.sft_tasks,
-            sft_epochs=args.sft_epochs,
-            sft_batch=args.sft_batch,
-        )
-        if args.no_warm_start:
-            ws_record, base, tokenizer = {"skipped": True}, load_model(), load_tokenizer()
-        else:
-            ws = warm_start(world, grpo, args.warm_start_cache)
-            ws_record, base, tokenizer = ws.record, ws.model, ws.tokenizer
-        # The RL adapters exactly as the 0.3 LLM recipe adds them.
-        policy = PolicyModel(
-            base, tokenizer, lora_rank=grpo.lora_rank, lora_alpha=grpo.lora_alpha, precision=grpo.precision
-        )
-        log(f"policy ready ({policy.precision}); load average {os.getloadavg()}")
-        optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=grpo.learning_rate, weight_decay=0.0)
-        server = PolicyServer(policy, MODEL_NAME, max_new_tokens=grpo.max_new_tokens).start()
-        tool_parser = ToolCallParser(server.endpoint)
-        classify = sql_classifier()
-        steps = []
-        for step in range(args.steps):
-            log(f"step {step}: collecting {args.tasks_per_step} x {args.group_size} rollouts through the gateway")
-            chosen = step_tasks(world, step, args.tasks_per_step)
-            inputs = []
-            for task in chosen:
-                for sample in range(args.group_size):
-                    db = args.out / "dbs" / f"{step}-{task.task_id}-{sample}.db"
-                    db.parent.mkdir(exist_ok=True)
-                    shutil.copy(world.db_path, db)
-                    inputs.append(
-                        {
-                            "task_id": task.task_id,
-                            "question": task.question,
-                            "db_path": str(db),
-                            "log_path": str(db.with_suffix(".jsonl")),
-                            "reward": "executed",
-                            "max_turns": 1,
-                        }
-                    )
-            batch = {"url": url, "config": str(config), "model": MODEL_NAME, "step": step, "inputs": inputs}
-            batch["model_endpoint"] = tool_parser.endpoint
-            collected = collect(args.venv312, args.out, batch, step)
-            rows = collected["rows"]
-            for row in rows:
-                triplet = row["triplets"][-1] if row["triplets"] else None
-                row["sql"] = (
-                    extract_sql(tokenizer.decode(triplet["response_ids"], skip_special_tokens=True)) if triplet else ""
-                )
-                row["class"] = classify(row["sql"])
-                executed_log = Path(row["input"]["log_path"])  # what the harness ran, one JSON line per statement
-                lines = executed_log.read_text().splitlines() if executed_log.exists() else []
-                executed = [json.loads(line)["query"] for line in lines]
-                row["destructive_executed"] = sum(classify(q) == "destructive" for q in executed)
-            samples = []
-            for task in chosen:
-                group = [r for r in rows if r["input"]["task_id"] == task.task_id and r["triplets"]]
-                advantages = group_advantages([r["final_reward"] for r in group], grpo.adv_std_floor)
-                for row, advantage in zip(group, advantages):
-                    samples.extend((t["prompt_ids"], t["response_ids"], advantage) for t in row["triplets"])
-            with server.lock:
-                update = grpo_update(policy, optimizer, samples, grpo)
-            n = len(rows)
-            record = {
-                "step": step,
-                "rollouts": n,
-                "rows": sum(len(r["triplets"]) for r in rows),
-                "attempted_destructive": sum(r["class"] == "destructive" for r in rows) / n,
-                "unparseable": sum(r["class"] == "unparseable" for r in rows) / n,
-                "blocked_at_gateway": sum(any(d["verdict"] == "blocked" for d in r["decisions"]) for r in rows) / n,
-                "destructive_executed": sum(r["destructive_executed"] for r in rows),
-                "mean_governed_reward": statistics.fmean(r["final_reward"] for r in rows),
-                "collect_seconds": collected["seconds"],
-                "update": update,
-                "tasks": [t.task_id for t in chosen],
-                "load_average": os.getloadavg(),
-                "examples": [{k: r[k] for k in ("sql", "class", "final_reward", "decisions")} for r in rows],
-            }
-            steps.append(record)
-            (args.out / "steps.json").write_text(json.dumps(steps, indent=1))  # progress, read while it runs
-            print(
-                f"step {step}: attempted destructive {record['attempted_destructive']:.2f}, unparseable "
-                f"{record['unparseable']:.2f}, blocked {record['blocked_at_gateway']:.2f}, destructive executed "
-                f"{record['destructive_executed']}, mean reward {record['mean_governed_reward']:.1f} "
-                f"({n} rollouts, {record['rows']} rows, collect {collected['seconds']:.0f} s, "
-                f"update {update['seconds']:.0f} s)",
-                flush=True,
-            )
-    finally:
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=30)
-        for handle in logs:
-            handle.close()
-        if tool_parser is not None:
-            tool_parser.stop()
-        if server is not None:
-            server.stop()
-    from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
-
-    audit = [open_flight_recorder(f).verify_integrity() for f in sorted((args.out / "audit").glob("gateway-*.db"))]
-    results = {
+    log(f"arms {arms}; load average {load_start}")
+    world = SQLWorld.create(args.out / "shop.db", 0, overwrite=True)
+    grpo = LLMRecipeConfig(
+        steps=args.steps,
+        tasks_per_step=args.tasks_per_step,
+        group_size=args.group_size,
+        learning_rate=args.learning_rate,
+        max_new_tokens=args.max_new_tokens,
+        threads=args.threads,
+        sft_tasks=args.sft_tasks,
+        sft_epochs=args.sft_epochs,
+        sft_batch=args.sft_batch,
+    )
+    results: Dict[str, Any] = {
         "command": " ".join(["python contrib/recipes/agentos/train_sql_gateway.py", *(argv or sys.argv[1:])]),
         "world_version": WORLD_VERSION,
-        "warm_start": ws_record,
         "args": {k: str(v) for k, v in vars(args).items()},
-        "steps": steps,
-        "audit": audit,
-        "total_seconds": time.perf_counter() - started,
+        "arms": {},
         "load_average_start": load_start,
-        "load_average_end": os.getloadavg(),
     }
+    for arm in arms:
+        results["arms"][arm] = run_arm(arm, args, grpo, world)
+        (args.out / "results.json").write_text(json.dumps(results, indent=1))  # an arm's figures once it is done
+    results.update(total_seconds=time.perf_counter() - started, load_average_end=os.getloadavg())
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    print(step_table(steps), flush=True)  # the same table as --report prints
-    print(f"audit: {audit}; {results['total_seconds']:.0f} s in all", flush=True)
-    if steps:
-        plot(steps, args.out / "attempted_destructive.png")
+    print(report(results), flush=True)  # the same tables as --report prints
+    audits = {arm: record["audit"] for arm, record in results["arms"].items()}
+    print(f"audit: {audits}; {results['total_seconds']:.0f} s in all", flush=True)
+    plot(results["arms"], args.out / "attempted_destructive.png")
     return results
 
 
