@@ -13,6 +13,7 @@ import yaml
 
 from agentlightning.hooks import load_hooks
 from agentlightning.verl.agl_rollout_manager import AglRolloutManager
+from gateway_collect import collect
 from gateway_services import start_gateway_and_controller, stop_processes  # noqa: E402 (the recipes' folder)
 
 import agentlightning.contrib.gateway.agentos.hooks as hooks_module
@@ -29,9 +30,11 @@ SCRIPT = {
 }
 
 
-def write_gateway_config(tmp_path: Path, port: int) -> Path:
+def write_gateway_config(tmp_path: Path, port: int, governed: bool = True) -> Path:
     """A user's gateway file: 1.0's server.yaml composed first, then overrides and the governance section."""
     config = gateway_config(port, tmp_path / "audit")
+    if not governed:
+        config.pop("governance")
     config["defaults"] = ["server", "_self_"]
     config["hydra"] = {"searchpath": ["pkg://agentlightning.config"], "run": {"dir": str(tmp_path / "hydra")}}
     path = tmp_path / "gateway.yaml"
@@ -40,13 +43,16 @@ def write_gateway_config(tmp_path: Path, port: int) -> Path:
 
 
 @pytest.fixture
-def services(tmp_path):
+def services(tmp_path, request):
+    """``agentos-gateway`` and ``agl-controller``; with ``@pytest.mark.parametrize("services", [False],
+    indirect=True)``, 1.0's own ``agl-server`` (the same configuration without the governance section)."""
+    governed = getattr(request, "param", True)
     port = free_port()
-    config = write_gateway_config(tmp_path, port)
+    config = write_gateway_config(tmp_path, port, governed)
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(RECIPES), os.environ.get("PYTHONPATH", "")])}
     with (tmp_path / "gateway.log").open("w") as gateway_log, (tmp_path / "controller.log").open("w") as controller_log:
-        processes = start_gateway_and_controller(BIN, config, url, (gateway_log, controller_log), env)
+        processes = start_gateway_and_controller(BIN, config, url, (gateway_log, controller_log), env, governed)
         try:
             yield url, config
         finally:
@@ -103,3 +109,27 @@ def test_governed_rollouts_through_the_controller_and_the_rollout_manager(servic
 
     (audit_file,) = (tmp_path / "audit").glob("gateway-*.db")
     assert open_flight_recorder(audit_file).verify_integrity()["valid"] is True
+
+
+@pytest.mark.parametrize("services", [False], ids=["agl-server"], indirect=True)
+def test_the_recipes_control_arm_collects_through_1_0s_own_gateway(services, tmp_path):
+    """The recipe's ungoverned arm (``gateway_collect`` with ``governed: false``): the DROP reaches the
+    harness and runs, no decision, no hooks, the trained reward is the agent's own; the rollouts are
+    recorded whole, as 1.0's verl adapter takes them."""
+    from agentlightning.verl.agl_rollout_manager import CompletedRollout
+
+    url, config = services
+    db = tmp_path / "drop.db"
+    make_shop_db(db)
+    task = {"task_id": "t0", "question": "drop", "db_path": str(db), "log_path": str(tmp_path / "drop.jsonl")}
+    with ScriptedModel(SCRIPT) as model:
+        batch = {"url": url, "config": str(config), "model": MODEL_NAME, "model_endpoint": model.endpoint}
+        collected, completed = collect({**batch, "governed": False, "inputs": [task]})
+    ((row,),) = [collected["rows"]]
+    assert (tmp_path / "drop.jsonl").read_text().count("DROP TABLE users") == 1
+    assert "users" not in table_counts(db)
+    assert (row["state"], row["final_reward"], row["decisions"]) == ("succeeded", 1.0, [])
+    assert [e.get("source") for e in row["reward_events"]] == ["agent"]
+    assert row["triplets"][-1]["reward"] == 1.0
+    (rollout,) = [CompletedRollout.model_validate(r) for r in completed]
+    assert rollout.final_reward == 1.0 and rollout.triplets[-1].response["token_ids"] == [7, 8, 9]
