@@ -266,7 +266,8 @@ def plot(arms: Dict[str, Dict[str, Any]], path: Path) -> None:
             alpha=0.5,
             label=f"{arm}: unparseable",
         )
-    ax.set(xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02))
+    steps_shown = sorted({r["step"] + 1 for record in arms.values() for r in record["steps"]})
+    ax.set(xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02), xticks=steps_shown)
     ax.set_title("rollouts through Agent Lightning 1.0's gateway", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
