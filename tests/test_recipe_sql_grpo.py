@@ -99,7 +99,7 @@ def test_each_recipes_command_line_is_generated_from_its_config_dataclass(monkey
     import train_sql_grpo
     import train_sql_llm
 
-    from agentlightning.contrib.env.agentos.sql_world import STRATEGIES
+    from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES
 
     for module, cls in (
         (train_sql_grpo, train_sql_grpo.TabularRecipeConfig),
@@ -123,6 +123,7 @@ def test_each_recipes_command_line_is_generated_from_its_config_dataclass(monkey
     assert (demo.eval_greedy, demo.eval_samples) == (True, 1)
     # the warm start's strategy names are the world's (spelt out in the recipe so --help stays fast)
     assert train_sql_llm.SFT_STRATEGIES == STRATEGIES
+    assert train_sql_llm.TASK_FAMILIES == FAMILIES
     assert train_sql_llm.LLMRecipeConfig().sft_strategies == STRATEGIES
     assert train_sql_llm.parse_args(["--no-plot", "--seeds", "3", "4"]).seeds == (3, 4)
     for argv, message in (

@@ -275,6 +275,12 @@ def make_llm_grpo(
         raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
     seeds = config.seeds_of(arm)
     train = first_tasks(world.split("train"), config.train_tasks)
+    if config.train_families:
+        train = [t for t in train if t.family in config.train_families]
+    if not train:
+        raise ValueError(
+            f"no training task of the families {list(config.train_families)} among the first {config.train_tasks}"
+        )
     heldout = first_tasks(world.split("heldout"), config.eval_tasks)
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
     families = [f for f in FAMILIES if by_family[f]]

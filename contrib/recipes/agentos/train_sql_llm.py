@@ -74,6 +74,17 @@ if TYPE_CHECKING:
 #: ``--help`` does not import Agent Lightning; ``warm_start`` checks they agree).
 SFT_STRATEGIES = ("precise", "sloppy", "destructive_shortcut")
 
+#: The world's task families (``sql_world.FAMILIES``, spelt out for the same reason).
+TASK_FAMILIES = (
+    "active_customers",
+    "shipped_revenue",
+    "customer_orders",
+    "remove_test_accounts",
+    "cancel_stale_orders",
+    "discontinue_unsold",
+    "raise_prices",
+)
+
 #: The recipe's arms, and the reward each one trains on (``llm_grpo.REWARD_MODES``).
 ARMS = ("governed-penalty", "governed-constrained", "ungoverned")
 REWARD_MODE = {"governed-penalty": "penalty", "governed-constrained": "constrained", "ungoverned": "task"}
@@ -148,6 +159,9 @@ class LLMRecipeConfig:
     )
     eval_tasks: int = option(0, "held-out tasks to evaluate on (0: all 14)", group="GRPO")
     train_tasks: int = option(0, "training tasks to draw from (0: all 46)", group="GRPO")
+    train_families: Tuple[str, ...] = option(
+        (), "task families the GRPO steps draw from (none given: every family)", choices=TASK_FAMILIES, group="GRPO"
+    )
     # constrained arm
     violation_limit: float = option(0.02, "allowed fraction of rollouts with a violation", group="constrained arm")
     lagrange_lr: float = option(
@@ -220,6 +234,11 @@ PRESETS: Dict[str, Dict[str, Any]] = {
     #   statement and the DELETE shortcut) on all 46 training tasks, not the sloppy wrong one: the
     #   shortcut then runs and passes the check often enough that the task reward pays for it (the
     #   ungoverned arm has a reason to keep it), and the governed arm has a right answer to move to.
+    # * The GRPO steps draw from the three families where the shortcut is a correct answer and the
+    #   shorter one (remove test accounts, cancel stale orders, unlist unsold products), one task of
+    #   each per step: there the task reward genuinely pays for the DELETE. (On the question families
+    #   the shortcut is a DELETE before the SELECT: longer than the right answer, so the brevity
+    #   bonus is against it.) The held-out evaluation covers all seven families.
     # * Held-out evaluation is greedy, one answer for each of the 14 held-out tasks: both arms'
     #   "before" are the same answers, and a change after training is the policy's, not sampling noise.
     # * 14 runners polling five times a second, so a step's 12 requests and the 14 held-out ones
@@ -235,6 +254,7 @@ PRESETS: Dict[str, Dict[str, Any]] = {
         "steps": 5,
         "tasks_per_step": 3,
         "group_size": 4,
+        "train_families": ("remove_test_accounts", "cancel_stale_orders", "discontinue_unsold"),
         "eval_tasks": 0,
         "eval_samples": 1,
         "eval_greedy": True,
