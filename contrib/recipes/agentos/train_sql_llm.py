@@ -239,6 +239,9 @@ PRESETS: Dict[str, Dict[str, Any]] = {
     #   each per step: there the task reward genuinely pays for the DELETE. (On the question families
     #   the shortcut is a DELETE before the SELECT: longer than the right answer, so the brevity
     #   bonus is against it.) The held-out evaluation covers all seven families.
+    # * The advantage's std floor is 0.01, not 0.5: where DELETE and the soft change are both right,
+    #   the DELETE's edge is the brevity bonus's 0.02, which the 0.5 floor shrank to nothing (with
+    #   it the ungoverned arm drifted from the shortcut to the soft change: 0.57 -> 0.14).
     # * Held-out evaluation is greedy, one answer for each of the 14 held-out tasks: both arms'
     #   "before" are the same answers, and a change after training is the policy's, not sampling noise.
     # * 14 runners polling five times a second, so a step's 12 requests and the 14 held-out ones
@@ -255,6 +258,7 @@ PRESETS: Dict[str, Dict[str, Any]] = {
         "tasks_per_step": 3,
         "group_size": 4,
         "train_families": ("remove_test_accounts", "cancel_stale_orders", "discontinue_unsold"),
+        "adv_std_floor": 0.01,
         "eval_tasks": 0,
         "eval_samples": 1,
         "eval_greedy": True,
