@@ -99,6 +99,8 @@ def test_each_recipes_command_line_is_generated_from_its_config_dataclass(monkey
     import train_sql_grpo
     import train_sql_llm
 
+    from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES
+
     for module, cls in (
         (train_sql_grpo, train_sql_grpo.TabularRecipeConfig),
         (train_sql_llm, train_sql_llm.LLMRecipeConfig),
@@ -116,12 +118,21 @@ def test_each_recipes_command_line_is_generated_from_its_config_dataclass(monkey
     # settings that used to exist only inside the algorithm's own dataclass are settable
     config = train_sql_llm.parse_args(["--max-grad-norm", "0.5", "--lagrange-max", "20", "--rollout-timeout-s", "60"])
     assert (config.max_grad_norm, config.lagrange_max, config.rollout_timeout_s) == (0.5, 20.0, 60.0)
-    assert train_sql_llm.parse_args(["--preset", "demo"]).arms == ("governed-penalty", "ungoverned")
+    demo = train_sql_llm.parse_args(["--preset", "demo"])
+    assert demo.arms == ("governed-penalty", "ungoverned")
+    assert (demo.eval_greedy, demo.eval_samples) == (True, 1)
+    # the warm start's strategy names are the world's (spelt out in the recipe so --help stays fast)
+    assert train_sql_llm.SFT_STRATEGIES == STRATEGIES
+    assert train_sql_llm.TASK_FAMILIES == FAMILIES
+    assert train_sql_llm.LLMRecipeConfig().sft_strategies == STRATEGIES
     assert train_sql_llm.parse_args(["--no-plot", "--seeds", "3", "4"]).seeds == (3, 4)
     for argv, message in (
         (["--group-size", "1"], "--group-size must be >= 2"),
         (["--steps", "0"], "--steps must be >= 1"),
         (["--arms", "governed"], "invalid choice: 'governed'"),
+        (["--eval-greedy", "--eval-samples", "2"], "--eval-greedy gives one answer per held-out task"),
+        (["--sft-strategies", "precise", "precise"], "--sft-strategies needs distinct values"),
+        (["--sft-strategies", "correct"], "invalid choice: 'correct'"),
     ):
         with pytest.raises(SystemExit):
             train_sql_llm.parse_args(argv)

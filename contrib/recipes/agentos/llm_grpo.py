@@ -275,6 +275,12 @@ def make_llm_grpo(
         raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
     seeds = config.seeds_of(arm)
     train = first_tasks(world.split("train"), config.train_tasks)
+    if config.train_families:
+        train = [t for t in train if t.family in config.train_families]
+    if not train:
+        raise ValueError(
+            f"no training task of the families {list(config.train_families)} among the first {config.train_tasks}"
+        )
     heldout = first_tasks(world.split("heldout"), config.eval_tasks)
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
     families = [f for f in FAMILIES if by_family[f]]
@@ -370,16 +376,18 @@ def make_llm_grpo(
             ),
         }
 
-    async def publish(store: agl.LightningStore, server: Any, label: str) -> str:
+    async def publish(store: agl.LightningStore, server: Any, label: str, temperature: float) -> str:
         llm = agl.LLM(
             endpoint=server.endpoint,
             model=f"smollm2-135m-instruct@{arm}/{label}",
-            sampling_parameters={"temperature": config.temperature, "max_tokens": config.max_new_tokens},
+            sampling_parameters={"temperature": temperature, "max_tokens": config.max_new_tokens},
         )
         return (await store.add_resources({"main_llm": llm})).resources_id
 
     async def evaluate(store: agl.LightningStore, adapter: Any, server: Any, seed: int, label: str) -> Dict[str, Any]:
-        resources_id = await publish(store, server, f"seed{seed}/eval-{label}")
+        # temperature 0: greedy decoding (PolicyModel.generate)
+        eval_temperature = 0.0 if config.eval_greedy else config.temperature
+        resources_id = await publish(store, server, f"seed{seed}/eval-{label}", eval_temperature)
         server.reset_stats()
         t0 = time.perf_counter()
         ids, meta = [], []
@@ -430,7 +438,7 @@ def make_llm_grpo(
         updates: List[Dict[str, Any]] = []
         for step in range(config.steps):
             t0 = time.perf_counter()
-            resources_id = await publish(store, server, f"seed{seed}/step{step}")
+            resources_id = await publish(store, server, f"seed{seed}/step{step}", config.temperature)
             rng = random.Random(f"llm-grpo/{seed}/{step}")
             chosen = rng.sample(families, min(config.tasks_per_step, len(families)))
             metadata = lagrangian.rollout_metadata() if reward_mode == "constrained" else None

@@ -33,9 +33,9 @@ blocked calls at the gateway, destructive statements the harness executed (0 in 
 the mean trained reward. Each step's rollouts are also kept as 1.0 built them
 (``completed-rows-<step>.json``), for 1.0's verl adapter (``verl_adapter_rows.py``).
 
-The defaults are the 0.3 LLM recipe's ``--preset demo`` where the two overlap (its warm start,
-so the cached weights are shared; its per-step choice of tasks; 64-token answers; one torch
-thread), so the two lines' arms can be read side by side.
+The defaults are those of the recorded run (``docs/results_gateway.md``): a warm start on 21
+training tasks x 3 candidates (precise, sloppy, destructive shortcut), 1.5 epochs of 16; 3 tasks x 4
+samples per step; 64-token answers; one torch thread.
 
     .venv/bin/python -u contrib/recipes/agentos/train_sql_gateway.py --out runs/gateway_train
 """
@@ -412,13 +412,13 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     parser.add_argument("--steps", type=int, default=4, help="GRPO steps")
     parser.add_argument("--tasks-per-step", type=int, default=demo["tasks_per_step"], help="tasks per step")
     parser.add_argument("--group-size", type=int, default=demo["group_size"], help="rollouts per task (a group)")
-    parser.add_argument("--max-new-tokens", type=int, default=demo["max_new_tokens"], help="longest answer (tokens)")
+    parser.add_argument("--max-new-tokens", type=int, default=64, help="longest answer (tokens)")
     parser.add_argument("--learning-rate", type=float, default=5e-4, help="AdamW learning rate during RL")
     parser.add_argument("--threads", type=int, default=demo["threads"], help="torch threads (model and update)")
-    parser.add_argument(
-        "--sft-tasks", type=int, default=demo["sft_tasks"], help="warm start on the first N training tasks"
-    )
-    parser.add_argument("--sft-epochs", type=float, default=demo["sft_epochs"], help="warm-start epochs")
+    # The warm start and answer length of the recorded run, fixed here: the 0.3 demo preset they came
+    # from has changed since (it teaches the precise and shortcut answers of every training task).
+    parser.add_argument("--sft-tasks", type=int, default=21, help="warm start on the first N training tasks")
+    parser.add_argument("--sft-epochs", type=float, default=1.5, help="warm-start epochs")
     parser.add_argument("--sft-batch", type=int, default=demo["sft_batch"], help="warm-start examples per step")
     parser.add_argument("--warm-start-cache", type=Path, default=ROOT / "runs" / "llm" / "warm_start")
     parser.add_argument(

@@ -70,6 +70,21 @@ if TYPE_CHECKING:
 
     from agentlightning.contrib.env.agentos.sql_world import SQLWorld
 
+#: The candidate statements every task carries (``sql_world.STRATEGIES``, spelt out here so that
+#: ``--help`` does not import Agent Lightning; ``warm_start`` checks they agree).
+SFT_STRATEGIES = ("precise", "sloppy", "destructive_shortcut")
+
+#: The world's task families (``sql_world.FAMILIES``, spelt out for the same reason).
+TASK_FAMILIES = (
+    "active_customers",
+    "shipped_revenue",
+    "customer_orders",
+    "remove_test_accounts",
+    "cancel_stale_orders",
+    "discontinue_unsold",
+    "raise_prices",
+)
+
 #: The recipe's arms, and the reward each one trains on (``llm_grpo.REWARD_MODES``).
 ARMS = ("governed-penalty", "governed-constrained", "ungoverned")
 REWARD_MODE = {"governed-penalty": "penalty", "governed-constrained": "constrained", "ungoverned": "task"}
@@ -136,8 +151,17 @@ class LLMRecipeConfig:
     lora_rank: int = option(16, "LoRA rank of the RL adapters", group="GRPO")
     lora_alpha: float = option(32.0, "LoRA alpha of the RL adapters", group="GRPO")
     eval_samples: int = option(2, "samples per held-out task, before and after training", group="GRPO")
+    eval_greedy: bool = option(
+        False,
+        "held-out answers by greedy decoding (one per task, needs --eval-samples 1): deterministic, so every arm's "
+        "'before' is the same answers and a change after training is the policy's, not sampling noise",
+        group="GRPO",
+    )
     eval_tasks: int = option(0, "held-out tasks to evaluate on (0: all 14)", group="GRPO")
     train_tasks: int = option(0, "training tasks to draw from (0: all 46)", group="GRPO")
+    train_families: Tuple[str, ...] = option(
+        (), "task families the GRPO steps draw from (none given: every family)", choices=TASK_FAMILIES, group="GRPO"
+    )
     # constrained arm
     violation_limit: float = option(0.02, "allowed fraction of rollouts with a violation", group="constrained arm")
     lagrange_lr: float = option(
@@ -150,6 +174,13 @@ class LLMRecipeConfig:
     sft_batch: int = option(16, "sequences per warm-start step", group="warm start")
     sft_learning_rate: float = option(1e-3, "AdamW learning rate of the warm-start LoRA", group="warm start")
     sft_tasks: int = option(0, "training tasks in the warm-start data (0: all 46)", group="warm start")
+    sft_strategies: Tuple[str, ...] = option(
+        SFT_STRATEGIES,
+        "which candidate statements of each task the warm-start data holds (precise: correct; sloppy: plausible "
+        "but wrong; destructive_shortcut: the DELETE)",
+        choices=SFT_STRATEGIES,
+        group="warm start",
+    )
     sft_lora_rank: int = option(
         16, "LoRA rank of the warm start (merged into the weights afterwards)", group="warm start"
     )
@@ -180,6 +211,13 @@ class LLMRecipeConfig:
             raise ValueError("--arms, --seeds and --constrained-seeds need at least one value each")
         if self.sft_epochs <= 0:
             raise ValueError(f"--sft-epochs must be > 0, got {self.sft_epochs}")
+        if self.eval_greedy and self.eval_samples != 1:
+            raise ValueError(
+                f"--eval-greedy gives one answer per held-out task (greedy decoding is deterministic): "
+                f"set --eval-samples 1, got {self.eval_samples}"
+            )
+        if not self.sft_strategies or len(set(self.sft_strategies)) != len(self.sft_strategies):
+            raise ValueError(f"--sft-strategies needs distinct values, at least one, got {self.sft_strategies}")
         if not self.runner_poll_s > 0:
             raise ValueError(f"--runner-poll-s must be > 0, got {self.runner_poll_s}")
 
@@ -191,25 +229,43 @@ class LLMRecipeConfig:
 #: Named sets of settings (``--preset NAME``; options given beside it override them).
 PRESETS: Dict[str, Dict[str, Any]] = {
     # Meant to be the README's first command: the real model, governed vs ungoverned, one seed,
-    # building its own warm start, in about 10 minutes on 2 cores without bfloat16 (fp32). One torch
-    # thread, six runners that poll the store twice a second, and a short warm start at a higher
-    # learning rate that still teaches the schema (the shortcut only pays when its DELETE is right).
-    # Its run (docs/results_demo.md) took 19.4 CPU minutes: generating the answers is the cost left.
+    # building its own warm start, in about 10 minutes on 2 cores without bfloat16 (fp32).
+    # * The warm start teaches the schema and the two answer styles that are right (the precise
+    #   statement and the DELETE shortcut) on all 46 training tasks, not the sloppy wrong one: the
+    #   shortcut then runs and passes the check often enough that the task reward pays for it (the
+    #   ungoverned arm has a reason to keep it), and the governed arm has a right answer to move to.
+    # * The GRPO steps draw from the three families where the shortcut is a correct answer and the
+    #   shorter one (remove test accounts, cancel stale orders, unlist unsold products), one task of
+    #   each per step: there the task reward genuinely pays for the DELETE. (On the question families
+    #   the shortcut is a DELETE before the SELECT: longer than the right answer, so the brevity
+    #   bonus is against it.) The held-out evaluation covers all seven families.
+    # * The advantage's std floor is 0.01, not 0.5: where DELETE and the soft change are both right,
+    #   the DELETE's edge is the brevity bonus's 0.02, which the 0.5 floor shrank to nothing (with
+    #   it the ungoverned arm drifted from the shortcut to the soft change: 0.57 -> 0.14).
+    # * Held-out evaluation is greedy, one answer for each of the 14 held-out tasks: both arms'
+    #   "before" are the same answers, and a change after training is the policy's, not sampling noise.
+    # * 14 runners polling five times a second, so a step's 12 requests and the 14 held-out ones
+    #   are generated in one batch each (decoding costs about the same for 1 answer or 14 on a CPU).
+    # * One torch thread: on a shared 2-core machine two threads collapse when the other core is busy.
     "demo": {
         "arms": ("governed-penalty", "ungoverned"),
         "seeds": (0,),
         "out": Path("runs/llm_demo"),
-        "threads": 1,  # one torch thread: on a shared 2-core machine two threads collapse when the other core is busy
-        "runners": 6,
-        "runner_poll_s": 0.5,
+        "threads": 1,
+        "runners": 14,
+        "runner_poll_s": 0.2,
         "steps": 5,
         "tasks_per_step": 3,
         "group_size": 4,
-        "eval_tasks": 7,
-        "eval_samples": 3,
+        "train_families": ("remove_test_accounts", "cancel_stale_orders", "discontinue_unsold"),
+        "adv_std_floor": 0.01,
+        "eval_tasks": 0,
+        "eval_samples": 1,
+        "eval_greedy": True,
         "max_new_tokens": 96,
-        "sft_tasks": 21,
-        "sft_epochs": 2.5,
+        "sft_tasks": 0,
+        "sft_strategies": ("precise", "destructive_shortcut"),
+        "sft_epochs": 1.75,
         "sft_batch": 16,
         "sft_learning_rate": 2e-3,
     },

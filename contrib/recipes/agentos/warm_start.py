@@ -27,7 +27,7 @@ import json
 import random
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
 
 from common import first_tasks, log, progress_bar
 from precision import resolve_precision
@@ -57,17 +57,24 @@ def settings(config: "LLMRecipeConfig") -> Dict[str, Any]:
     return {**{name: getattr(config, name) for name in SETTINGS}, "precision": resolve_precision(config.precision)}
 
 
-def warm_start_examples(world: SQLWorld, max_tasks: int = 0) -> List[Tuple[str, str, str]]:
-    """``(task_id, strategy, sql)`` for every candidate of every training task (the SFT data)."""
+def warm_start_examples(
+    world: SQLWorld, max_tasks: int = 0, strategies: Sequence[str] = STRATEGIES
+) -> List[Tuple[str, str, str]]:
+    """``(task_id, strategy, sql)`` for each of ``strategies``' candidates of every training task (the SFT data)."""
+    unknown = sorted(set(strategies) - set(STRATEGIES))
+    if unknown:
+        raise ValueError(f"unknown warm-start strategies {unknown}; the world's are {list(STRATEGIES)}")
     tasks = first_tasks(world.split("train"), max_tasks)
-    return [(t.task_id, s, t.candidates[s]) for t in tasks for s in STRATEGIES]
+    return [(t.task_id, s, t.candidates[s]) for t in tasks for s in STRATEGIES if s in strategies]
 
 
 def cache_key(world: SQLWorld, config: "LLMRecipeConfig") -> str:
     """A short hash of the SFT data and hyperparameters (the cache file's name)."""
     payload = json.dumps(
         {
-            "world": [WORLD_VERSION, world.seed, warm_start_examples(world, config.sft_tasks)],
+            # the examples name their strategies, so --sft-strategies changes the key through them (and
+            # the default's key is the one it had before the option existed)
+            "world": [WORLD_VERSION, world.seed, warm_start_examples(world, config.sft_tasks, config.sft_strategies)],
             "questions": [t.question for t in world.split("train")],
             "prompt": llm_messages("", "compact"),
             "config": settings(config),
@@ -127,7 +134,7 @@ def warm_start(
         seed=config.world_seed,
         precision=config.precision,
     )
-    examples = warm_start_examples(world, config.sft_tasks)
+    examples = warm_start_examples(world, config.sft_tasks, config.sft_strategies)
     data = []
     for task_id, _, sql in examples:
         prompt = prompt_ids(tokenizer, llm_messages(world.task(task_id).question, "compact"))
@@ -139,8 +146,9 @@ def warm_start(
     order: List[int] = []
     losses: List[float] = []
     progress(
-        f"warm start: {len(data)} examples ({len(data) // len(STRATEGIES)} training tasks x "
-        f"{len(STRATEGIES)} candidates), {steps} steps of {config.sft_batch}, {policy.precision}"
+        f"warm start: {len(data)} examples ({len(data) // len(config.sft_strategies)} training tasks x "
+        f"{len(config.sft_strategies)} candidates: {', '.join(config.sft_strategies)}), "
+        f"{steps} steps of {config.sft_batch}, {policy.precision}"
     )
     bar = progress_bar(steps, "warm start", unit="step")
     for step in range(steps):
@@ -180,7 +188,7 @@ def warm_start(
         "config": settings(config),
         "examples": len(data),
         "training_tasks": sorted({t for t, _, _ in examples}),
-        "strategies": list(STRATEGIES),
+        "strategies": [s for s in STRATEGIES if s in config.sft_strategies],
         "steps": steps,
         "losses": losses,
         "loss_first": losses[0],
