@@ -10,6 +10,20 @@ os.environ.setdefault("AGENTOPS_LOG_LEVEL", "ERROR")
 # collecting the recipes' doctests leaves the environment as it is.
 os.environ["HF_HUB_OFFLINE"] = "1"
 
+# The property tests' size (tests/test_adversarial_sql.py): the "full" profile (200 generated
+# scripts per property) in every run unless told otherwise, so plain `pytest` and .ci/run check
+# all of them; the "quick" one (25 each, the same derandomized start) for the day-to-day run,
+# chosen with hypothesis's own option: `pytest -m "not e2e" --hypothesis-profile=quick`.
+# The Agent Lightning 1.0 environment has no hypothesis (it runs no property test).
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - the 1.0 environment
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("full", max_examples=200)
+    _hypothesis_settings.register_profile("quick", max_examples=25)
+    _hypothesis_settings.load_profile("full")
+
 # One environment holds one Agent Lightning line (both are the distribution `agentlightning`).
 # The 1.0 gateway room and tests/lightning1 need 1.0 (Python >= 3.12); the 0.3 rooms, their tests
 # and the 0.3 modules of the kernel need 0.3. What this environment cannot import is left out of

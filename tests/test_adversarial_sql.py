@@ -455,8 +455,10 @@ def safe_script(draw: Any) -> str:
     return draw(script(draw(st.lists(safe_statement(), min_size=1, max_size=4))))
 
 
+# max_examples comes from the loaded hypothesis profile (conftest.py): 200 in a plain run, 25 with
+# --hypothesis-profile=quick (the day-to-day run).
 PROPERTY_SETTINGS = settings(
-    max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+    deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 

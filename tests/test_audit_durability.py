@@ -10,11 +10,11 @@ read-only remount, the file deleted, replaced or cut under the running kernel, a
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import List, Tuple
@@ -264,6 +264,27 @@ def test_cutting_the_file_mid_run_is_detected_and_blocks(tmp_path, cut):
     kernel.close()
 
 
+def _open_in_another_process(path: Path) -> str:
+    """What opening a kernel on ``path`` gives in a separate (forked) process: the error's type and message."""
+
+    def open_kernel(conn) -> None:
+        try:
+            GovernanceKernel([SQLPolicy()], recorder=path).close()
+            conn.send("opened")
+        except Exception as err:
+            conn.send(f"{type(err).__name__} {err}")
+
+    receiver, sender = multiprocessing.get_context("fork").Pipe(duplex=False)
+    child = multiprocessing.get_context("fork").Process(target=open_kernel, args=(sender,))
+    child.start()
+    try:
+        assert receiver.poll(60), "the other process said nothing within 60 s"
+        return receiver.recv()
+    finally:
+        child.join(timeout=60)
+        assert child.exitcode == 0, child.exitcode
+
+
 def test_a_second_writer_is_refused_with_the_file_and_the_fix(tmp_path):
     path = tmp_path / "audit.db"
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
@@ -271,17 +292,10 @@ def test_a_second_writer_is_refused_with_the_file_and_the_fix(tmp_path):
     with pytest.raises(AuditWriterConflict, match="already being written by another kernel or process") as err:
         GovernanceKernel([SQLPolicy()], recorder=path)
     assert str(path) in str(err.value) and "its own file" in str(err.value)
-    code = (
-        "import sys\n"
-        "from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy\n"
-        "try:\n"
-        "    GovernanceKernel([SQLPolicy()], recorder=sys.argv[1])\n"
-        "except Exception as err:\n"
-        "    print(type(err).__name__, err)\n"
-    )
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=120)
-    assert done.stdout.startswith("AuditWriterConflict") and str(path) in done.stdout, done.stdout + done.stderr
+    # Another process: forked, so it has the plugin imported already (a fresh interpreter spends
+    # seconds importing agentlightning); the lock it meets is the file's flock, held by this one.
+    in_other_process = _open_in_another_process(path)
+    assert in_other_process.startswith("AuditWriterConflict") and str(path) in in_other_process, in_other_process
     kernel.close()
     reopened = GovernanceKernel([SQLPolicy()], recorder=path)  # released on close
     assert reopened.check(Action.sql("SELECT 2")).allowed

@@ -404,6 +404,7 @@ def test_discrete_wrapper_maps_strategies(world):
 
 
 # ----------------------------------------------------------------------------- the example
+@pytest.mark.e2e  # the example's whole training run (300 rollouts through the store), as the recipes' tests
 def test_training_example_lowers_the_violation_rate(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location(
         "train_governed_sql_env", ROOT / "examples" / "train_governed_sql_env.py"

@@ -19,6 +19,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+# A fresh interpreter importing agentlightning and the plugin: seconds to tens of seconds, so it
+# is end to end; `pytest -m "not e2e"` leaves it out.
+pytestmark = pytest.mark.e2e
+
 CODE = """\
 import atexit, gc, json, logging, os
 import agentlightning, agentlightning.runner, agentlightning.store.memory, agentlightning.emitter
