@@ -64,6 +64,10 @@ Columns:
 * ``ms/rollout`` -- 1000 / median rollouts/s; ``+ms vs plain`` -- its difference to the plain
   runner: the absolute cost of governance per rollout of this agent.
 * ``step p50 ms`` -- the median duration of a single ``step`` over all rounds.
+* ``CPU ms/rollout`` -- the process's CPU time (``time.process_time``: every thread, so the
+  span processor's and the audit writer's too) per rollout, median over rounds; less exposed to
+  other processes on a shared machine than wall clock. ``+CPU ms/check`` -- its difference to the
+  plain runner's, divided by the governed calls per rollout: governance's CPU per governed call.
 * ``checks``, ``blocked``, ``spans/rollout`` -- kernel checks and blocked calls in the counted
   rounds, and the spans the store holds per rollout (governance adds one annotation span per
   check and one per violation).
@@ -284,6 +288,7 @@ class Arm:
     governed: bool
     kernel: Optional[GovernanceKernel] = None
     rollouts_per_s: List[float] = field(default_factory=list)  # one per counted round
+    cpu_ms_per_rollout: List[float] = field(default_factory=list)  # process CPU time, one per counted round
     step_ms: List[float] = field(default_factory=list)  # every counted step
     rollout_ids: List[str] = field(default_factory=list)  # counted rollouts
     failed: int = 0
@@ -294,6 +299,7 @@ class Arm:
         steps: List[float] = []
         ids: List[str] = []
         failed = 0
+        cpu_started = time.process_time()
         batch_started = clock()
         for pair in tasks:
             started = clock()
@@ -302,8 +308,10 @@ class Arm:
             ids.append(rollout.rollout_id)
             failed += rollout.status != "succeeded"
         elapsed = clock() - batch_started
+        cpu = time.process_time() - cpu_started
         if counted:
             self.rollouts_per_s.append(len(tasks) / elapsed)
+            self.cpu_ms_per_rollout.append(cpu / len(tasks) * 1e3)
             self.step_ms.extend(s * 1e3 for s in steps)
             self.rollout_ids.extend(ids)
             self.failed += failed
@@ -423,6 +431,7 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
     """Print the figures; return them as a JSON-able dict."""
     plain = results.arms[0]
     plain_median = statistics.median(plain.rollouts_per_s)
+    plain_cpu = statistics.median(plain.cpu_ms_per_rollout)
     rows = []
     for arm in results.arms:
         median = statistics.median(arm.rollouts_per_s)
@@ -443,6 +452,14 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
                 "ms_per_rollout": 1e3 / median,
                 "extra_ms_vs_plain": 1e3 / median - 1e3 / plain_median,
                 "step_p50_ms": statistics.median(arm.step_ms),
+                "cpu_ms_per_rollout": statistics.median(arm.cpu_ms_per_rollout),
+                "cpu_ms_per_rollout_by_round": arm.cpu_ms_per_rollout,
+                # Governance's CPU per governed call: the arm's extra CPU per rollout over the
+                # plain runner's, divided by the governed calls per rollout.
+                "extra_cpu_ms_per_check": (statistics.median(arm.cpu_ms_per_rollout) - plain_cpu)
+                / (results.checks[arm.label] / len(arm.rollout_ids))
+                if results.checks[arm.label]
+                else None,
                 "checks": results.checks[arm.label],
                 "blocked": results.blocked[arm.label],
                 "spans_per_rollout": results.spans_per_rollout[arm.label],
@@ -472,6 +489,8 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
             "ms/rollout",
             "+ms vs plain",
             "step p50 ms",
+            "CPU ms/rollout",
+            "+CPU ms/check",
             "checks",
             "blocked",
             "spans/rollout",
@@ -486,6 +505,8 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
                 f"{row['ms_per_rollout']:.2f}",
                 "-" if row is rows[0] else f"{row['extra_ms_vs_plain']:+.2f}",
                 f"{row['step_p50_ms']:.2f}",
+                f"{row['cpu_ms_per_rollout']:.2f}",
+                "-" if row["extra_cpu_ms_per_check"] is None else f"{row['extra_cpu_ms_per_check']:+.3f}",
                 row["checks"] if row is not rows[0] else "-",
                 row["blocked"] if row is not rows[0] else "-",
                 f"{row['spans_per_rollout']:.1f}",
