@@ -20,11 +20,12 @@ import pytest
 
 import agentlightning as agl
 from agentlightning.algorithm import algo
-from agentlightning.emitter import find_final_reward
+from agentlightning.emitter import find_final_reward, is_reward_span
 from agentlightning.store.client_server import LightningStoreClient
 from agentlightning.store.memory import InMemoryLightningStore
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+from agentlightning.contrib.kernel.agentos.spans import is_check_span
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
 
@@ -204,9 +205,10 @@ def test_a_returned_reward_is_stored_once_after_the_checks_before_the_status_is_
     assert all(store.at_final[i]["summary"] for i in ids)
     assert [store.at_final[i]["reward"] for i in ids] == [0.25, 0.5, 0.75, 1.0]
     for rollout_id in ids:
-        names = [span.name for span in sorted(spans[rollout_id], key=lambda span: span.sequence_id)]
-        rewards = [i for i, name in enumerate(names) if name == "agentlightning.reward"]
-        checks = [i for i, name in enumerate(names) if name.startswith("agentos.check")]
+        ordered = sorted(spans[rollout_id], key=lambda span: span.sequence_id)
+        names = [span.name for span in ordered]
+        rewards = [i for i, span in enumerate(ordered) if is_reward_span(span)]
+        checks = [i for i, span in enumerate(ordered) if is_check_span(span)]
         assert len(rewards) == 1 and len(checks) == 2, names
         assert rewards[0] > max(checks), names
 

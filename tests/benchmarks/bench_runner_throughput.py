@@ -22,7 +22,8 @@ client and span processor, as runners in one process do):
   "TRUNCATE"], dialect="sqlite")]), log_violations=False)``; the tool is the same function
   wrapped with ``governed_tool("database_query", fn)``. Every call is checked by the kernel and
   becomes an annotation span of the rollout (a check with a violation at once, through the
-  tracer; clean checks together with the rollout's last span, in one store call); the runner
+  tracer; clean checks together with the reward the agent returned, in the one store call the
+  plain runner makes for that reward alone); the runner
   writes a governance summary to the attempt's metadata and returns a ``GovernedRollout``.
 * ``AgentOSRunner + audit`` -- the same, with ``recorder=<tmpdir>/audit.db``: every decision is
   also written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 hash chain) by the audit
@@ -76,12 +77,13 @@ What governance adds to a rollout, per governed call: the kernel's check (mostly
 a query it has not seen before), building the check's span, and queueing the audit record if
 there is a recorder; per violation: its spans' trip through the tracer's span processor (each
 span there is one synchronous store write on the processor's own event-loop thread) and the
-audit write the check waits for; per rollout: one store call for the clean checks' spans, the
-governance summary written to the attempt's metadata and the ``GovernedRollout`` built by
-``step``. With 2-3 cheap queries per rollout these are of the same order as the plain runner's
-own per-rollout cost (trace context, reward span, store updates), so with ``--model-ms 0`` the
-ratio is a near-worst case; ``--model-ms`` adds the model's time to every arm alike and shows the
-ratio an LLM agent would see (the absolute ``+ms`` stays the same).
+audit write the check waits for; per rollout: the governance summary written to the attempt's
+metadata (the one store call the plain runner does not make), building the held-back spans and
+the ``GovernedRollout`` built by ``step``. With 2-3 cheap queries per rollout these are of the
+same order as the plain runner's own per-rollout cost (trace context, reward span, store
+updates), so with ``--model-ms 0`` the ratio is a near-worst case; ``--model-ms`` adds the model's
+time to every arm alike and shows the ratio an LLM agent would see (the absolute ``+ms`` stays the
+same).
 
 Below the table: whether every rollout succeeded, the database was left intact, and (audit arm)
 the FlightRecorder's record count and hash-chain check. Logging of agentlightning is set to ERROR
