@@ -20,11 +20,12 @@ import pytest
 
 import agentlightning as agl
 from agentlightning.algorithm import algo
-from agentlightning.emitter import find_final_reward
+from agentlightning.emitter import find_final_reward, is_reward_span
 from agentlightning.store.client_server import LightningStoreClient
 from agentlightning.store.memory import InMemoryLightningStore
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
+from agentlightning.contrib.kernel.agentos.spans import is_check_span
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
 
@@ -165,6 +166,51 @@ def test_summary_and_reward_are_stored_before_the_status_is_final(shop_db):
     assert [v["status"] for v in store.at_final.values()].count("failed") == 2
     assert all(v["summary"] for v in store.at_final.values()), store.at_final
     assert sorted(v["reward"] for v in store.at_final.values()) == [-100.0, -99.0, -99.0, 5.0, 6.0, 6.0]
+
+
+def test_a_returned_reward_is_stored_once_after_the_checks_before_the_status_is_final(shop_db):
+    """Without a reward_fn the reward the agent returns is written by the runner in its one store
+    call with the held-back check spans: at the moment the status is final the store has exactly
+    one reward span, the agent's, after every check span, and it is the final reward."""
+
+    class Returning(agl.LitAgent):
+        def rollout(self, task, resources, rollout):
+            run = governed_tool("database_query", execute_query)
+            for sql in task["queries"]:
+                try:
+                    run(sql, db=task["db"])
+                except ActionBlockedError:
+                    pass
+            return task["reward"]
+
+    async def scenario():
+        store = StatusOrderStore()
+        await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+        runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False, poll_interval=0.05, max_rollouts=2)
+        runner.init(Returning())
+        runner.init_worker(0, store)
+        tasks = [
+            {"db": str(shop_db), "queries": ["SELECT 1", "SELECT 2"], "reward": 0.25},
+            {"db": str(shop_db), "queries": ["SELECT 1", "DROP TABLE users"], "reward": 0.5},
+        ]
+        ids = [(await runner.step(tasks[0])).rollout_id, (await runner.step(tasks[1])).rollout_id]
+        for task in ({**tasks[0], "reward": 0.75}, {**tasks[1], "reward": 1.0}):
+            ids.append((await store.enqueue_rollout(input=task, mode="train")).rollout_id)
+        await runner.iter()
+        spans = {rollout_id: await store.query_spans(rollout_id, "latest") for rollout_id in ids}
+        return store, ids, spans
+
+    store, ids, spans = asyncio.run(scenario())
+    assert [store.at_final[i]["status"] for i in ids] == ["succeeded"] * 4
+    assert all(store.at_final[i]["summary"] for i in ids)
+    assert [store.at_final[i]["reward"] for i in ids] == [0.25, 0.5, 0.75, 1.0]
+    for rollout_id in ids:
+        ordered = sorted(spans[rollout_id], key=lambda span: span.sequence_id)
+        names = [span.name for span in ordered]
+        rewards = [i for i, span in enumerate(ordered) if is_reward_span(span)]
+        checks = [i for i, span in enumerate(ordered) if is_check_span(span)]
+        assert len(rewards) == 1 and len(checks) == 2, names
+        assert rewards[0] > max(checks), names
 
 
 N_TRAINER_ROLLOUTS = 60

@@ -22,7 +22,8 @@ client and span processor, as runners in one process do):
   "TRUNCATE"], dialect="sqlite")]), log_violations=False)``; the tool is the same function
   wrapped with ``governed_tool("database_query", fn)``. Every call is checked by the kernel and
   becomes an annotation span of the rollout (a check with a violation at once, through the
-  tracer; clean checks together with the rollout's last span, in one store call); the runner
+  tracer; clean checks together with the reward the agent returned, in the one store call the
+  plain runner makes for that reward alone); the runner
   writes a governance summary to the attempt's metadata and returns a ``GovernedRollout``.
 * ``AgentOSRunner + audit`` -- the same, with ``recorder=<tmpdir>/audit.db``: every decision is
   also written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 hash chain) by the audit
@@ -64,6 +65,10 @@ Columns:
 * ``ms/rollout`` -- 1000 / median rollouts/s; ``+ms vs plain`` -- its difference to the plain
   runner: the absolute cost of governance per rollout of this agent.
 * ``step p50 ms`` -- the median duration of a single ``step`` over all rounds.
+* ``CPU ms/rollout`` -- the process's CPU time (``time.process_time``: every thread, so the
+  span processor's and the audit writer's too) per rollout, median over rounds; less exposed to
+  other processes on a shared machine than wall clock. ``+CPU ms/check`` -- its difference to the
+  plain runner's, divided by the governed calls per rollout: governance's CPU per governed call.
 * ``checks``, ``blocked``, ``spans/rollout`` -- kernel checks and blocked calls in the counted
   rounds, and the spans the store holds per rollout (governance adds one annotation span per
   check and one per violation).
@@ -72,12 +77,13 @@ What governance adds to a rollout, per governed call: the kernel's check (mostly
 a query it has not seen before), building the check's span, and queueing the audit record if
 there is a recorder; per violation: its spans' trip through the tracer's span processor (each
 span there is one synchronous store write on the processor's own event-loop thread) and the
-audit write the check waits for; per rollout: one store call for the clean checks' spans, the
-governance summary written to the attempt's metadata and the ``GovernedRollout`` built by
-``step``. With 2-3 cheap queries per rollout these are of the same order as the plain runner's
-own per-rollout cost (trace context, reward span, store updates), so with ``--model-ms 0`` the
-ratio is a near-worst case; ``--model-ms`` adds the model's time to every arm alike and shows the
-ratio an LLM agent would see (the absolute ``+ms`` stays the same).
+audit write the check waits for; per rollout: the governance summary written to the attempt's
+metadata (the one store call the plain runner does not make), building the held-back spans and
+the ``GovernedRollout`` built by ``step``. With 2-3 cheap queries per rollout these are of the
+same order as the plain runner's own per-rollout cost (trace context, reward span, store
+updates), so with ``--model-ms 0`` the ratio is a near-worst case; ``--model-ms`` adds the model's
+time to every arm alike and shows the ratio an LLM agent would see (the absolute ``+ms`` stays the
+same).
 
 Below the table: whether every rollout succeeded, the database was left intact, and (audit arm)
 the FlightRecorder's record count and hash-chain check. Logging of agentlightning is set to ERROR
@@ -284,6 +290,7 @@ class Arm:
     governed: bool
     kernel: Optional[GovernanceKernel] = None
     rollouts_per_s: List[float] = field(default_factory=list)  # one per counted round
+    cpu_ms_per_rollout: List[float] = field(default_factory=list)  # process CPU time, one per counted round
     step_ms: List[float] = field(default_factory=list)  # every counted step
     rollout_ids: List[str] = field(default_factory=list)  # counted rollouts
     failed: int = 0
@@ -294,6 +301,7 @@ class Arm:
         steps: List[float] = []
         ids: List[str] = []
         failed = 0
+        cpu_started = time.process_time()
         batch_started = clock()
         for pair in tasks:
             started = clock()
@@ -302,8 +310,10 @@ class Arm:
             ids.append(rollout.rollout_id)
             failed += rollout.status != "succeeded"
         elapsed = clock() - batch_started
+        cpu = time.process_time() - cpu_started
         if counted:
             self.rollouts_per_s.append(len(tasks) / elapsed)
+            self.cpu_ms_per_rollout.append(cpu / len(tasks) * 1e3)
             self.step_ms.extend(s * 1e3 for s in steps)
             self.rollout_ids.extend(ids)
             self.failed += failed
@@ -423,6 +433,7 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
     """Print the figures; return them as a JSON-able dict."""
     plain = results.arms[0]
     plain_median = statistics.median(plain.rollouts_per_s)
+    plain_cpu = statistics.median(plain.cpu_ms_per_rollout)
     rows = []
     for arm in results.arms:
         median = statistics.median(arm.rollouts_per_s)
@@ -443,6 +454,14 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
                 "ms_per_rollout": 1e3 / median,
                 "extra_ms_vs_plain": 1e3 / median - 1e3 / plain_median,
                 "step_p50_ms": statistics.median(arm.step_ms),
+                "cpu_ms_per_rollout": statistics.median(arm.cpu_ms_per_rollout),
+                "cpu_ms_per_rollout_by_round": arm.cpu_ms_per_rollout,
+                # Governance's CPU per governed call: the arm's extra CPU per rollout over the
+                # plain runner's, divided by the governed calls per rollout.
+                "extra_cpu_ms_per_check": (statistics.median(arm.cpu_ms_per_rollout) - plain_cpu)
+                / (results.checks[arm.label] / len(arm.rollout_ids))
+                if results.checks[arm.label]
+                else None,
                 "checks": results.checks[arm.label],
                 "blocked": results.blocked[arm.label],
                 "spans_per_rollout": results.spans_per_rollout[arm.label],
@@ -472,6 +491,8 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
             "ms/rollout",
             "+ms vs plain",
             "step p50 ms",
+            "CPU ms/rollout",
+            "+CPU ms/check",
             "checks",
             "blocked",
             "spans/rollout",
@@ -486,6 +507,8 @@ def report(results: Results, header: str, env: Dict[str, Any]) -> Dict[str, Any]
                 f"{row['ms_per_rollout']:.2f}",
                 "-" if row is rows[0] else f"{row['extra_ms_vs_plain']:+.2f}",
                 f"{row['step_p50_ms']:.2f}",
+                f"{row['cpu_ms_per_rollout']:.2f}",
+                "-" if row["extra_cpu_ms_per_check"] is None else f"{row['extra_cpu_ms_per_check']:+.3f}",
                 row["checks"] if row is not rows[0] else "-",
                 row["blocked"] if row is not rows[0] else "-",
                 f"{row['spans_per_rollout']:.1f}",

@@ -261,9 +261,11 @@ class GovernedAgent(LitAgent[Any]):
     ended: the result it returned, or that it raised. It concludes nothing: the runner does, once,
     when the attempt ends. The wrapped agent (``.agent``) is never modified.
 
-    What it hands back to agentlightning is what agentlightning should store: a reward the agent
-    returned (unless the runner has a ``reward_fn``, which shapes it instead) or its spans;
-    ``None`` for anything else (the task's result, kept as ``task_output``).
+    What it hands back to agentlightning is what agentlightning should store: an int or bool
+    reward the agent returned, or its spans; ``None`` for anything else (the task's result, kept
+    as ``task_output``). A float reward is stored by the runner instead, after the attempt's
+    held-back check spans and in the same store call (with a ``reward_fn`` it is not stored
+    unshaped: it is the base of the shaped one).
 
     >>> from agentlightning.litagent.decorator import FunctionalLitAgent
     >>> inner = FunctionalLitAgent(lambda task: 1.0)
@@ -334,5 +336,11 @@ class GovernedAgent(LitAgent[Any]):
         if reward is not None or is_plain_result(result):
             # A task result is not a reward: agentlightning's LitAgentRunner would fail the rollout
             # on it (TypeError or ValueError: Invalid raw result type).
+            return None
+        if isinstance(result, float) and record.defer_clean_check_spans:
+            # The reward agentlightning would store (its emit_reward span, in two store calls) goes
+            # into the runner's one store call with the held-back check spans, last, so it is still
+            # the attempt's final reward. (An int or a bool is left to agentlightning, which warns.)
+            record.hold_reward_span(result)
             return None
         return result

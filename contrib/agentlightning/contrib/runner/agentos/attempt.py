@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
+from agentlightning.emitter import emit_reward
 from agentlightning.tracer.base import get_active_tracer
 from agentlightning.types.tracer import SpanCoreFields
 
@@ -97,6 +98,7 @@ class RolloutGovernance:
     _result: Dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _emitted_reward: List[float] = field(default_factory=list, init=False, repr=False)
     _deferred: List[Tuple[Decision, float]] = field(default_factory=list, init=False, repr=False)
+    _held_reward: List[SpanCoreFields] = field(default_factory=list, init=False, repr=False)
     _outcome: Optional[RolloutOutcome] = field(default=None, init=False, repr=False)
     #: Orders checks and the conclusion: a check under way when the attempt ends counts in it.
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
@@ -218,13 +220,26 @@ class RolloutGovernance:
             return outcome
 
     # ------------------------------------------------------------------ spans held back
+    def hold_reward_span(self, value: float) -> None:
+        """Hold the reward span of the reward the agent returned (agentlightning's own
+        ``emit_reward`` span, timed now) for :meth:`take_deferred_spans`, which gives it after the
+        check spans: the runner writes it in the same store call as them, instead of the two calls
+        (a sequence id, then the span) agentlightning makes for a returned reward. Held once."""
+        self._refuse_if_concluded("its reward cannot be held")
+        if self._held_reward:
+            raise RuntimeError(f"rollout {self.context.rollout_id}: the agent's reward span is already held")
+        self._held_reward.append(emit_reward(float(value), propagate=False))
+
     def take_deferred_spans(self) -> List[SpanCoreFields]:
-        """The check spans held back so far (timed when their check ran); the list is emptied."""
+        """The check spans held back so far (timed when their check ran), then the held reward
+        span, if any; both lists are emptied."""
         fields = []
         for decision, at in self._deferred:
             for core in decision_core_fields(decision):
                 fields.append(core.model_copy(update={"start_time": at, "end_time": at}))
+        fields.extend(self._held_reward)
         self._deferred.clear()
+        self._held_reward.clear()
         return fields
 
     def emit_deferred_spans(self) -> None:

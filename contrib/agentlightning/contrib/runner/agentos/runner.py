@@ -513,8 +513,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
             return
         record = entry.record
         self.kernel.end_rollout(rollout.rollout_id)
-        emitted = find_final_reward(spans or [])
-        if self.reward_fn is not None and emitted is not None:
+        emitted = find_final_reward(spans or []) if self.reward_fn is not None else None
+        if emitted is not None:
             record.record_emitted_reward(emitted)
         error: Optional[BaseException] = None
         try:
