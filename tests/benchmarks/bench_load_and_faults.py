@@ -277,6 +277,18 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
+#: The options of the load run, each named as the keyword of run_load it sets.
+LOAD_OPTIONS = (
+    "workers",
+    "rollouts",
+    "violating_fraction",
+    "seed",
+    "sample_every",
+    "poll_interval",
+    "timeout",
+    "trace_memory",
+)
+
 #: The faults in the order they run after the load, each with its function and, for each of its
 #: keywords (besides the server, pool, run_dir, poll_interval and timeout every phase takes), the
 #: option that sets it.
@@ -326,19 +338,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         report["store_startup_s"] = round(server.wait_healthy(), 1)
         print(f"agl store up on {server.url} after {report['store_startup_s']}s", flush=True)
         if not args.skip_load:
-            report["load"] = run_load(
-                server,
-                pool,
-                run_dir,
-                workers=args.workers,
-                rollouts=args.rollouts,
-                violating_fraction=args.violating_fraction,
-                seed=args.seed,
-                sample_every=args.sample_every,
-                poll_interval=args.poll_interval,
-                timeout=args.timeout,
-                trace_memory=args.trace_memory,
-            )
+            settings = {option: getattr(args, option) for option in LOAD_OPTIONS}
+            report["load"] = run_load(server, pool, run_dir, **settings)
         for fault, (run_fault, options) in FAULTS.items():
             if fault in args.fault_list:
                 settings = {keyword: getattr(args, option) for keyword, option in options.items()}
