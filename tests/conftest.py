@@ -9,6 +9,8 @@ from typing import Iterator
 import pytest
 from agent_os import FlightRecorder
 
+from agentlightning.contrib.kernel.agentos import Policy
+
 
 def make_shop_db(path: Path) -> None:
     """A small but real database: users and orders with a foreign key."""
@@ -35,6 +37,20 @@ def table_counts(path: Path) -> dict:
         return {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
     finally:
         conn.close()
+
+
+class CommitFails(Policy):
+    """Finds nothing wrong, then cannot commit: ``on_allowed`` raises ``failure`` (set it on an
+    instance for another failure)."""
+
+    runs_inline = True
+    failure: Exception = RuntimeError("budget store unavailable")
+
+    def evaluate(self, action, context):
+        return []
+
+    def on_allowed(self, action, context):
+        raise self.failure
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from agentlightning.contrib.kernel.agentos.arguments import (
 from agentlightning.contrib.kernel.agentos.kernel import MAX_DISPATCHERS
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool
 
-from .conftest import table_counts
+from .conftest import CommitFails, table_counts
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]
 DROP = "DROP TABLE users"
@@ -355,17 +355,10 @@ def test_a_reservation_is_given_back_when_another_policy_blocks():
 
 
 def test_a_reservation_is_given_back_when_an_earlier_policy_cannot_commit():
-    class CannotCommit(Policy):
-        runs_inline = True
-
-        def evaluate(self, action, context):
-            return []
-
-        def on_allowed(self, action, context):
-            raise OSError("disk full")
-
+    cannot_commit = CommitFails()
+    cannot_commit.failure = OSError("disk full")
     budget = CostControlPolicy(max_cost_usd=1.00)
-    kernel = GovernanceKernel([CannotCommit(), budget])
+    kernel = GovernanceKernel([cannot_commit, budget])
     context = ActionContext(rollout_id="ro-1")
     decision = kernel.check(Action("llm", {}, cost_usd=0.75), context=context)
     assert decision.blocked and "on_allowed raised OSError" in decision.reason

@@ -30,6 +30,8 @@ from agentlightning.contrib.kernel.agentos import (
 )
 from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
 
+from .conftest import CommitFails
+
 
 def test_one_line_kernel_from_the_policies_users_know():
     kernel = GovernanceKernel(policy=[SQLPolicy(deny=["DROP", "DELETE"]), CostControlPolicy(max_cost_usd=100)])
@@ -257,16 +259,6 @@ def test_policy_failures_block_and_are_recorded(policy, message, audit_path):
     assert [r["policy_verdict"] for r in rows] == ["blocked"] and message in rows[0]["violation_reason"]
     # The kernel keeps working: a failing policy keeps blocking; a released hung one answers again.
     assert kernel.check(Action.sql("SELECT 2")).blocked is (not isinstance(policy, Hanging))
-
-
-class CommitFails(Policy):
-    runs_inline = True
-
-    def evaluate(self, action, context):
-        return []
-
-    def on_allowed(self, action, context):
-        raise RuntimeError("budget store unavailable")
 
 
 def test_on_allowed_raising_blocks_and_is_recorded(audit_path):

@@ -29,72 +29,48 @@ from agentlightning.contrib.kernel.agentos.violations import DEFAULT_SEVERITY_CO
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 
-#: Each room's top-level names. A name added here is a decision: the top holds the core classes
-#: and the reference tutorial's names; everything else is imported from its module.
-PUBLIC = {
-    "kernel": [
-        "Action",
-        "ActionContext",
-        "AgentOSPolicy",
-        "CostControlPolicy",
-        "Decision",
-        "GovernanceConfigError",
-        "GovernanceKernel",
-        "LagrangianPenalty",
-        "Policy",
-        "PolicyViolation",
-        "RewardConfig",
-        "SQLPolicy",
-        "Severity",
-        "SeverityTable",
-        "ToolAllowListPolicy",
-        "Verdict",
-        "ViolationType",
-        "as_kernel",
-        "governance_context",
-    ],
-    "runner": [
-        "ActionBlockedError",
-        "AgentOSRunner",
-        "GovernedRollout",
-        "GovernedRunner",
-        "PolicyViolation",
-        "PolicyViolationError",
-        "PolicyViolationType",
-        "as_agent",
-        "governance_stats",
-        "governed_tool",
-    ],
-    "reward": [
-        "CompositeReward",
-        "LagrangianPenalty",
-        "PolicyReward",
-        "RewardConfig",
-        "create_policy_reward",
-        "policy_penalty",
-    ],
-    "env": [
-        "DiscreteStrategyWrapper",
-        "EnvironmentConfig",
-        "GovernedEnvironment",
-        "SQLWorld",
-        "TextToSQLEnv",
-        "create_governed_env",
-        "make_text_to_sql_env",
-        "record_episodes_to_store",
-    ],
-    "adapter": [
-        "AuditError",
-        "ExportError",
-        "FlightRecorderAdapter",
-        "FlightRecorderEmitter",
-        "LightningSpan",
-        "adapters_for_directory",
-        "create_emitter",
-        "read_export",
-        "verify_export",
-    ],
-}
+#: The rooms, in the order docs/public_surface.md lists them.
+ROOMS = ["kernel", "runner", "reward", "env", "adapter"]
+
+#: Each room's top-level names, as reviewed: docs/public_surface.md. A name added there is a decision:
+#: the top holds the core classes and the reference tutorial's names; everything else is imported
+#: from its module.
+SURFACE_DOC = Path(__file__).resolve().parents[1] / "docs" / "public_surface.md"
+
+SURFACE_HEADER = """# The public surface of each room
+
+Each room's top (`from agentlightning.contrib.<room>.agentos import ...`) exports exactly the names
+below; everything else is imported from the module that defines it (docs/architecture.md, "What each
+room exports"). `tests/test_public_surface.py` compares this page with every room's `__all__`: a name
+joins or leaves a top on purpose, by a change that rewrites this page
+(`python tests/test_public_surface.py`) and is reviewed with it.
+"""
+
+
+def render_public_surface() -> str:
+    """This page as the live `__all__` lists make it: a section a room, a row a name."""
+    parts = [SURFACE_HEADER]
+    for room in ROOMS:
+        module = _room(room)
+        parts.append(f"\n## {room}\n\n| name | defined in |\n| --- | --- |\n")
+        for name in sorted(module.__all__):
+            parts.append(f"| `{name}` | `{getattr(getattr(module, name), '__module__', module.__name__)}` |\n")
+    return "".join(parts)
+
+
+def documented_surface() -> dict[str, list[str]]:
+    """The names docs/public_surface.md lists, by room (none while the page is missing)."""
+    surface: dict[str, list[str]] = {}
+    room = None
+    text = SURFACE_DOC.read_text(encoding="utf-8") if SURFACE_DOC.exists() else ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            room = line[3:].strip()
+            surface[room] = []
+        elif room and (row := re.match(r"\| `(\w+)` \|", line)):
+            surface[room].append(row.group(1))
+    return surface
+
 
 #: The names the reference tutorial (and the migration guide built on it) imports, by room.
 TUTORIAL = {
@@ -114,10 +90,21 @@ def _moved(room: str):
     return [(room, name, target) for name, target in sorted(_room(room).MOVED.items())]
 
 
-@pytest.mark.parametrize("room", sorted(PUBLIC))
+PUBLIC = documented_surface()
+
+REWRITE = "if the change is on purpose, rewrite the page with `python tests/test_public_surface.py` and review its diff"
+
+
+def test_the_page_lists_every_room():
+    assert list(PUBLIC) == ROOMS
+
+
+@pytest.mark.parametrize("room", ROOMS)
 def test_each_room_exports_exactly_its_listed_names(room):
     module = _room(room)
-    assert sorted(module.__all__) == sorted(PUBLIC[room])
+    assert sorted(module.__all__) == sorted(PUBLIC[room]), (
+        f"{room}'s __all__ differs from docs/public_surface.md: {REWRITE}"
+    )
     assert all(getattr(module, name) is not None for name in module.__all__)
     assert set(TUTORIAL[room]) <= set(module.__all__)
     assert not set(module.MOVED) & set(module.__all__)
@@ -127,9 +114,13 @@ def test_the_public_surface_is_small():
     assert sum(len(names) for names in PUBLIC.values()) == 52
 
 
-@pytest.mark.parametrize(
-    "room,name,target", [moved for room in sorted(PUBLIC) for moved in _moved(room)], ids=lambda v: str(v)
-)
+def test_the_page_is_what_the_live_surface_renders():
+    assert SURFACE_DOC.read_text(encoding="utf-8") == render_public_surface(), (
+        f"docs/public_surface.md differs from the live __all__ lists: {REWRITE}"
+    )
+
+
+@pytest.mark.parametrize("room,name,target", [moved for room in ROOMS for moved in _moved(room)], ids=lambda v: str(v))
 def test_a_moved_name_warns_with_its_new_import_and_still_works(room, name, target):
     module_name, _, new_name = target.partition(":")
     new_name = new_name or name
@@ -285,3 +276,9 @@ def test_policy_reward_kernel_is_checked_and_its_attribute_deprecated():
         PolicyReward(42)
     violation = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
     assert PolicyReward(None)(type("R", (), {"success": True, "violations": [violation]})()) == -99.0
+
+
+if __name__ == "__main__":
+    # Rewrite docs/public_surface.md from the live `__all__` lists, after a change to a room's top.
+    SURFACE_DOC.write_text(render_public_surface(), encoding="utf-8")
+    print(f"wrote {SURFACE_DOC.name}: review its diff")

@@ -32,6 +32,7 @@ from agentlightning.contrib.runner.agentos import (
 from agentlightning.contrib.runner.agentos.attempt import RolloutGovernance, active_rollout
 
 from .conftest import table_counts
+from .governed_calls import outcome_in_thread, outcome_of
 from .runner_agents import InputSQLAgent, SQLAgent, execute_query
 
 
@@ -415,24 +416,12 @@ class _ThreadedSQLAgent(agl.LitAgent):
 
     def rollout(self, task, resources, rollout):
         import concurrent.futures
-        import threading
 
         run = governed_tool("database_query", execute_query)
-        outcomes = []
-
-        def call(query):
-            try:
-                run(query, db=task["db"])
-                outcomes.append("ran")
-            except ActionBlockedError:
-                outcomes.append("blocked")
-
-        thread = threading.Thread(target=call, args=(task["in_thread"],))
-        thread.start()
-        thread.join()
+        in_thread = outcome_in_thread(run, task["in_thread"], db=task["db"])
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            pool.submit(call, task["in_pool"]).result()
-        return float(outcomes.count("ran"))
+            in_pool = pool.submit(outcome_of, run, task["in_pool"], db=task["db"]).result()
+        return float([in_thread, in_pool].count("ran"))
 
 
 def test_a_governed_call_from_a_thread_the_agent_started_belongs_to_its_rollout(shop_db):

@@ -53,15 +53,23 @@ def _blocked(policy: SQLPolicy, sql: str) -> str:
 TEXT_ONLY = SQLPolicy(deny=["DELETE"], dialect="postgres")
 
 
+def purge_audit_on(**triggers: str) -> str:
+    """The SQL that creates ``purge_audit()``, a trigger function that empties the audit table, and a
+    trigger of it for each ``name="AFTER UPDATE ON orders"``."""
+    return (
+        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
+    ) + ";".join(
+        f"CREATE TRIGGER {name} {event} FOR EACH ROW EXECUTE FUNCTION purge_audit()" for name, event in triggers.items()
+    )
+
+
 def test_update_firing_a_deleting_trigger_counts_as_delete(pg):
     pg.run(
         "CREATE TABLE orders (id int PRIMARY KEY, total int); CREATE TABLE audit (id int);"
         "CREATE TABLE customers (id int PRIMARY KEY, name text);"
         "INSERT INTO orders VALUES (1, 10); INSERT INTO audit SELECT generate_series(1, 5);"
-        "INSERT INTO customers VALUES (1, 'a');"
-        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
-        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
-        "CREATE TRIGGER purge AFTER UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION purge_audit()"
+        "INSERT INTO customers VALUES (1, 'a');" + purge_audit_on(purge="AFTER UPDATE ON orders")
     )
     update = "UPDATE orders SET total = 11 WHERE id = 1"
     aware = pg.aware(["DELETE"])
@@ -82,11 +90,7 @@ def test_catalog_is_read_again_after_create_trigger(pg):
     update = "UPDATE orders SET total = 11 WHERE id = 1"
     aware = pg.aware(["DELETE"])
     assert aware.check_sql(update) == [], "no trigger yet"
-    pg.run(
-        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
-        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
-        "CREATE TRIGGER purge BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION purge_audit()"
-    )
+    pg.run(purge_audit_on(purge="BEFORE UPDATE ON orders"))
     assert "trigger purge on orders" in _blocked(aware, update), "the new trigger is seen on the next check"
     pg.run("ALTER TABLE orders DISABLE TRIGGER purge")
     assert aware.check_sql(update) == [], "a disabled trigger does not fire"
@@ -181,10 +185,7 @@ def test_functions_in_select_judged_by_body_or_volatility(pg):
 def test_writes_whose_table_is_not_named_count_as_every_table(pg):
     pg.run(
         "CREATE TABLE orders (id int PRIMARY KEY); CREATE TABLE audit (id int); INSERT INTO audit VALUES (1);"
-        "CREATE TABLE plain (id int);"
-        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
-        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
-        "CREATE TRIGGER purge AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION purge_audit()"
+        "CREATE TABLE plain (id int);" + purge_audit_on(purge="AFTER INSERT ON orders")
     )
     aware = pg.aware(["DELETE"])
     merge = "MERGE INTO orders o USING (VALUES (1)) v(id) ON o.id = v.id WHEN NOT MATCHED THEN INSERT VALUES (v.id)"
@@ -231,10 +232,7 @@ def test_writes_through_views_and_partitions_reach_the_tables_below(pg):
         "CREATE TABLE events (at date, n int) PARTITION BY RANGE (at);"
         "CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');"
         "INSERT INTO events VALUES ('2026-05-01', 1);"
-        "CREATE FUNCTION purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$"
-        " BEGIN DELETE FROM audit; RETURN NEW; END $$;"
-        "CREATE TRIGGER purge_items AFTER UPDATE ON items FOR EACH ROW EXECUTE FUNCTION purge_audit();"
-        "CREATE TRIGGER purge_events AFTER UPDATE ON events_2026 FOR EACH ROW EXECUTE FUNCTION purge_audit()"
+        + purge_audit_on(purge_items="AFTER UPDATE ON items", purge_events="AFTER UPDATE ON events_2026")
     )
     aware = pg.aware(["DELETE"])
     assert "trigger purge_items on items" in _blocked(aware, "UPDATE items_v SET qty = 2")

@@ -47,31 +47,38 @@ def _shop(tmp_path):
     return path, conn
 
 
-def test_trigger_chains_are_followed(tmp_path):
-    path, conn = _shop(tmp_path)
-    aware = SQLPolicy(deny=["DELETE"], dialect="sqlite", database=path)
-    update = "UPDATE orders SET user_id = 2 WHERE id = 1"
-    assert SQLPolicy(deny=["DELETE"], dialect="sqlite").check_sql(update) == []
-    description = aware.check_sql(update)[0].description
-    assert "DELETE statement denied (trigger purge_audit on events runs it" in description
-    assert aware.check_sql("UPDATE audit SET id = 9 WHERE id = 1") == [], "audit has no trigger"
-    conn.execute(update)
-    conn.commit()
-    assert conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 0
-    conn.close()
+#: What a statement sets off in the shop database: the kind denied, a statement that sets it off only
+#: with the schema read, what the violation says, a statement that sets off nothing (and why), and
+#: the query that shows the effect happened when the statement ran.
+SET_OFF = {
+    "trigger_chains_are_followed": (
+        "DELETE",
+        "UPDATE orders SET user_id = 2 WHERE id = 1",
+        "DELETE statement denied (trigger purge_audit on events runs it",
+        ("UPDATE audit SET id = 9 WHERE id = 1", "audit has no trigger"),
+        ("SELECT count(*) FROM audit", (0,)),
+    ),
+    "cascades_count": (
+        "UPDATE",
+        "DELETE FROM users WHERE id = 1",
+        "foreign key 0 of orders (ON DELETE SET NULL) updates the referencing rows of orders",
+        ("DELETE FROM audit WHERE id = 1", "nothing references audit"),
+        ("SELECT user_id FROM orders WHERE id = 1", (None,)),
+    ),
+}
 
 
-def test_cascades_count(tmp_path):
+@pytest.mark.parametrize("case", sorted(SET_OFF))
+def test_what_a_statement_sets_off_is_denied(tmp_path, case):
+    denied, statement, described, (harmless, why), (effect_query, effect) = SET_OFF[case]
     path, conn = _shop(tmp_path)
-    no_update = SQLPolicy(deny=["UPDATE"], dialect="sqlite", database=path)
-    delete = "DELETE FROM users WHERE id = 1"
-    assert SQLPolicy(deny=["UPDATE"], dialect="sqlite").check_sql(delete) == []
-    description = no_update.check_sql(delete)[0].description
-    assert "foreign key 0 of orders (ON DELETE SET NULL) updates the referencing rows of orders" in description
-    assert no_update.check_sql("DELETE FROM audit WHERE id = 1") == [], "nothing references audit"
-    conn.execute(delete)
+    aware = SQLPolicy(deny=[denied], dialect="sqlite", database=path)
+    assert SQLPolicy(deny=[denied], dialect="sqlite").check_sql(statement) == []
+    assert described in aware.check_sql(statement)[0].description
+    assert aware.check_sql(harmless) == [], why
+    conn.execute(statement)
     conn.commit()
-    assert conn.execute("SELECT user_id FROM orders WHERE id = 1").fetchone() == (None,)
+    assert conn.execute(effect_query).fetchone() == effect
     conn.close()
 
 

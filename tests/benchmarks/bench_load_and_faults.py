@@ -44,7 +44,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 # Before agentlightning is imported: litellm must not reach for the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -211,22 +211,35 @@ def machine_info() -> Dict[str, Any]:
     }
 
 
+#: The numeric options: flag, default (its type is the option's) and help.
+NUMERIC_OPTIONS: Tuple[Tuple[str, float, str], ...] = (
+    ("--workers", 4, "runner processes in the load run"),
+    ("--rollouts", 3000, "tasks enqueued in the load run"),
+    ("--violating-fraction", 0.1, "fraction of tasks with one DROP/DELETE (exact)"),
+    ("--seed", 0, "seed of the task positions"),
+    ("--sample-every", 250, "each worker samples its RSS every this many rollouts"),
+    ("--poll-interval", 0.05, "runner poll interval when the queue is empty (s)"),
+    ("--kill-workers", 3, "runner processes in the SIGKILL fault"),
+    ("--kill-rollouts", 120, "ordinary tasks enqueued after the task that gets killed"),
+    ("--unresponsive-seconds", 2.0, "the killed rollout's RolloutConfig.unresponsive_seconds (scanned every 10 s)"),
+    ("--policy-rollouts", 10, "rollouts for each failing policy (hang, raise)"),
+    ("--policy-timeout", 0.2, "GovernanceKernel policy_timeout_s in the policy fault"),
+    ("--hang-seconds", 60.0, "how long the hanging policy hangs per call"),
+    ("--restart-workers", 3, "runner processes in the store-restart fault"),
+    ("--restart-before", 600, "tasks enqueued before the store is restarted (batch A)"),
+    ("--restart-after", 150, "tasks enqueued after the restart (batch B)"),
+    ("--restart-at", 0.3, "restart once this fraction of batch A has finished"),
+    ("--port", 0, "port of agl store on 127.0.0.1 (0: a free one)"),
+    ("--timeout", 900.0, "give up on a phase after this many seconds"),
+)
+
+
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
-    parser.add_argument("--workers", type=int, default=4, help="runner processes in the load run")
-    parser.add_argument("--rollouts", type=int, default=3000, help="tasks enqueued in the load run")
-    parser.add_argument(
-        "--violating-fraction", type=float, default=0.1, help="fraction of tasks with one DROP/DELETE (exact)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the task positions")
-    parser.add_argument(
-        "--sample-every", type=int, default=250, help="each worker samples its RSS every this many rollouts"
-    )
-    parser.add_argument(
-        "--poll-interval", type=float, default=0.05, help="runner poll interval when the queue is empty (s)"
-    )
+    for flag, default, help_text in NUMERIC_OPTIONS:
+        parser.add_argument(flag, type=type(default), default=default, help=help_text)
     parser.add_argument(
         "--trace-memory",
         action="store_true",
@@ -239,32 +252,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         help="comma-separated faults to run after the load: sigkill, policies, restart (or 'none')",
     )
     parser.add_argument("--skip-load", action="store_true", help="run only the faults")
-    parser.add_argument("--kill-workers", type=int, default=3, help="runner processes in the SIGKILL fault")
-    parser.add_argument(
-        "--kill-rollouts", type=int, default=120, help="ordinary tasks enqueued after the task that gets killed"
-    )
-    parser.add_argument(
-        "--unresponsive-seconds",
-        type=float,
-        default=2.0,
-        help="RolloutConfig.unresponsive_seconds of the killed rollout (the server scans every 10 s)",
-    )
-    parser.add_argument(
-        "--policy-rollouts", type=int, default=10, help="rollouts for each failing policy (hang, raise)"
-    )
-    parser.add_argument(
-        "--policy-timeout", type=float, default=0.2, help="GovernanceKernel policy_timeout_s in the policy fault"
-    )
-    parser.add_argument("--hang-seconds", type=float, default=60.0, help="how long the hanging policy hangs per call")
-    parser.add_argument("--restart-workers", type=int, default=3, help="runner processes in the store-restart fault")
-    parser.add_argument(
-        "--restart-before", type=int, default=600, help="tasks enqueued before the store is restarted (batch A)"
-    )
-    parser.add_argument("--restart-after", type=int, default=150, help="tasks enqueued after the restart (batch B)")
-    parser.add_argument(
-        "--restart-at", type=float, default=0.3, help="restart once this fraction of batch A has finished"
-    )
-    parser.add_argument("--port", type=int, default=0, help="port of agl store on 127.0.0.1 (0: a free one)")
     parser.add_argument(
         "--run-dir",
         type=Path,
@@ -272,7 +259,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         help="working directory (databases, audit files, logs)",
     )
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
-    parser.add_argument("--timeout", type=float, default=900.0, help="give up on a phase after this many seconds")
     parser.add_argument("--quick", action="store_true", help="small run: 3 workers x 200 rollouts, small faults")
     args = parser.parse_args(argv)
     if args.quick:
@@ -280,7 +266,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         args.kill_rollouts, args.policy_rollouts = 30, 5
         args.restart_workers, args.restart_before, args.restart_after = 2, 80, 30
     faults = [f.strip() for f in args.faults.split(",") if f.strip() and f.strip() != "none"]
-    unknown = set(faults) - {"sigkill", "policies", "restart"}
+    unknown = set(faults) - set(FAULTS)
     if unknown:
         parser.error(f"unknown faults {sorted(unknown)}")
     args.fault_list = faults
@@ -289,6 +275,48 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     if args.kill_workers < 2:
         parser.error("--kill-workers must be >= 2 (one is killed, the others carry on)")
     return args
+
+
+#: The options of the load run, each named as the keyword of run_load it sets.
+LOAD_OPTIONS = (
+    "workers",
+    "rollouts",
+    "violating_fraction",
+    "seed",
+    "sample_every",
+    "poll_interval",
+    "timeout",
+    "trace_memory",
+)
+
+#: The faults in the order they run after the load, each with its function and, for each of its
+#: keywords (besides the server, pool, run_dir, poll_interval and timeout every phase takes), the
+#: option that sets it.
+FAULTS: Dict[str, Tuple[Callable[..., Dict[str, Any]], Dict[str, str]]] = {
+    "sigkill": (
+        fault_sigkill,
+        {
+            "workers": "kill_workers",
+            "rollouts": "kill_rollouts",
+            "violating_fraction": "violating_fraction",
+            "unresponsive_seconds": "unresponsive_seconds",
+        },
+    ),
+    "policies": (
+        fault_policies,
+        {"rollouts": "policy_rollouts", "policy_timeout_s": "policy_timeout", "hang_s": "hang_seconds"},
+    ),
+    "restart": (
+        fault_store_restart,
+        {
+            "workers": "restart_workers",
+            "rollouts_before": "restart_before",
+            "rollouts_after": "restart_after",
+            "stop_at_fraction": "restart_at",
+            "violating_fraction": "violating_fraction",
+        },
+    ),
+}
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
@@ -310,55 +338,14 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         report["store_startup_s"] = round(server.wait_healthy(), 1)
         print(f"agl store up on {server.url} after {report['store_startup_s']}s", flush=True)
         if not args.skip_load:
-            report["load"] = run_load(
-                server,
-                pool,
-                run_dir,
-                workers=args.workers,
-                rollouts=args.rollouts,
-                violating_fraction=args.violating_fraction,
-                seed=args.seed,
-                sample_every=args.sample_every,
-                poll_interval=args.poll_interval,
-                timeout=args.timeout,
-                trace_memory=args.trace_memory,
-            )
-        if "sigkill" in args.fault_list:
-            report["sigkill"] = fault_sigkill(
-                server,
-                pool,
-                run_dir,
-                workers=args.kill_workers,
-                rollouts=args.kill_rollouts,
-                violating_fraction=args.violating_fraction,
-                unresponsive_seconds=args.unresponsive_seconds,
-                poll_interval=args.poll_interval,
-                timeout=args.timeout,
-            )
-        if "policies" in args.fault_list:
-            report["policies"] = fault_policies(
-                server,
-                pool,
-                run_dir,
-                rollouts=args.policy_rollouts,
-                policy_timeout_s=args.policy_timeout,
-                hang_s=args.hang_seconds,
-                poll_interval=args.poll_interval,
-                timeout=args.timeout,
-            )
-        if "restart" in args.fault_list:
-            report["restart"] = fault_store_restart(
-                server,
-                pool,
-                run_dir,
-                workers=args.restart_workers,
-                rollouts_before=args.restart_before,
-                rollouts_after=args.restart_after,
-                stop_at_fraction=args.restart_at,
-                violating_fraction=args.violating_fraction,
-                poll_interval=args.poll_interval,
-                timeout=args.timeout,
-            )
+            settings = {option: getattr(args, option) for option in LOAD_OPTIONS}
+            report["load"] = run_load(server, pool, run_dir, **settings)
+        for fault, (run_fault, options) in FAULTS.items():
+            if fault in args.fault_list:
+                settings = {keyword: getattr(args, option) for keyword, option in options.items()}
+                report[fault] = run_fault(
+                    server, pool, run_dir, poll_interval=args.poll_interval, timeout=args.timeout, **settings
+                )
     finally:
         pool.close()
         server.close()

@@ -41,6 +41,8 @@ SCENARIOS = [
     "iter_queue",
 ]
 
+#: The tests folder of this checkout: its ``governed_calls`` module serves the scenarios' agents.
+TESTS_DIR = Path(__file__).resolve().parents[1]
 #: Attributes whose values differ from run to run (ids, times, process-specific values).
 _VOLATILE = ("id", "time", "timestamp", "session", "trace", "span", "duration", "pid", "host", "value_match")
 #: Rollout and attempt ids inside span names (AgentOps names its session span after the rollout).
@@ -139,7 +141,6 @@ async def _store_view(store: Any) -> List[Dict[str, Any]]:
 def _run_scenario(name: str, workdir: Path) -> Dict[str, Any]:  # noqa: C901 - one scenario per branch, top to bottom
     import asyncio
     import sqlite3
-    import threading
 
     import agentlightning as agl
     from agentlightning.emitter import emit_reward
@@ -147,7 +148,15 @@ def _run_scenario(name: str, workdir: Path) -> Dict[str, Any]:  # noqa: C901 - o
 
     from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
     from agentlightning.contrib.reward.agentos import PolicyReward
-    from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
+    from agentlightning.contrib.runner.agentos import AgentOSRunner, governed_tool
+
+    if str(TESTS_DIR) not in sys.path:
+        sys.path.append(str(TESTS_DIR))
+    from governed_calls import (
+        count_ran,
+        outcome_in_thread,
+        outcome_of,
+    )  # imported once the checkout's contrib is loaded
 
     db = workdir / "shop.db"
     with sqlite3.connect(db) as conn:
@@ -166,14 +175,12 @@ def _run_scenario(name: str, workdir: Path) -> Dict[str, Any]:  # noqa: C901 - o
 
         def rollout(self, task, resources, rollout):
             run = governed_tool("database_query", execute_query)
-            ran = 0
-            for query in task["queries"]:
-                try:
-                    run(query)
-                    ran += 1
-                except ActionBlockedError:
-                    if task.get("raise_on_block"):
-                        raise
+            if task.get("raise_on_block"):
+                for query in task["queries"]:
+                    run(query)  # a blocked query raises ActionBlockedError out of the agent
+                ran = len(task["queries"])
+            else:
+                ran = count_ran(run, task["queries"])
             if task.get("crash"):
                 raise RuntimeError("the agent crashed")
             if task.get("bail"):
@@ -189,20 +196,7 @@ def _run_scenario(name: str, workdir: Path) -> Dict[str, Any]:  # noqa: C901 - o
 
     class Threaded(agl.LitAgent):
         def rollout(self, task, resources, rollout):
-            run = governed_tool("database_query", execute_query)
-            outcomes = []
-
-            def call(query):
-                try:
-                    run(query)
-                    outcomes.append("ran")
-                except ActionBlockedError:
-                    outcomes.append("blocked")
-
-            thread = threading.Thread(target=call, args=(task[0],))
-            thread.start()
-            thread.join()
-            return float(outcomes.count("ran"))
+            return float(outcome_in_thread(governed_tool("database_query", execute_query), task[0]) == "ran")
 
     class Ungoverned(agl.LitAgent):
         def rollout(self, task, resources, rollout):
@@ -212,15 +206,11 @@ def _run_scenario(name: str, workdir: Path) -> Dict[str, Any]:  # noqa: C901 - o
     class AsyncScripted(agl.LitAgent):
         async def rollout_async(self, task, resources, rollout):
             run = governed_tool("database_query", execute_query)
-            ran = 0
+            outcomes = []
             for query in task:
-                try:
-                    run(query)
-                    ran += 1
-                except ActionBlockedError:
-                    pass
+                outcomes.append(outcome_of(run, query))
                 await asyncio.sleep(0)
-            return float(ran)
+            return float(outcomes.count("ran"))
 
     clean, drop, delete = "SELECT name FROM users WHERE id = 1", "DROP TABLE users", "DELETE FROM users"
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])])

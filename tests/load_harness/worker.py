@@ -27,8 +27,9 @@ from agentlightning.execution.events import ThreadingEvent
 from agentlightning.store.client_server import LightningStoreClient
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy
-from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
+from agentlightning.contrib.runner.agentos import AgentOSRunner, governed_tool
 
+from ..governed_calls import count_ran
 from .memory import SamplingHook
 from .world import DENY, init_world_db
 
@@ -128,14 +129,7 @@ class LoadAgent(agl.LitAgent):
         return self._conn.execute(query).fetchall()
 
     def rollout(self, task: Dict[str, Any], resources: Any, rollout: Any) -> float:
-        run = governed_tool("database_query", self.execute_sql)
-        ran = 0
-        for query in task["queries"]:
-            try:
-                run(query)
-                ran += 1
-            except ActionBlockedError:
-                pass
+        ran = count_ran(governed_tool("database_query", self.execute_sql), task["queries"])
         hold = task.get("hold_first_attempt_s")
         attempt = getattr(rollout, "attempt", None)
         if hold and attempt is not None and attempt.sequence_id == 1:

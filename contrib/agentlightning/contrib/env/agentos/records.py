@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 from agentlightning.contrib.kernel.agentos import Decision, PolicyViolation
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
+from agentlightning.contrib.kernel.agentos.views import forwarded
 
 __all__ = ["StepRecord", "EpisodeRecord", "EpisodeMetrics", "violation_info"]
 
@@ -53,30 +54,15 @@ class StepRecord:
     error: Optional[str] = None
     result: Any = None
 
-    @property
-    def reward(self) -> float:
-        """The step's reward (``governed_reward.final``)."""
-        return self.governed_reward.final
-
-    @property
-    def violation_penalty(self) -> float:
-        """The severity-scaled penalties of the step's violations (<= 0)."""
-        return self.governed_reward.policy_penalty
-
-    @property
-    def success_bonus(self) -> float:
-        """The success bonus paid for this step (0 unless it succeeded)."""
-        return self.governed_reward.clean_bonus
-
-    @property
-    def cost(self) -> float:
-        """The step's constraint cost (``info["cost"]``)."""
-        return self.governed_reward.cost
-
-    @property
-    def executed(self) -> bool:
-        """The kernel allowed the action (it ran, or raised ``error``)."""
-        return self.decision.allowed
+    reward = forwarded("governed_reward.final", "The step's reward (``governed_reward.final``).")
+    violation_penalty = forwarded(
+        "governed_reward.policy_penalty", "The severity-scaled penalties of the step's violations (<= 0)."
+    )
+    success_bonus = forwarded(
+        "governed_reward.clean_bonus", "The success bonus paid for this step (0 unless it succeeded)."
+    )
+    cost = forwarded("governed_reward.cost", 'The step\'s constraint cost (``info["cost"]``).')
+    executed = forwarded("decision.allowed", "The kernel allowed the action (it ran, or raised ``error``).")
 
     @property
     def violations(self) -> List[PolicyViolation]:

@@ -55,6 +55,20 @@ class GovernanceConfigError(ValueError):
     """A policy, kernel or violation was configured with an invalid value."""
 
 
+def _parse_member(enum: Type[Any], value: Any, field_name: str) -> Any:
+    """``value`` as a member of the str-valued ``enum``: a member, or its value in any case and
+    spacing; anything else is a clear error naming ``field_name`` and the valid values."""
+    if isinstance(value, enum):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{field_name} must be a str or {enum.__name__}, got {type(value).__name__}: {value!r}")
+    try:
+        return enum(value.strip().lower())
+    except ValueError:
+        valid = ", ".join(member.value for member in enum)
+        raise GovernanceConfigError(f"unknown {field_name} {value!r}; use one of: {valid}") from None
+
+
 class Severity(str, Enum):
     """How bad a violation is. Compares equal to its lowercase name.
 
@@ -79,15 +93,7 @@ class Severity(str, Enum):
     @classmethod
     def parse(cls, value: Union["Severity", str]) -> "Severity":
         """Accept a :class:`Severity` or its name in any case; anything else is a clear error."""
-        if isinstance(value, Severity):
-            return value
-        if not isinstance(value, str):
-            raise TypeError(f"severity must be a str or Severity, got {type(value).__name__}: {value!r}")
-        try:
-            return cls(value.strip().lower())
-        except ValueError:
-            valid = ", ".join(s.value for s in cls)
-            raise GovernanceConfigError(f"unknown severity {value!r}; use one of: {valid}") from None
+        return _parse_member(cls, value, "severity")
 
     def __str__(self) -> str:
         return self.value
@@ -250,15 +256,8 @@ class ViolationType(str, Enum):
 
     @classmethod
     def parse(cls, value: Union["ViolationType", str]) -> "ViolationType":
-        if isinstance(value, ViolationType):
-            return value
-        if not isinstance(value, str):
-            raise TypeError(f"violation_type must be a str or ViolationType, got {type(value).__name__}")
-        try:
-            return cls(value.strip().lower())
-        except ValueError:
-            valid = ", ".join(v.value for v in cls)
-            raise GovernanceConfigError(f"unknown violation_type {value!r}; use one of: {valid}") from None
+        """Accept a :class:`ViolationType` or its value in any case; anything else is a clear error."""
+        return _parse_member(cls, value, "violation_type")
 
     def __str__(self) -> str:
         return self.value

@@ -24,6 +24,7 @@ from agentlightning.litagent.decorator import FunctionalLitAgent
 from agentlightning.types import Span, SpanCoreFields
 
 from agentlightning.contrib.kernel.agentos import Action, Decision
+from agentlightning.contrib.kernel.agentos.views import forwarded
 
 from .attempt import RolloutGovernance, active_rollout
 from .tools import PolicyViolationError
@@ -132,21 +133,10 @@ class ActionOutcome:
 
     decision: Decision
 
-    @property
-    def action(self) -> Action:
-        return self.decision.action
-
-    @property
-    def verdict(self) -> str:
-        return self.decision.verdict.value
-
-    @property
-    def allowed(self) -> bool:
-        return self.decision.allowed
-
-    @property
-    def reason(self) -> str:
-        return self.decision.reason
+    action = forwarded("decision.action", "The action the kernel judged.")
+    verdict = forwarded("decision.verdict.value", "The verdict by name: allowed, blocked, modified or warned.")
+    allowed = forwarded("decision.allowed", "The kernel allowed the action.")
+    reason = forwarded("decision.reason", "Why the kernel decided so.")
 
     @property
     def accuracy(self) -> float:

@@ -166,39 +166,53 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
     arguments_of = _argument_binder(signature, by_name)
     call_arguments_of = _call_arguments(signature, by_name)
 
-    def start(args: tuple, kwargs: dict) -> Tuple[Decision, GovernanceKernel, tuple, dict, float]:
+    def start(args: tuple, kwargs: dict) -> _GovernedCall:
         """Decide on the call; the arguments to run with are the (possibly rewritten) action's."""
         decision, owner = _decide(tool_name, arguments_of(args, kwargs), kernel)
-        call_args, call_kwargs = call_arguments_of(decision.action.args)
-        return decision, owner, call_args, call_kwargs, time.perf_counter()
+        return _GovernedCall(owner, decision, *call_arguments_of(decision.action.args))
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            decision, owner, call_args, call_kwargs, started = start(args, kwargs)
-            try:
-                result = await fn(*call_args, **call_kwargs)
-            except Exception as err:
-                _record(owner, decision, started, error=err)
-                raise
-            _record(owner, decision, started, result=result)
-            return result
+            call = start(args, kwargs)
+            with call:
+                result = await fn(*call.args, **call.kwargs)
+            return call.ran(result)
 
         return _without_wrapped(async_wrapper, signature)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        decision, owner, call_args, call_kwargs, started = start(args, kwargs)
-        try:
-            result = fn(*call_args, **call_kwargs)
-        except Exception as err:
-            _record(owner, decision, started, error=err)
-            raise
-        _record(owner, decision, started, result=result)
-        return result
+        call = start(args, kwargs)
+        with call:
+            result = fn(*call.args, **call.kwargs)
+        return call.ran(result)
 
     return _without_wrapped(wrapper, signature)
+
+
+class _GovernedCall:
+    """One allowed call under way, timed from the decision: ``with call:`` records the exception the
+    tool raises (and lets it propagate); ``call.ran(result)`` records the result. Each call is
+    recorded once, for a sync tool and a coroutine alike."""
+
+    __slots__ = ("owner", "decision", "args", "kwargs", "started")
+
+    def __init__(self, owner: GovernanceKernel, decision: Decision, args: tuple, kwargs: dict) -> None:
+        self.owner, self.decision, self.args, self.kwargs = owner, decision, args, kwargs
+        self.started = time.perf_counter()
+
+    def __enter__(self) -> "_GovernedCall":
+        return self
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
+        if isinstance(error, Exception):  # a BaseException (a cancellation, an exit) is not the tool's outcome
+            _record(self.owner, self.decision, self.started, error=error)
+
+    def ran(self, result: Any) -> Any:
+        _record(self.owner, self.decision, self.started, result=result)
+        return result
 
 
 def _without_wrapped(wrapper: F, signature: inspect.Signature) -> F:
