@@ -47,6 +47,8 @@ from diff_hot_path import ROOT, load  # noqa: E402
 
 TOOL = "database_query"
 DENY = ["DROP", "DELETE", "TRUNCATE"]
+#: Kernels with an audit trail, closed before their temporary directory goes.
+OPENED: List[Any] = []
 
 
 def rows(
@@ -69,6 +71,7 @@ def rows(
         [package.SQLPolicy(deny=DENY)],
         recorder=package.AuditTrail(package.open_flight_recorder(tmp / "audit.db"), durability="queued"),
     )
+    OPENED.append(audited)
     out: List[Tuple[str, Callable[[str], Any], List[str]]] = [
         ("loop", lambda text: None, texts),
         ("dict", lambda text: {"query": text}, texts),
@@ -124,6 +127,8 @@ def count_child(n: int, tree: Path) -> None:
             with region(f"{name}|{len(inputs)}"):
                 for text in inputs:
                     call(text)
+        for kernel in OPENED:
+            kernel.close()
 
 
 def wall_clock(n: int, tree: Path, repeat: int) -> Dict[str, float]:
@@ -141,6 +146,8 @@ def wall_clock(n: int, tree: Path, repeat: int) -> Dict[str, float]:
                     call(text)
                 runs.append((time.perf_counter_ns() - started) / len(inputs) / 1000)
             out[name] = statistics.median(runs)
+        for kernel in OPENED:
+            kernel.close()
     return out
 
 

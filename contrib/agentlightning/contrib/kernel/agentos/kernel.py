@@ -360,7 +360,22 @@ class GovernanceKernel:
                     self._remembered.move_to_end(fingerprint)
                 except KeyError:  # forgotten by another thread meanwhile
                     pass
-                return self._decide(action, context, Verdict.ALLOWED, [], None, started, plan.notes)
+                # _decide, inline: no violations, so no signals; no audit trail, nothing to record.
+                decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
+                audit = self.audit
+                decision = Decision.of_kernel(
+                    action,
+                    Verdict.ALLOWED,
+                    (),
+                    (),
+                    context,
+                    decision_id,
+                    None,
+                    None if audit is None else decision_id,
+                    (time.perf_counter() - started) * 1e6,
+                    plan.notes,
+                )
+                return decision if audit is None else self._record(decision)
         violations: List[PolicyViolation] = [self._failure(policy, what) for policy, what in plan.note_failures]
         policies = plan.policies
         answers: List[Tuple[PolicyViolation, ...]] = []
