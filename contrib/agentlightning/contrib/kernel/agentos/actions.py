@@ -114,14 +114,34 @@ class Action:
 
 _PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes})
 _new = object.__new__
+_set = object.__setattr__
 
 
 def _plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Action]:
-    """The :class:`Action` of the common call, built without the frozen dataclass's per-field
-    ``object.__setattr__`` (a quarter of a repeated check): a plain ``str`` tool name within the
-    limit, a ``dict`` of ``str`` names to plain values (nothing to snapshot: the snapshot is a
+    """The :class:`Action` of the common call (see :func:`plain_call`), or None."""
+    built = plain_call(tool_name, args, cost_usd)
+    return None if built is None else built[0]
+
+
+def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Action, Optional[Tuple[Any, ...]]]]:
+    """The :class:`Action` of the common call and its fingerprint, built without the frozen
+    dataclass's per-field ``object.__setattr__`` (a quarter of a repeated check): a plain ``str``
+    tool name within the limit, a ``dict`` of ``str`` names to plain values (the snapshot is a
     :class:`.arguments.FrozenArgs` copy, as ``freeze_arguments`` makes) and a finite cost >= 0.
-    Anything else is None, and goes through ``__post_init__``'s checks and their errors."""
+    Anything else is None, and goes through ``__post_init__``'s checks and their errors.
+
+    The copy is taken first and its values checked after, so a caller changing its mapping
+    meanwhile cannot slip a value that was not checked into the snapshot. The fingerprint is
+    ``(tool name, cost, the snapshot's (name, value) pairs)`` when every value is a ``str``
+    (plain values of one type: equal means the same), else None; the kernel keys the answers
+    of pure policies on it.
+
+    >>> action, fingerprint = plain_call("database_query", {"query": "SELECT 1"}, 0)
+    >>> fingerprint
+    ('database_query', 0.0, (('query', 'SELECT 1'),))
+    >>> plain_call("database_query", {"limit": 1}, 0)[1] is None
+    True
+    """
     if (
         type(tool_name) is not str
         or type(args) is not dict
@@ -131,12 +151,19 @@ def _plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Action]:
         or not 0 <= cost_usd < math.inf
     ):
         return None
-    for name, value in args.items():
-        if type(name) is not str or type(value) not in _PLAIN_VALUES:
+    frozen = FrozenArgs(args)
+    only_str = True
+    for name, value in frozen.items():
+        if type(name) is not str:
             return None
+        if type(value) is not str:
+            if type(value) not in _PLAIN_VALUES:
+                return None
+            only_str = False
+    cost = float(cost_usd)
     action = _new(Action)
-    action.__dict__.update(tool_name=tool_name, args=FrozenArgs(args), cost_usd=float(cost_usd), refusal=None)
-    return action
+    _set(action, "__dict__", {"tool_name": tool_name, "args": frozen, "cost_usd": cost, "refusal": None})
+    return action, ((tool_name, cost, tuple(frozen.items())) if only_str else None)
 
 
 @dataclass(frozen=True)
@@ -252,17 +279,21 @@ class Decision:
         True
         """
         decision = _new(cls)
-        decision.__dict__.update(
-            action=action,
-            verdict=verdict,
-            violations=violations,
-            signals=signals,
-            context=context,
-            decision_id=decision_id,
-            original_action=original_action,
-            audit_id=audit_id,
-            elapsed_us=elapsed_us,
-            notes=notes,
+        _set(
+            decision,
+            "__dict__",
+            {
+                "action": action,
+                "verdict": verdict,
+                "violations": violations,
+                "signals": signals,
+                "context": context,
+                "decision_id": decision_id,
+                "original_action": original_action,
+                "audit_id": audit_id,
+                "elapsed_us": elapsed_us,
+                "notes": notes,
+            },
         )
         return decision
 

@@ -10,16 +10,17 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
-from .actions import Action, ActionContext, Decision, Verdict, current_context
+from .actions import Action, ActionContext, Decision, Verdict, current_context, plain_call
 from .arguments import tool_key
 from .audit import AuditTrail, open_flight_recorder
 from .engine import AgentOSPolicy
-from .policies import CostControlPolicy, Policy
+from .policies import CONFIGURATION_CHANGES, CostControlPolicy, Policy
 from .sql import SQLPolicy
 from .violations import GovernanceConfigError, PolicyViolation, Severity, ViolationType
 
@@ -31,6 +32,56 @@ KERNEL_POLICY_NAME = "GovernanceKernel"
 _MAX_CACHED_TOOL_NAMES = 1024
 #: Agents whose Agent OS signal dispatcher the kernel keeps (the most recently used ones).
 MAX_DISPATCHERS = 1024
+#: Actions whose pure policies' answers a kernel remembers (the most recently checked ones).
+MAX_REMEMBERED_ACTIONS = 4096
+
+
+def is_pure(policy: Policy) -> bool:
+    """Whether the kernel may remember ``policy``'s answers (:attr:`Policy.pure`): its own class
+    declares it pure, it still says so, and no method the kernel calls was replaced on it."""
+    cls = type(policy)
+    return (
+        cls.__dict__.get("pure") is True
+        and policy.pure is True
+        and not any(name in vars(policy) for name in ("evaluate", "rewrite", "on_allowed", "on_blocked"))
+        and cls.on_allowed is Policy.on_allowed
+        and cls.on_blocked is Policy.on_blocked
+    )
+
+
+class _Plan(NamedTuple):
+    """What the kernel asks about one tool name, worked out once per name."""
+
+    policies: Tuple[Policy, ...]
+    notes: Tuple[str, ...]
+    note_failures: Tuple[Tuple[Policy, str], ...]
+    #: Per policy, whether its answers are remembered.
+    pure: Tuple[bool, ...]
+    #: Whether every answer of every policy is remembered (then a remembered action asks none).
+    all_pure: bool
+    #: Whether no answer is (then nothing is looked up).
+    all_impure: bool
+    #: (index, policy) of the policies whose ``on_allowed`` / ``on_blocked`` is their own (the
+    #: base class's does nothing, so it is not called).
+    committers: Tuple[Tuple[int, Policy], ...]
+    releasers: Tuple[Tuple[int, Policy], ...]
+
+
+#: The remembered answer of pure policies that found nothing.
+_NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
+
+
+def _fresh(violation: PolicyViolation) -> PolicyViolation:
+    """A copy of a remembered finding, stamped now: each decision owns its violations."""
+    copy = object.__new__(PolicyViolation)
+    copy.__dict__.update(violation.__dict__)
+    copy.timestamp = datetime.now(timezone.utc)
+    return copy
+
+
+def _own(policy: Policy, hook: str) -> bool:
+    """Whether ``policy.<hook>`` is more than the base class's, which does nothing."""
+    return hook in vars(policy) or getattr(type(policy), hook) is not getattr(Policy, hook)
 
 
 def _applies(policy: Policy, tool_name: str) -> bool:
@@ -221,6 +272,12 @@ class GovernanceKernel:
         self._id_counter = itertools.count(1)
         self._by_tool: Dict[str, Tuple[Policy, ...]] = {}
         self._notes_by_tool: Dict[str, Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]] = {}
+        self._plans: Dict[str, _Plan] = {}
+        # The answers of pure policies per action fingerprint (plain values only, see
+        # actions.plain_call), forgotten when a pure policy's configuration changes.
+        self._remembered: "OrderedDict[Tuple[Any, ...], Tuple[Tuple[PolicyViolation, ...], ...]]" = OrderedDict()
+        self._remembered_lock = threading.Lock()
+        self._remembered_for = CONFIGURATION_CHANGES[0]
 
     # ----------------------------------------------------------------- construction helpers
     @classmethod
@@ -272,8 +329,13 @@ class GovernanceKernel:
         ``action`` is an :class:`Action` or a tool name (then ``args`` and ``cost_usd`` build the
         action). ``context`` defaults to the one set by :func:`governance_context`.
         """
+        fingerprint = None
         if not isinstance(action, Action):
-            action = Action.of_call(action, {} if args is None else args, cost_usd)
+            built = plain_call(action, args, cost_usd)
+            if built is None:
+                action = Action.of_call(action, {} if args is None else args, cost_usd)
+            else:
+                action, fingerprint = built
         elif args is not None:
             raise TypeError("pass args only together with a tool name, not with an Action")
         if context is None:
@@ -283,7 +345,72 @@ class GovernanceKernel:
         if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
             return self.refuse(action, action.refusal, context=context)
         started = time.perf_counter()
+        if self._rewriters:
+            return self._check_rewritten(action, context, started)
+        plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
+        remembered = None
+        configuration = CONFIGURATION_CHANGES[0]
+        if fingerprint is not None and not plan.all_impure:
+            if self._remembered_for != configuration:
+                self._forget()
+            remembered = self._remembered.get(fingerprint)
+            if remembered is _NOTHING_FOUND and plan.all_pure and not plan.note_failures:
+                # Every policy is pure and found nothing in this very action before: allowed.
+                try:
+                    self._remembered.move_to_end(fingerprint)
+                except KeyError:  # forgotten by another thread meanwhile
+                    pass
+                # _decide, inline: no violations, so no signals; no audit trail, nothing to record.
+                decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
+                audit = self.audit
+                decision = Decision.of_kernel(
+                    action,
+                    Verdict.ALLOWED,
+                    (),
+                    (),
+                    context,
+                    decision_id,
+                    None,
+                    None if audit is None else decision_id,
+                    (time.perf_counter() - started) * 1e6,
+                    plan.notes,
+                )
+                return decision if audit is None else self._record(decision)
+        violations: List[PolicyViolation] = [self._failure(policy, what) for policy, what in plan.note_failures]
+        policies = plan.policies
+        answers: List[Tuple[PolicyViolation, ...]] = []
+        remember = fingerprint is not None and remembered is None and not plan.all_impure
+        for policy, pure in zip(policies, plan.pure):
+            if pure and remembered is not None:
+                found = remembered[len(answers)] if remembered else ()
+                answers.append(found)
+                violations.extend(_fresh(v) for v in found)
+                continue
+            before = len(violations)
+            found = self._run(policy, "evaluate", action, context, violations)
+            if pure:
+                if found is None or len(violations) != before:  # a failure is not an answer to remember
+                    remember = False
+                else:
+                    answers.append(tuple(_fresh(v) for v in found))  # the memo's own copies
+            if found is not None:
+                violations.extend(found)
+        if remember:
+            self._remember(fingerprint, tuple(answers), configuration)
+        verdict = self._verdict(violations)
+        committed = len(policies) if verdict is not Verdict.BLOCKED else 0
+        if verdict is not Verdict.BLOCKED:
+            for index, policy in plan.committers:
+                if not self._committed(policy, action, context, violations):
+                    committed = index
+                    verdict = Verdict.BLOCKED
+                    break
+        if committed < len(policies):
+            self._release([p for i, p in plan.releasers if i >= committed], action, context)
+        return self._decide(action, context, verdict, violations, None, started, plan.notes)
 
+    def _check_rewritten(self, action: Action, context: ActionContext, started: float) -> Decision:
+        """:meth:`check` in a kernel with policies that rewrite actions (nothing remembered)."""
         violations: List[PolicyViolation] = []
         original: Optional[Action] = None
         for policy in self._rewriters:
@@ -309,6 +436,57 @@ class GovernanceKernel:
             verdict = Verdict.BLOCKED
             self._release(policies[committed:], action, context)
         return self._decide(action, context, verdict, violations, original, started, notes)
+
+    def _plan(self, tool_name: str) -> _Plan:
+        """What to ask about ``tool_name`` (kept for up to ``_MAX_CACHED_TOOL_NAMES`` names)."""
+        policies = self._policies_for(tool_name)
+        notes, note_failures = self._notes_and_failures(tool_name, policies)
+        pure = tuple(is_pure(p) for p in policies)
+        plan = _Plan(
+            policies,
+            notes,
+            note_failures,
+            pure,
+            all(pure),
+            not any(pure),
+            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_allowed")),
+            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_blocked")),
+        )
+        if len(self._plans) < _MAX_CACHED_TOOL_NAMES:
+            self._plans[tool_name] = plan
+        return plan
+
+    def _remember(
+        self, fingerprint: Tuple[Any, ...], answers: Tuple[Tuple[PolicyViolation, ...], ...], configuration: int
+    ) -> None:
+        """Keep the pure policies' ``answers`` about an action, found under ``configuration``."""
+        if not any(answers):
+            answers = _NOTHING_FOUND
+        with self._remembered_lock:
+            if configuration != CONFIGURATION_CHANGES[0]:
+                return  # found under a configuration that has changed since: not an answer to keep
+            if self._remembered_for != configuration:
+                self._forget()
+            self._remembered[fingerprint] = answers
+            while len(self._remembered) > MAX_REMEMBERED_ACTIONS:
+                self._remembered.popitem(last=False)
+
+    def _forget(self) -> None:
+        """Forget every remembered answer (a pure policy's configuration changed)."""
+        self._remembered = OrderedDict()
+        self._remembered_for = CONFIGURATION_CHANGES[0]
+
+    def _committed(
+        self, policy: Policy, action: Action, context: ActionContext, violations: List[PolicyViolation]
+    ) -> bool:
+        """``policy.on_allowed``; False (its failure added to ``violations``) if it raised."""
+        try:
+            policy.on_allowed(action, context)
+        except Exception as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+            logger.exception("policy %s.on_allowed raised", policy.name)
+            violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
+            return False
+        return True
 
     def refuse(
         self,
@@ -369,9 +547,20 @@ class GovernanceKernel:
         return policies
 
     def _notes_for(self, tool_name: str, policies: Sequence[Policy], sink: List[PolicyViolation]) -> Tuple[str, ...]:
+        """What ``policies`` note about ``tool_name`` (:meth:`_notes_and_failures`); the failures
+        go to ``sink``."""
+        notes, failures = self._notes_and_failures(tool_name, policies)
+        for policy, what in failures:
+            sink.append(self._failure(policy, what))
+        return notes
+
+    def _notes_and_failures(
+        self, tool_name: str, policies: Sequence[Policy]
+    ) -> Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]:
         """What ``policies`` note about ``tool_name`` (:meth:`Policy.note_for`), asked once per
-        tool name; a policy whose ``note_for`` raises or answers something other than a str or
-        None blocks the action (a skipped check that cannot be stated is not skipped silently)."""
+        tool name, and the policies whose ``note_for`` raised or answered something other than a
+        str or None, with what went wrong: each blocks the action (a skipped check that cannot
+        be stated is not skipped silently)."""
         cached = self._notes_by_tool.get(tool_name)
         if cached is None:
             notes: List[str] = []
@@ -392,9 +581,7 @@ class GovernanceKernel:
             cached = (tuple(notes), tuple(failures))
             if len(self._notes_by_tool) < _MAX_CACHED_TOOL_NAMES:
                 self._notes_by_tool[tool_name] = cached
-        for policy, what in cached[1]:
-            sink.append(self._failure(policy, what))
-        return cached[0]
+        return cached
 
     @staticmethod
     def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:

@@ -22,6 +22,10 @@ __all__ = ["Policy", "ToolAllowListPolicy", "CostControlPolicy", "PolicyMode"]
 
 PolicyMode = Literal["block", "warn"]
 
+#: How many times the configuration of a pure policy (:attr:`Policy.pure`) was set; a kernel
+#: that remembers pure policies' answers forgets them when this changes.
+CONFIGURATION_CHANGES = [0]
+
 
 class Policy(ABC):
     """Base class for governance policies.
@@ -44,6 +48,14 @@ class Policy(ABC):
     """
 
     runs_inline: ClassVar[bool] = False
+    #: Declares :meth:`evaluate` a deterministic function of the frozen action alone (its tool
+    #: name, its cost and its arguments' plain values) and of this policy's configuration: no
+    #: state, no context, no clock, and no :meth:`on_allowed` / :meth:`on_blocked` bookkeeping.
+    #: The kernel then remembers the answer per action (see ``GovernanceKernel``) and does not
+    #: ask again for the same action. Only a class that sets it in its own body counts (a
+    #: subclass that changes the behaviour must declare it again); setting any attribute of a
+    #: pure policy (its configuration) makes every kernel forget what it remembered.
+    pure: bool = False
 
     def __init__(
         self,
@@ -65,6 +77,11 @@ class Policy(ABC):
         self.name: str = name or type(self).__name__
         self.severity: Severity = Severity.parse(severity)
         self.mode: PolicyMode = mode
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if type(self).__dict__.get("pure") is True:  # a changed configuration: remembered answers are stale
+            CONFIGURATION_CHANGES[0] += 1
 
     @abstractmethod
     def evaluate(self, action: Action, context: ActionContext) -> Iterable[PolicyViolation]:
@@ -139,6 +156,7 @@ class ToolAllowListPolicy(Policy):
     """
 
     runs_inline = True
+    pure = True
 
     def __init__(
         self, allowed_tools: Iterable[str], *, severity: Union[Severity, str] = Severity.HIGH, **kwargs

@@ -398,6 +398,10 @@ class SQLPolicy(Policy):
     """
 
     runs_inline = True
+    #: Pure (:attr:`.policies.Policy.pure`) without ``database=``: the answer depends on the
+    #: text and this policy's lists only. With a database it is not: what a statement sets off
+    #: there (triggers, rules) can change between two checks of the same text.
+    pure = True
 
     def __init__(
         self,
@@ -461,6 +465,8 @@ class SQLPolicy(Policy):
         self.allow_functions = _names("allow_functions", allow_functions, str.lower)
         self.allow_statements = _names("allow_statements", allow_statements, str.upper)
         self._schema = open_schema(database, self.dialect) if database is not None else None
+        if self._schema is not None:
+            self.pure = False
 
     def _opted_in(self, unknown: Unknown) -> bool:
         """Whether this policy's opt-ins place ``unknown``: a function or routine by its name
