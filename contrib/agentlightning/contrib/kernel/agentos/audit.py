@@ -675,7 +675,7 @@ class AuditTrail:
             outage.recovering = False
             first, cap = self.retry_backoff_s
             outage.next_retry = time.monotonic() + min(cap, first * (2 ** min(outage.retries, 30)))
-        error = AuditWriteError(f"audit write failed ({type(err).__name__}: {err}); retrying with backoff")
+        error = AuditWriteError(f"{type(err).__name__}: {err}; retrying with backoff")
         error.__cause__ = err
         self._finish(work, error, outage)
 

@@ -18,7 +18,7 @@ from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace,
 
 from .actions import Action, ActionContext, Decision, Verdict, current_context, plain_call
 from .arguments import tool_key
-from .audit import AuditTrail, open_flight_recorder
+from .audit import AuditTrail, AuditWriteError, open_flight_recorder
 from .engine import AgentOSPolicy
 from .policies import CONFIGURATION_CHANGES, CostControlPolicy, Policy
 from .sql import SQLPolicy
@@ -747,7 +747,10 @@ class GovernanceKernel:
             failure = PolicyViolation(
                 ViolationType.BLOCKED,
                 KERNEL_POLICY_NAME,
-                f"audit write failed ({type(err).__name__}: {err}); failing closed: action blocked",
+                # The audit's own errors already name their cause; others are named here (so the
+                # reason does not say "audit write failed" twice).
+                f"audit write failed ({err if isinstance(err, AuditWriteError) else f'{type(err).__name__}: {err}'});"
+                " failing closed: action blocked",
                 self.error_severity,
             )
             return dataclasses.replace(
