@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any, Dict, List, Optional, Set
 
 import orjson
@@ -91,15 +92,32 @@ _RAW_PARSE_PLPGSQL_EXPR = 2  # an expression (IF, PERFORM, RETURN, ...)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
+#: Frames kept free beyond a tree's depth when choosing orjson (json's own calls, and slack).
+_JSON_STACK_SLACK = 50
+
+
 def _loads(raw_tree: str) -> Dict[str, Any]:
-    """libpg_query's JSON tree as Python values. orjson reads it in a third of ``json.loads``'s
-    time, into the same dicts, lists, strings and numbers in the same order; what orjson refuses
-    (an integer beyond 64 bits, nesting deeper than its limit of 1,024) is read by ``json``, so
-    every tree reads exactly as before, and a tree too deep for either is a RecursionError."""
-    try:
-        return orjson.loads(raw_tree)
-    except orjson.JSONDecodeError:
-        return json.loads(raw_tree)
+    """libpg_query's JSON tree as Python values, the same as ``json.loads`` gives, or the same
+    RecursionError.
+
+    orjson reads the tree in half of ``json.loads``'s instructions, into the same dicts, lists,
+    strings and numbers in the same order; but ``json`` runs out of depth where orjson does not
+    (a tree nested more deeply than the interpreter's recursion limit has room for: such text is
+    blocked as nested too deeply). orjson is used only when ``json`` could not run out: the
+    tree's depth is at most its number of ``{`` and ``[``, and the stack is shallow enough for
+    that many more levels (``sys._getframe`` of that height fails). Anything else, and whatever
+    orjson refuses, is read by ``json`` as before."""
+    containers = raw_tree.count("{") + raw_tree.count("[")
+    height = sys.getrecursionlimit() - containers - _JSON_STACK_SLACK
+    if height > 0:
+        try:
+            sys._getframe(height)
+        except ValueError:  # fewer frames than that: room for every level of the tree
+            try:
+                return orjson.loads(raw_tree)
+            except orjson.JSONDecodeError:
+                pass
+    return json.loads(raw_tree)
 
 
 def _node_kind(node_type: str, node: Dict[str, Any]) -> Optional[str]:
