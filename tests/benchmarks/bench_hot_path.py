@@ -59,6 +59,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import orjson  # noqa: E402
 import sqlglot  # noqa: E402
 from bench_common import environment, print_table  # noqa: E402
 from bench_kernel_decisions import build_workload  # noqa: E402
@@ -179,6 +180,9 @@ def count_child(n: int, only: str) -> None:
     with region(f"pglast json.loads|-|{len(rows[0][3])}"):
         for text in rows[0][3]:
             json.loads(pg_parser.parse_sql_json(text))
+    with region(f"pglast orjson.loads|-|{len(rows[0][3])}"):
+        for text in rows[0][3]:
+            orjson.loads(pg_parser.parse_sql_json(text))
 
 
 def instructions(n: int, tree: Path, only: str) -> Dict[str, float]:
@@ -392,6 +396,9 @@ def report(counts: Optional[Dict[str, float]], wall: Dict[str, Tuple[float, floa
     if counts and "pglast json.loads|-" in counts:
         loads = counts["pglast json.loads|-"]
         print(f"libpg_query JSON parse + json.loads, short texts: {loads:,.0f} instructions/call")
+    if counts and "pglast orjson.loads|-" in counts:
+        loads = counts["pglast orjson.loads|-"]
+        print(f"libpg_query JSON parse + orjson.loads, short texts: {loads:,.0f} instructions/call")
     return rows
 
 

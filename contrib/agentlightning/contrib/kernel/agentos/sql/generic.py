@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
+import operator
 import re
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -35,14 +36,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from . import rules
-from .effects import (
-    EFFECT_BY_NAME,
-    KindSet,
-    SQLAnalysis,
-    SQLStatement,
-    Unverifiable,
-    snippet,
-)
+from .effects import EFFECT_BY_NAME, KindSet, SQLAnalysis, SQLStatement, Unverifiable, snippet
 from .functions import is_known_function
 
 __all__ = ["read_generic", "MYSQL_FAMILY", "prepare_mysql_text", "ASSUMED_MYSQL_VERSION"]
@@ -274,8 +268,47 @@ def _keyword_of(node: exp.Expression) -> Optional[str]:
     return keyword
 
 
+_TOKEN_TYPE = operator.attrgetter("token_type")
+_TOKEN_TEXT = operator.attrgetter("text")
+
+
+def _upper_words(tokens: Sequence[Token]) -> str:
+    """The tokens' texts, upper case, in one string: a word no token is can be ruled out with
+    one substring test (the upper case of joined texts is the join of their upper cases, so
+    every token whose :func:`_word` is ``W`` puts ``W`` in it)."""
+    return " ".join(map(_TOKEN_TEXT, tokens)).upper()
+
+
+def _starts_compound(token: Token) -> bool:
+    """Whether a statement starting with ``token`` may have a compound body (see below)."""
+    return token.token_type is TokenType.CREATE or _word(token) in ("BEGIN", "ALTER")
+
+
 def _split_statements(tokens: Sequence[Token]) -> List[List[Token]]:
-    """Top-level statements; a routine's or trigger's ``BEGIN ... END`` keeps its semicolons."""
+    """Top-level statements; a routine's or trigger's ``BEGIN ... END`` keeps its semicolons.
+
+    A statement that cannot hold a compound body ends at the next semicolon: those are cut
+    where the semicolons are; from the first statement that may hold one on, every token is
+    read by :func:`_split_compound`."""
+    statements: List[List[Token]] = []
+    types = list(map(_TOKEN_TYPE, tokens))
+    semicolon, start, end = TokenType.SEMICOLON, 0, len(tokens)
+    while start < end:
+        if types[start] is not semicolon and _starts_compound(tokens[start]):
+            statements.extend(_split_compound(tokens[start:]))
+            break
+        try:
+            stop = types.index(semicolon, start)
+        except ValueError:
+            stop = end
+        if stop > start:
+            statements.append(list(tokens[start:stop]))
+        start = stop + 1
+    return statements
+
+
+def _split_compound(tokens: Sequence[Token]) -> List[List[Token]]:
+    """:func:`_split_statements` token by token, from the start of a statement."""
     statements: List[List[Token]] = []
     current: List[Token] = []
     depth, compound, creates = 0, False, False
@@ -288,7 +321,7 @@ def _split_statements(tokens: Sequence[Token]) -> List[List[Token]]:
             continue
         current.append(token)
         if len(current) == 1:
-            creates = token.token_type is TokenType.CREATE or _word(token) in ("BEGIN", "ALTER")
+            creates = _starts_compound(token)
             continue
         if not creates:  # only CREATE TRIGGER/... and BEGIN NOT ATOMIC have a compound body
             continue
@@ -386,7 +419,12 @@ class _Reader:
             kinds.merge([self._reread("INSERT " + tail).statement("")], _RUNS.why)
             kinds.apply(EFFECT_BY_NAME["replace rows"], "REPLACE")
             return kinds
-        if self.mysql_family and _MARIADB_ONLY.intersection(_word(t) for t in tokens):
+        upper = _upper_words(tokens)
+        if (
+            self.mysql_family
+            and any(w in upper for w in _MARIADB_ONLY)
+            and _MARIADB_ONLY.intersection(_word(t) for t in tokens)
+        ):
             return self._reread(self._raw(tokens, _mariadb_rewrite(tokens)))
         if first in ("COPY", "CREATE", "BEGIN", "ALTER"):
             words = [_word(t) for t in tokens]
@@ -413,7 +451,7 @@ class _Reader:
             elif conflict not in _PLAIN_CONFLICT:
                 raise SqlglotError(f"UPDATE OR {conflict} is no conflict clause")
             tokens = tokens[:1] + tokens[3:]
-        replaces = _on_conflict_replace(tokens)
+        replaces = _on_conflict_replace(tokens) if "REPLACE" in upper else set()
         if replaces:  # SQLite's ON CONFLICT REPLACE in a table's constraints: read without it
             kinds.apply(EFFECT_BY_NAME["replace rows"])
             tokens = [t for i, t in enumerate(tokens) if i not in replaces]

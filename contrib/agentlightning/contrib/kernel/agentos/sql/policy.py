@@ -164,10 +164,25 @@ _POSTGRES_MARKS = re.compile(
 )
 
 
+#: :data:`_POSTGRES_MARKS` for ASCII text in upper case: the same matches (ASCII letters are the
+#: only characters ``upper`` changes, and ``IGNORECASE`` matches exactly their two cases), at a
+#: fifth of the cost: without ``IGNORECASE`` and a look-behind in one alternation, the regex
+#: engine skips to the positions where a match can start.
+_POSTGRES_E_QUOTE_UPPER = re.compile(r"(?<![A-Z_])E'")
+_POSTGRES_WORDS_UPPER = re.compile(r"\b(?:DO|FUNCTION|PROCEDURE|TRIGGER|RULE|PREPARE|EXECUTE)\b")
+
+
 def _postgres_may_differ(query: str) -> bool:
     """Whether the PostgreSQL reading can find something the generic reading does not; when the
     text has none of these, both read the same tokens into the same statements."""
-    return _POSTGRES_MARKS.search(query) is not None
+    if not query.isascii():
+        return _POSTGRES_MARKS.search(query) is not None
+    if "$" in query or "\r" in query:
+        return True
+    upper = query.upper()
+    return ("E'" in upper and _POSTGRES_E_QUOTE_UPPER.search(upper) is not None) or (
+        _POSTGRES_WORDS_UPPER.search(upper) is not None
+    )
 
 
 @functools.lru_cache(maxsize=64)

@@ -17,19 +17,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any, Dict, List, Optional, Set
 
+import orjson
 from pglast import parser as pg_parser
 
 from . import rules
-from .effects import (
-    EFFECT_BY_NAME,
-    KindSet,
-    SQLAnalysis,
-    SQLStatement,
-    Unverifiable,
-    snippet,
-)
+from .effects import EFFECT_BY_NAME, KindSet, SQLAnalysis, SQLStatement, Unverifiable, snippet
 
 __all__ = ["read_postgres"]
 
@@ -97,6 +92,34 @@ _RAW_PARSE_PLPGSQL_EXPR = 2  # an expression (IF, PERFORM, RETURN, ...)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
+#: Frames kept free beyond a tree's depth when choosing orjson (json's own calls, and slack).
+_JSON_STACK_SLACK = 50
+
+
+def _loads(raw_tree: str) -> Dict[str, Any]:
+    """libpg_query's JSON tree as Python values, the same as ``json.loads`` gives, or the same
+    RecursionError.
+
+    orjson reads the tree in half of ``json.loads``'s instructions, into the same dicts, lists,
+    strings and numbers in the same order; but ``json`` runs out of depth where orjson does not
+    (a tree nested more deeply than the interpreter's recursion limit has room for: such text is
+    blocked as nested too deeply). orjson is used only when ``json`` could not run out: the
+    tree's depth is at most its number of ``{`` and ``[``, and the stack is shallow enough for
+    that many more levels (``sys._getframe`` of that height fails). Anything else, and whatever
+    orjson refuses, is read by ``json`` as before."""
+    containers = raw_tree.count("{") + raw_tree.count("[")
+    height = sys.getrecursionlimit() - containers - _JSON_STACK_SLACK
+    if height > 0:
+        try:
+            sys._getframe(height)
+        except ValueError:  # fewer frames than that: room for every level of the tree
+            try:
+                return orjson.loads(raw_tree)
+            except orjson.JSONDecodeError:
+                pass
+    return json.loads(raw_tree)
+
+
 def _node_kind(node_type: str, node: Dict[str, Any]) -> Optional[str]:
     kind = _NODE_KINDS.get(node_type)
     if kind is not None:
@@ -114,6 +137,19 @@ def _node_kind(node_type: str, node: Dict[str, Any]) -> Optional[str]:
     if node_type.startswith("Alter"):
         return "ALTER"
     return node_type[: -len("Stmt")].upper()
+
+
+#: Node types met so far that are neither a call nor a statement (``ColumnRef``, ``A_Const``, ...).
+_INERT_TYPES: Set[str] = set()
+
+
+def _inert(node_type: str) -> bool:
+    """Whether a node of this type adds nothing of its own (its children may): not a call, and
+    no statement kind (:func:`_node_kind` reads the node itself only for statement types)."""
+    if node_type == "FuncCall" or node_type in _NODE_KINDS or node_type.endswith("Stmt"):
+        return False
+    _INERT_TYPES.add(node_type)
+    return True
 
 
 def _construct(node_type: str, node: Dict[str, Any]) -> str:
@@ -138,7 +174,7 @@ def read_postgres(text: str, routines: Optional[Set[str]] = None) -> SQLAnalysis
     (see ``effects``); ``routines`` are the names of routines created earlier in the same text."""
     try:
         raw_tree = pg_parser.parse_sql_json(text)
-        tree = json.loads(raw_tree)
+        tree = _loads(raw_tree)
     except pg_parser.ParseError as err:
         return SQLAnalysis((), f"unparseable SQL for PostgreSQL ({err.args[0] if err.args else err})")
     except RecursionError:
@@ -180,17 +216,24 @@ class _Reader:
         self.statement_text = ""
 
     def walk(self, value: Any, kinds: KindSet) -> None:
-        if isinstance(value, list):
+        """Visit every node under ``value`` in the tree's order. Only dicts and lists are
+        descended into (a string or number holds no node), and a node type that is neither a
+        call nor a statement (:func:`_inert`) is known by one set look-up."""
+        if type(value) is list:
             for item in value:
-                self.walk(item, kinds)
+                if type(item) is dict or type(item) is list:
+                    self.walk(item, kinds)
             return
-        if not isinstance(value, dict):
+        if type(value) is not dict:
             return
+        inert = _INERT_TYPES
         for key, child in value.items():
-            if isinstance(child, dict) and key[:1].isupper():
-                if self.node(key, child, kinds):
-                    continue
-            self.walk(child, kinds)
+            child_type = type(child)
+            if child_type is dict:
+                if key in inert or not key[:1].isupper() or _inert(key) or not self.node(key, child, kinds):
+                    self.walk(child, kinds)
+            elif child_type is list:
+                self.walk(child, kinds)
 
     def node(self, node_type: str, node: Dict[str, Any], kinds: KindSet) -> bool:
         """Add what one node counts as; True when its children are already handled."""
@@ -355,7 +398,7 @@ def _read_plpgsql(body: str, routines: Optional[Set[str]] = None) -> SQLAnalysis
 
 def _plpgsql_statements(create_statement: str, routines: Optional[Set[str]] = None) -> SQLAnalysis:
     try:
-        tree = json.loads(pg_parser.parse_plpgsql_json(create_statement))
+        tree = _loads(pg_parser.parse_plpgsql_json(create_statement))
     except pg_parser.ParseError as err:
         return SQLAnalysis((), f"unparseable PL/pgSQL ({err.args[0] if err.args else err})")
     statements: List[SQLStatement] = []
@@ -425,7 +468,7 @@ def _string_literal(expression: str) -> Optional[str]:
     ('SELECT 1', None)
     """
     try:
-        tree = json.loads(pg_parser.parse_sql_json(f"SELECT {expression}"))
+        tree = _loads(pg_parser.parse_sql_json(f"SELECT {expression}"))
     except pg_parser.ParseError:
         return None
     stmts = tree.get("stmts", ())
