@@ -125,3 +125,15 @@ def test_the_memory_is_bounded():
     asked = policy.asked
     kernel.check("tool", {"text": "t0"})  # the oldest was forgotten: asked again
     assert policy.asked == asked + 1
+
+
+def test_sql_policy_with_cache_off_is_not_remembered(monkeypatch):
+    """cache=False asks for every text to be judged afresh: the kernel does not remember it either."""
+    assert is_pure(SQLPolicy(deny=["DROP"])) and not is_pure(SQLPolicy(deny=["DROP"], cache=False))
+    policy = SQLPolicy(deny=["DROP"], cache=False)
+    asked: List[str] = []
+    evaluate = SQLPolicy.evaluate
+    monkeypatch.setattr(SQLPolicy, "evaluate", lambda self, a, c: asked.append(a.args["query"]) or evaluate(self, a, c))
+    kernel = GovernanceKernel([policy])
+    assert all(kernel.check("database_query", {"query": "SELECT 1"}).allowed for _ in range(3))
+    assert asked == ["SELECT 1"] * 3

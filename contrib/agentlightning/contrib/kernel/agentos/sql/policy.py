@@ -388,8 +388,8 @@ class SQLPolicy(Policy):
     ``severities`` sets a severity per keyword (default: the policy's ``severity``); SQL that
     does not parse, cannot be verified, is not a string, or is longer than ``max_query_chars``
     is blocked at ``unparseable_severity``. Analyses are cached per (text, dialect) in caches of
-    a fixed size shared by every policy; ``cache=False`` makes this policy parse every text afresh
-    (``cache_size``, its former name, sized nothing: it is deprecated, ``0`` meaning ``cache=False``;
+    a fixed size shared by every policy; ``cache=False`` makes this policy parse every text afresh,
+    and the kernel does not remember its answers either (it is then not pure) (``cache_size``, its former name, sized nothing: it is deprecated, ``0`` meaning ``cache=False``;
     giving both is an error).
 
     >>> policy = SQLPolicy(deny=["DROP", "DELETE"])
@@ -480,7 +480,9 @@ class SQLPolicy(Policy):
         self.allow_functions = _names("allow_functions", allow_functions, str.lower)
         self.allow_statements = _names("allow_statements", allow_statements, str.upper)
         self._schema = open_schema(database, self.dialect) if database is not None else None
-        if self._schema is not None:
+        if self._schema is not None or not self.cache:
+            # With a database, what a statement sets off can change between two checks of one
+            # text; with cache=False the user asked for every text to be judged afresh.
             self.pure = False
 
     def _opted_in(self, unknown: Unknown) -> bool:
