@@ -389,8 +389,9 @@ class SQLPolicy(Policy):
     does not parse, cannot be verified, is not a string, or is longer than ``max_query_chars``
     is blocked at ``unparseable_severity``. Analyses are cached per (text, dialect) in caches of
     a fixed size shared by every policy; ``cache=False`` makes this policy parse every text afresh,
-    and the kernel does not remember its answers either (it is then not pure) (``cache_size``, its former name, sized nothing: it is deprecated, ``0`` meaning ``cache=False``;
-    giving both is an error).
+    and the kernel does not remember its answers either (it is then not pure). ``cache_size``,
+    its former name, sized nothing: it is deprecated, ``0`` meaning ``cache=False``; giving both
+    is an error.
 
     >>> policy = SQLPolicy(deny=["DROP", "DELETE"])
     >>> ctx = ActionContext()
