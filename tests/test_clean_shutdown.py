@@ -1,9 +1,9 @@
-"""A clean Trainer run ends cleanly: the recipes' strategy stops the runner processes before the store.
+"""A clean Trainer run ends cleanly: the runner room's strategy stops the runner processes before the store.
 
 With agentlightning 0.3's own ``ClientServerExecutionStrategy`` the store's HTTP server stops
 first, and runners that poll in between log ``dequeue_rollout failed with exception: Cannot
-connect to host ...`` (and heartbeat tracebacks). The recipes use ``RunnersFirstStrategy``
-(contrib/recipes/agentos/clean_shutdown.py).
+connect to host ...`` (and heartbeat tracebacks). The runner room's ``RunnersFirstStrategy``
+(``agentlightning.contrib.runner.agentos.shutdown``, which the recipes use) stops the runners first.
 
 Each run is a real Trainer run (two runner processes, the governed runner, a SQLite database) in
 a Python process of its own, as a user runs a recipe: under pytest the runner processes would
@@ -40,7 +40,7 @@ from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 from tests.conftest import make_shop_db
 from tests.runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
-from clean_shutdown import RunnersFirstStrategy
+from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy
 
 strategy = {"recipes": RunnersFirstStrategy, "plain": ClientServerExecutionStrategy}[sys.argv[1]](n_runners=2)
 tmp = sys.argv[2]

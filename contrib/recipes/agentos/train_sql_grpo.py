@@ -48,7 +48,6 @@ import agentlightning as agl  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
-from clean_shutdown import RunnersFirstStrategy  # noqa: E402
 from common import (  # noqa: E402
     check_positive,
     config_record,
@@ -67,6 +66,7 @@ from sql_agent import SQLAgent  # noqa: E402
 from agentlightning.contrib.env.agentos.sql_world import SQLWorld  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
+from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy  # noqa: E402
 
 ARMS = ("governed", "ungoverned")
 

@@ -342,9 +342,10 @@ def run_arm(
     import portpicker
 
     import agentlightning as agl
-    from clean_shutdown import RunnersFirstStrategy
     from llm_grpo import make_llm_grpo
     from sql_agent import SQLAgent
+
+    from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy
 
     result_path = config.out / f"{arm}.json"
     algorithm = make_llm_grpo(config, world, arm, policy, result_path, reward_mode=REWARD_MODE[arm])

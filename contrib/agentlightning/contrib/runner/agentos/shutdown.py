@@ -13,6 +13,7 @@ the stop event and waits, up to ``graceful_timeout`` seconds, for the runner pro
 while the store still answers; then the store stops as before. Everything else (the escalation
 to SIGINT, SIGTERM and SIGKILL, the exit-code check) is the base class's.
 
+>>> from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy
 >>> strategy = RunnersFirstStrategy(n_runners=2, server_port=4747)
 >>> strategy.n_runners, strategy.role
 (2, 'both')
