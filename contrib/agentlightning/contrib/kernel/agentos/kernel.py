@@ -601,11 +601,7 @@ class GovernanceKernel:
         action is blocked instead (the failure is added to ``violations``) and it and the
         policies after it are released."""
         for done, policy in enumerate(policies):
-            try:
-                policy.on_allowed(action, context)
-            except Exception as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
-                logger.exception("policy %s.on_allowed raised", policy.name)
-                violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
+            if not self._committed(policy, action, context, violations):
                 return done
         return len(policies)
 
