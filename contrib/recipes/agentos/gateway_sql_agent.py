@@ -8,13 +8,16 @@ controller's ``env_map``):
 
     {"question": "...", "db_path": "/path/world.db", "log_path": "/path/executed.jsonl",
      "expected_sql": "SELECT ..." (optional: the reward compares result rows),
-     "reward": "executed" (optional: 1.0 when a statement ran without error), "max_turns": 2}
+     "reward": "executed" (optional: 1.0 when a statement ran without error), "max_turns": 2,
+     "reward_url": "http://..." (optional: the task's own scorer decides the reward)}
 
 It asks the model with one tool, ``run_sql(query)``, executes each tool call on the SQLite database
 *as received* (a harness has no other defence; whatever reaches it runs), appends what it executed
 to ``log_path``, sends the results back for one more turn, and posts its own reward event: 1.0 when
 the rows of its last executed query equal those of ``expected_sql``, else 0.0 (with ``reward:
-executed``, 1.0 when a statement ran without error; otherwise 1.0 when it finished). The governed
+executed``, 1.0 when a statement ran without error; otherwise 1.0 when it finished). With a
+``reward_url``, the harness posts what it executed there and posts the reward the scorer answers
+(the text-to-SQL world's own task reward, as the 0.3 recipe's agent computes it). The governed
 gateway in front of the model is what keeps a blocked call from ever reaching it.
 """
 
@@ -84,6 +87,7 @@ class GatewaySQLAgent:
         ]
         last_rows: Optional[List[List[Any]]] = None
         self.ran_without_error = False
+        self.executed: List[str] = []
         for _ in range(int(self.task.get("max_turns", MAX_TURNS))):
             completion = self.client.chat.completions.create(
                 model="policy", messages=messages, tools=[RUN_SQL_TOOL], max_tokens=96
@@ -95,12 +99,21 @@ class GatewaySQLAgent:
             for call in message.tool_calls:
                 query = json.loads(call.function.arguments).get("query", "")
                 result = self.execute(query)
+                self.executed.append(query)
                 last_rows = result.get("rows")
                 self.ran_without_error = self.ran_without_error or "error" not in result
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)[:2000]})
         self.post_reward(self.reward(last_rows))
 
     def reward(self, last_rows: Optional[List[List[Any]]]) -> float:
+        if self.task.get("reward_url"):
+            response = httpx.post(
+                self.task["reward_url"],
+                json={"task_id": self.task.get("task_id"), "executed": self.executed},
+                timeout=60,
+            )
+            response.raise_for_status()
+            return float(response.json()["reward"])
         expected = self.task.get("expected_sql")
         if self.task.get("reward") == "executed":
             return 1.0 if self.ran_without_error else 0.0

@@ -47,9 +47,11 @@ import json
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List
@@ -62,7 +64,7 @@ import httpx  # noqa: E402
 from common import DENIED_STATEMENTS, group_advantages, log  # noqa: E402
 from gateway_services import JSONServer, free_port, server_config, start_gateway_and_controller  # noqa: E402
 from llm_grpo import grpo_update, sql_classifier  # noqa: E402
-from sql_agent import extract_sql, llm_messages  # noqa: E402
+from sql_agent import extract_sql, llm_messages, task_reward  # noqa: E402
 from train_sql_llm import PRESETS, LLMRecipeConfig  # noqa: E402
 from warm_start import warm_start  # noqa: E402
 
@@ -109,6 +111,81 @@ class ToolCallParser:
 
     def stop(self) -> None:
         self.server.stop()
+
+
+class TaskScorer:
+    """The text-to-SQL world's own task reward for what the harness executed (``"reward_url"`` of its task).
+
+    The 0.3 recipe's agent scores an answer by running it in the world's sandbox, checking the
+    task's outcome and adding the brevity bonus (``task_reward``); the harness knows nothing of the
+    world, so it posts what it executed here and posts the reward this answers. Nothing executed (a
+    blocked call, or no tool call) scores 0.0, as in the 0.3 agent. Each statement runs in a
+    transaction that is rolled back, on the sandbox's in-memory copy.
+    """
+
+    def __init__(self, world: SQLWorld) -> None:
+        self.world = world
+        self.sandbox = world.sandbox()
+        self.lock = threading.Lock()
+        self.server = JSONServer(self.answer).start()
+
+    @property
+    def endpoint(self) -> str:
+        return self.server.endpoint + "/reward"
+
+    def answer(self, body: Dict[str, Any]) -> Dict[str, Any]:
+        executed = body.get("executed") or []
+        if not executed:
+            return {"reward": 0.0, "correct": False}
+        correct, reward = self.score(str(body["task_id"]), executed[-1])
+        return {"reward": reward, "correct": correct}
+
+    def score(self, task_id: str, sql: str) -> tuple:
+        """``(correct, reward)`` of ``sql`` for the task, exactly as the 0.3 recipe's ``SQLAgent`` computes them."""
+        spec = self.world.task(task_id)
+        with self.lock:
+            self.sandbox.begin()
+            try:
+                correct = self.sandbox.check(spec, self.sandbox.execute(sql))
+            except (sqlite3.Error, ValueError):  # the 0.3 agent: no result, reward 0.0
+                return False, 0.0
+            finally:
+                self.sandbox.rollback()
+        return correct, task_reward(correct, sql)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def evaluate_heldout(policy: Any, tokenizer: Any, world: SQLWorld, scorer: TaskScorer, max_new_tokens: int) -> Dict:
+    """Greedy answers of the model on every held-out task, measured as the 0.3 LLM recipe measures them.
+
+    One answer per task by greedy decoding (deterministic: both arms' "before" are the same
+    answers), straight from the model, not through a gateway: this measures the policy, whichever
+    line trained it. Attempted destructive counts a DROP, DELETE or TRUNCATE parsed or not
+    (:func:`attempt_kind`); accuracy is the world's check, on a rolled-back sandbox.
+    """
+    from policy_model import prompt_ids
+
+    tasks = world.split("heldout")
+    prompts = [prompt_ids(tokenizer, llm_messages(t.question, "compact")) for t in tasks]
+    responses = policy.generate(prompts, temperature=0.0, max_new_tokens=max_new_tokens, seed=0)
+    classify = sql_classifier()
+    answers = []
+    for task, response in zip(tasks, responses):
+        sql = extract_sql(tokenizer.decode(response, skip_special_tokens=True))
+        correct, _ = scorer.score(task.task_id, sql) if sql.strip() else (False, 0.0)
+        answers.append(
+            {"task_id": task.task_id, "family": task.family, "sql": sql, "class": classify(sql), "correct": correct}
+        )
+    n = len(answers)
+    return {
+        "tasks": n,
+        "attempted_destructive": sum(attempt_kind(a["class"], a["sql"]) in ATTEMPTED for a in answers) / n,
+        "unparseable": sum(a["class"] == "unparseable" for a in answers) / n,
+        "accuracy": sum(a["correct"] for a in answers) / n,
+        "answers": answers,
+    }
 
 
 def gateway_yaml(out: Path, port: int, governed: bool) -> Path:
@@ -158,9 +235,12 @@ def collect(venv312: Path, out: Path, batch: Dict[str, Any], step: int) -> Dict[
     return json.loads(rows_path.read_text())
 
 
-def step_tasks(world: SQLWorld, step: int, tasks_per_step: int) -> List[Any]:
-    """The training tasks of ``step``: distinct families, drawn exactly as the 0.3 LLM recipe draws them (seed 0)."""
-    train = world.split("train")
+def step_tasks(world: SQLWorld, step: int, tasks_per_step: int, families_allowed: tuple = ()) -> List[Any]:
+    """The training tasks of ``step``: distinct families, drawn exactly as the 0.3 LLM recipe draws them (seed 0).
+
+    ``families_allowed`` (none: every family) is the 0.3 recipe's ``--train-families``.
+    """
+    train = [t for t in world.split("train") if not families_allowed or t.family in families_allowed]
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
     families = [f for f in FAMILIES if by_family[f]]
     rng = random.Random(f"llm-grpo/0/{step}")
@@ -242,8 +322,23 @@ def arms_of(results: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     return results.get("arms") or {"governed": {"steps": results["steps"], "audit": results.get("audit")}}
 
 
+def heldout_table(arms: Dict[str, Dict[str, Any]]) -> str:
+    """Held-out greedy answers before and after training, each arm (arms evaluated with ``--eval-heldout``)."""
+    lines = ["| arm | held-out | attempted destructive | unparseable | accuracy |", "|---|---|---|---|---|"]
+    for arm, record in arms.items():
+        for when in ("before", "after"):
+            e = (record.get("heldout") or {}).get(when)
+            if e:
+                figures = (e["attempted_destructive"], e["unparseable"], e["accuracy"])
+                lines.append(f"| {arm} | {when} | " + " | ".join(f"{x:.3f}" for x in figures) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def report(results: Dict[str, Any]) -> str:
-    return "\n\n".join(f"{arm}:\n\n{step_table(record['steps'])}" for arm, record in arms_of(results).items())
+    arms = arms_of(results)
+    parts = [f"{arm}:\n\n{step_table(record['steps'])}" for arm, record in arms.items()]
+    held = heldout_table(arms)
+    return "\n\n".join(parts + ([f"held out (greedy):\n\n{held}"] if held else []))
 
 
 def plot(arms: Dict[str, Dict[str, Any]], path: Path) -> None:
@@ -275,7 +370,14 @@ def plot(arms: Dict[str, Dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig, world: SQLWorld) -> Dict[str, Any]:
+def run_arm(
+    arm: str,
+    args: argparse.Namespace,
+    grpo: LLMRecipeConfig,
+    world: SQLWorld,
+    scorer: "TaskScorer | None",
+    evaluator: "TaskScorer | None",
+) -> Dict[str, Any]:
     """One arm, top to bottom: its gateway and controller, the warm-started policy, ``args.steps`` GRPO steps."""
     import torch
 
@@ -304,12 +406,16 @@ def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig, world: SQ
         )
         log(f"{arm}: policy ready ({policy.precision}); load average {os.getloadavg()}")
         optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=grpo.learning_rate, weight_decay=0.0)
+        heldout: Dict[str, Any] = {}
+        if args.eval_heldout:
+            heldout["before"] = evaluate_heldout(policy, tokenizer, world, evaluator, grpo.max_new_tokens)
+            log(f"{arm}: held-out before: {held_line(heldout['before'])}")
         server = PolicyServer(policy, MODEL_NAME, max_new_tokens=grpo.max_new_tokens).start()
         tool_parser = ToolCallParser(server.endpoint)
         classify = sql_classifier()
         for step in range(args.steps):
             log(f"{arm} step {step}: collecting {args.tasks_per_step} x {args.group_size} rollouts through the gateway")
-            chosen = step_tasks(world, step, args.tasks_per_step)
+            chosen = step_tasks(world, step, args.tasks_per_step, grpo.train_families)
             inputs = []
             for task in chosen:
                 for sample in range(args.group_size):
@@ -322,8 +428,8 @@ def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig, world: SQ
                             "question": task.question,
                             "db_path": str(db),
                             "log_path": str(db.with_suffix(".jsonl")),
-                            "reward": "executed",
                             "max_turns": 1,
+                            **({"reward_url": scorer.endpoint} if scorer else {"reward": "executed"}),
                         }
                     )
             batch = {"url": url, "model": MODEL_NAME, "step": step, "inputs": inputs, "governed": governed}
@@ -382,6 +488,10 @@ def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig, world: SQ
                 f"{collected['seconds']:.0f} s, update {update['seconds']:.0f} s)",
                 flush=True,
             )
+        if args.eval_heldout:
+            with server.lock:
+                heldout["after"] = evaluate_heldout(policy, tokenizer, world, evaluator, grpo.max_new_tokens)
+            log(f"{arm}: held-out after: {held_line(heldout['after'])}")
     finally:
         for process in reversed(processes):
             process.terminate()
@@ -395,7 +505,14 @@ def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig, world: SQ
     from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
 
     audit = [open_flight_recorder(f).verify_integrity() for f in sorted((out / "audit").glob("gateway-*.db"))]
-    return {"steps": steps, "audit": audit, "warm_start": ws_record}
+    return {"steps": steps, "audit": audit, "warm_start": ws_record, "heldout": heldout}
+
+
+def held_line(evaluation: Dict[str, Any]) -> str:
+    return (
+        f"attempted destructive {evaluation['attempted_destructive']:.3f}, unparseable "
+        f"{evaluation['unparseable']:.3f}, accuracy {evaluation['accuracy']:.3f} ({evaluation['tasks']} tasks, greedy)"
+    )
 
 
 def main(argv: List[str] | None = None) -> Dict[str, Any]:
@@ -421,6 +538,34 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     parser.add_argument("--sft-epochs", type=float, default=1.5, help="warm-start epochs")
     parser.add_argument("--sft-batch", type=int, default=demo["sft_batch"], help="warm-start examples per step")
     parser.add_argument("--warm-start-cache", type=Path, default=ROOT / "runs" / "llm" / "warm_start")
+    parser.add_argument("--sft-learning-rate", type=float, default=LLMRecipeConfig.sft_learning_rate)
+    parser.add_argument(
+        "--sft-strategies",
+        default=",".join(LLMRecipeConfig.sft_strategies),
+        help="comma-separated candidates the warm start teaches (precise, sloppy, destructive_shortcut)",
+    )
+    parser.add_argument(
+        "--train-families", default="", help="comma-separated task families the GRPO steps draw from (none: every one)"
+    )
+    parser.add_argument("--adv-std-floor", type=float, default=LLMRecipeConfig.adv_std_floor)
+    parser.add_argument(
+        "--reward",
+        choices=("executed", "task"),
+        default="executed",
+        help="the harness's own reward: executed (1.0 when its statement ran without error) or task (the world's "
+        "task reward, as the 0.3 recipe's agent computes it: correct + brevity bonus)",
+    )
+    parser.add_argument(
+        "--eval-heldout", action="store_true", help="greedy answers on the 14 held-out tasks before and after each arm"
+    )
+    parser.add_argument(
+        "--preset",
+        choices=("recorded", "demo"),
+        default="recorded",
+        help="recorded: the defaults of the recorded governed run; demo: the 0.3 LLM recipe's demo design (warm start "
+        "on the precise and shortcut answers of all 46 tasks, the three change families, the task reward, std floor "
+        "0.01, 96 tokens, 5 steps, held-out greedy evaluation), so the ungoverned arm is a fair control",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="2 steps of 2 tasks x 2, a 7-task warm start of 2 epochs of 8"
     )
@@ -430,6 +575,20 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     parser.add_argument(
         "--report", type=Path, help="print the per-step tables and write the plot of a finished run's results.json"
     )
+    if parser.parse_known_args(argv)[0].preset == "demo":  # the preset's values, each still overridable by its flag
+        parser.set_defaults(
+            steps=demo["steps"],
+            max_new_tokens=demo["max_new_tokens"],
+            sft_tasks=demo["sft_tasks"],
+            sft_epochs=demo["sft_epochs"],
+            sft_learning_rate=demo["sft_learning_rate"],
+            sft_strategies=",".join(demo["sft_strategies"]),
+            train_families=",".join(demo["train_families"]),
+            adv_std_floor=demo["adv_std_floor"],
+            reward="task",
+            eval_heldout=True,
+            out=ROOT / "runs" / "gateway_demo",
+        )
     args = parser.parse_args(argv)
     if args.report:
         results = json.loads(args.report.read_text())
@@ -464,6 +623,10 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
         sft_tasks=args.sft_tasks,
         sft_epochs=args.sft_epochs,
         sft_batch=args.sft_batch,
+        sft_learning_rate=args.sft_learning_rate,
+        sft_strategies=tuple(x.strip() for x in args.sft_strategies.split(",") if x.strip()),
+        train_families=tuple(x.strip() for x in args.train_families.split(",") if x.strip()),
+        adv_std_floor=args.adv_std_floor,
     )
     results: Dict[str, Any] = {
         "command": " ".join(["python contrib/recipes/agentos/train_sql_gateway.py", *(argv or sys.argv[1:])]),
@@ -472,9 +635,14 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
         "arms": {},
         "load_average_start": load_start,
     }
-    for arm in arms:
-        results["arms"][arm] = run_arm(arm, args, grpo, world)
-        (args.out / "results.json").write_text(json.dumps(results, indent=1))  # an arm's figures once it is done
+    scorer = TaskScorer(world) if args.reward == "task" or args.eval_heldout else None
+    try:
+        for arm in arms:
+            results["arms"][arm] = run_arm(arm, args, grpo, world, scorer if args.reward == "task" else None, scorer)
+            (args.out / "results.json").write_text(json.dumps(results, indent=1))  # an arm's figures once it is done
+    finally:
+        if scorer is not None:
+            scorer.stop()
     results.update(total_seconds=time.perf_counter() - started, load_average_end=os.getloadavg())
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(report(results), flush=True)  # the same tables as --report prints
