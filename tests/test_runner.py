@@ -205,7 +205,10 @@ def test_governed_tool_binds_arguments_as_the_signature_does():
 
     tool = governed_tool("database_query", query, kernel=kernel)
     kernel_check = kernel.check
-    kernel.check = lambda action, **kw: seen.append(dict(action.args)) or kernel_check(action, **kw)
+    # The governed tool hands the kernel the tool name and the bound arguments (the kernel builds the action).
+    kernel.check = lambda action, args=None, **kw: (
+        seen.append(dict(args) if isinstance(action, str) else dict(action.args)) or kernel_check(action, args, **kw)
+    )
     assert tool("db", "SELECT 1") == ("db", "SELECT 1", 10, False)
     assert tool("db", query="SELECT 2", explain=True) == ("db", "SELECT 2", 10, True)
     assert tool(explain=True, query="SELECT 3", sql_db="db", limit=1) == ("db", "SELECT 3", 1, True)

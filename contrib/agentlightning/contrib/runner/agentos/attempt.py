@@ -36,7 +36,7 @@ import functools
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 from agentlightning.emitter import emit_reward
 from agentlightning.tracer.base import get_active_tracer
@@ -106,8 +106,14 @@ class RolloutGovernance:
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     # ------------------------------------------------------------------ appending
-    def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
+    def decide(
+        self, action: Union[Action, str], kernel: Optional[GovernanceKernel] = None, args: Optional[dict] = None
+    ) -> Decision:
         """Check ``action``, append the decision here and record it as spans of the active trace.
+
+        ``action`` is an :class:`Action`, or a tool name with its call's ``args``: then the kernel
+        builds the action itself, as ``kernel.check(tool_name, args)`` does, and can answer a call
+        it has judged before from its memory of pure policies' answers.
 
         A decision with violations goes to the trace at once, so it reaches the store even if
         the process dies a moment later. With ``defer_clean_check_spans`` the check span of a
@@ -124,9 +130,11 @@ class RolloutGovernance:
         with self._lock:
             refused = self._outcome is not None
             if not refused:
-                decision = kernel.check(action, context=self.context)
+                decision = kernel.check(action, args, context=self.context)
                 self._decisions.append(decision)
             else:
+                if not isinstance(action, Action):
+                    action = Action.of_call(action, {} if args is None else args)
                 decision = kernel.refuse(
                     action,
                     f"rollout {self.context.rollout_id} had already ended when {action.tool_name!r} was called",
@@ -140,7 +148,7 @@ class RolloutGovernance:
         if self.on_decision is not None:
             self.on_decision(decision)
         if refused:
-            self._refuse_if_concluded(f"the action {action.tool_name!r} is refused")
+            self._refuse_if_concluded(f"the action {decision.action.tool_name!r} is refused")
         return decision
 
     def record_agent_started(self) -> None:
