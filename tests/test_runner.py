@@ -205,7 +205,10 @@ def test_governed_tool_binds_arguments_as_the_signature_does():
 
     tool = governed_tool("database_query", query, kernel=kernel)
     kernel_check = kernel.check
-    kernel.check = lambda action, **kw: seen.append(dict(action.args)) or kernel_check(action, **kw)
+    # The governed tool hands the kernel the tool name and the bound arguments (the kernel builds the action).
+    kernel.check = lambda action, args=None, **kw: (
+        seen.append(dict(args) if isinstance(action, str) else dict(action.args)) or kernel_check(action, args, **kw)
+    )
     assert tool("db", "SELECT 1") == ("db", "SELECT 1", 10, False)
     assert tool("db", query="SELECT 2", explain=True) == ("db", "SELECT 2", 10, True)
     assert tool(explain=True, query="SELECT 3", sql_db="db", limit=1) == ("db", "SELECT 3", 1, True)
@@ -686,3 +689,33 @@ def test_a_reward_fn_that_raises_fails_the_attempt_after_its_summary(shop_db):
     assert sorted(row[2] for row in rows) == [["check"], ["check", "violation"], ["check", "violation"]]
     assert all(v["summary"] for v in store.at_final.values()) and len(store.at_final) == 3
     assert runner._attempts == {} and runner.get_stats()["total_rollouts"] == 3
+
+
+def test_a_held_back_check_span_is_the_span_decision_core_fields_builds():
+    """The runner builds a clean check span from a template per (verdict, tool, agent, penalty,
+    signals), replacing only the decision id: it must be the span the spans module builds."""
+    from agentlightning.contrib.kernel.agentos import ActionContext, ToolAllowListPolicy
+    from agentlightning.contrib.kernel.agentos.spans import decision_core_fields
+    from agentlightning.contrib.runner.agentos.attempt import _clean_check_span
+
+    kernel = GovernanceKernel([ToolAllowListPolicy(["database_query", "search"]), SQLPolicy(deny=["DROP"])])
+    decisions = [
+        kernel.check(tool, {"query": query}, context=ActionContext(agent_id=agent, rollout_id=f"ro-{i}"))
+        for i, (tool, query, agent) in enumerate(
+            [
+                (t, q, a)
+                for t in ("database_query", "search")
+                for q in ("SELECT 1", "SELECT 2")
+                for a in ("w0", "worker-1", "agent")
+            ]
+        )
+    ]
+    assert all(d.allowed and not d.violations for d in decisions)
+    for decision in decisions * 2:  # the second time from the template
+        expected = decision_core_fields(decision)[0].model_copy(update={"start_time": 5.0, "end_time": 5.0})
+        built = _clean_check_span(decision, 5.0)
+        assert built.model_dump() == expected.model_dump()
+        assert list(built.attributes) == list(expected.attributes)  # the same order too
+    blocked = kernel.check("database_query", {"query": "DROP TABLE t"})
+    with pytest.raises(ValueError, match="not held back"):
+        _clean_check_span(blocked, 5.0)

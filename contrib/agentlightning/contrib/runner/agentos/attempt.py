@@ -36,10 +36,11 @@ import functools
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 from agentlightning.emitter import emit_reward
 from agentlightning.tracer.base import get_active_tracer
+from agentlightning.types import TraceStatus
 from agentlightning.types.tracer import SpanCoreFields
 
 from agentlightning.contrib.kernel.agentos import (
@@ -52,6 +53,7 @@ from agentlightning.contrib.kernel.agentos import (
 )
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
+from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_DECISION_ID
 from agentlightning.contrib.kernel.agentos.spans import decision_core_fields, emit_decision_spans
 
 __all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout", "propagate_rollout_to_threads"]
@@ -104,8 +106,14 @@ class RolloutGovernance:
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     # ------------------------------------------------------------------ appending
-    def decide(self, action: Action, kernel: Optional[GovernanceKernel] = None) -> Decision:
+    def decide(
+        self, action: Union[Action, str], kernel: Optional[GovernanceKernel] = None, args: Optional[dict] = None
+    ) -> Decision:
         """Check ``action``, append the decision here and record it as spans of the active trace.
+
+        ``action`` is an :class:`Action`, or a tool name with its call's ``args``: then the kernel
+        builds the action itself, as ``kernel.check(tool_name, args)`` does, and can answer a call
+        it has judged before from its memory of pure policies' answers.
 
         A decision with violations goes to the trace at once, so it reaches the store even if
         the process dies a moment later. With ``defer_clean_check_spans`` the check span of a
@@ -122,9 +130,11 @@ class RolloutGovernance:
         with self._lock:
             refused = self._outcome is not None
             if not refused:
-                decision = kernel.check(action, context=self.context)
+                decision = kernel.check(action, args, context=self.context)
                 self._decisions.append(decision)
             else:
+                if not isinstance(action, Action):
+                    action = Action.of_call(action, {} if args is None else args)
                 decision = kernel.refuse(
                     action,
                     f"rollout {self.context.rollout_id} had already ended when {action.tool_name!r} was called",
@@ -138,7 +148,7 @@ class RolloutGovernance:
         if self.on_decision is not None:
             self.on_decision(decision)
         if refused:
-            self._refuse_if_concluded(f"the action {action.tool_name!r} is refused")
+            self._refuse_if_concluded(f"the action {decision.action.tool_name!r} is refused")
         return decision
 
     def record_agent_started(self) -> None:
@@ -233,10 +243,7 @@ class RolloutGovernance:
     def take_deferred_spans(self) -> List[SpanCoreFields]:
         """The check spans held back so far (timed when their check ran), then the held reward
         span, if any; both lists are emptied."""
-        fields = []
-        for decision, at in self._deferred:
-            for core in decision_core_fields(decision):
-                fields.append(core.model_copy(update={"start_time": at, "end_time": at}))
+        fields = [_clean_check_span(decision, at) for decision, at in self._deferred]
         fields.extend(self._held_reward)
         self._deferred.clear()
         self._held_reward.clear()
@@ -263,6 +270,48 @@ class RolloutGovernance:
                 yield self
         finally:
             _ACTIVE.reset(token)
+
+
+#: A clean check span's name and attributes differ from one decision to the next only by the
+#: decision id, as long as the fields :func:`check_span_attributes` and :func:`check_span_name` read
+#: are the same; these are kept per such fields (flattened and sanitised once by agentlightning's
+#: helpers, through :func:`decision_core_fields`), with the decision id as the one value replaced.
+_CHECK_SPAN_TEMPLATES: Dict[Tuple[Any, ...], Tuple[str, Dict[str, Any]]] = {}
+_MAX_CHECK_SPAN_TEMPLATES = 1024
+
+
+def _clean_check_span(decision: Decision, at: float) -> SpanCoreFields:
+    """The check span of a decision without violations, timed ``at``: exactly the span
+    :func:`decision_core_fields` builds (its only span for such a decision), with that time.
+
+    Building it costs a dictionary copy instead of agentlightning's flattening, checking and
+    sanitising of every attribute, which were most of a clean check's own cost in the runner.
+    """
+    if decision.violations:
+        raise ValueError("a decision with violations is not held back: its spans go to the trace at once")
+    if not isinstance(decision.decision_id, str):  # not the case a template is for: built in full
+        (core,) = decision_core_fields(decision)
+        return core.model_copy(update={"start_time": at, "end_time": at})
+    key = (
+        decision.verdict,
+        decision.action.tool_name,
+        decision.context.agent_id,
+        decision.total_penalty,
+        tuple(decision.signals),
+    )
+    template = _CHECK_SPAN_TEMPLATES.get(key)
+    if template is None:
+        (core,) = decision_core_fields(decision)
+        template = (core.name, dict(core.attributes))
+        if len(_CHECK_SPAN_TEMPLATES) >= _MAX_CHECK_SPAN_TEMPLATES:
+            _CHECK_SPAN_TEMPLATES.clear()
+        _CHECK_SPAN_TEMPLATES[key] = template
+    name, attributes = template
+    attributes = dict(attributes)
+    attributes[AGENTOS_DECISION_ID] = decision.decision_id  # a str: sanitised, it is itself
+    return SpanCoreFields(
+        name=name, attributes=attributes, start_time=at, end_time=at, status=TraceStatus(status_code="OK")
+    )
 
 
 _ACTIVE: contextvars.ContextVar[Optional[RolloutGovernance]] = contextvars.ContextVar(

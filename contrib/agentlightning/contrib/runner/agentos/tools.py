@@ -20,7 +20,7 @@ import inspect
 import time
 from typing import Any, Callable, Mapping, Optional, Tuple, TypeVar, overload
 
-from agentlightning.contrib.kernel.agentos import Action, Decision, GovernanceKernel, PolicyViolation
+from agentlightning.contrib.kernel.agentos import Decision, GovernanceKernel, PolicyViolation
 
 from .attempt import active_rollout
 
@@ -54,13 +54,14 @@ class PolicyViolationError(RuntimeError):
 def _decide(tool_name: str, call_args: dict, kernel: Optional[GovernanceKernel]) -> Tuple[Decision, GovernanceKernel]:
     """The decision on one call, and the kernel that made it (which records the call's outcome)."""
     record = active_rollout()
-    action = Action.of_call(tool_name, call_args)  # refused and recorded if it cannot be snapshot
+    # The kernel builds the call's action (refused and recorded if it cannot be snapshot), so it can
+    # answer a call it has judged before from its memory of pure policies' answers.
     if record is not None:
         kernel = kernel or record.kernel
-        decision = record.decide(action, kernel)
+        decision = record.decide(tool_name, kernel, args=call_args)
         fail = record.fail_on_violation
     elif kernel is not None:
-        decision = kernel.check(action)
+        decision = kernel.check(tool_name, call_args)
         fail = False
     else:
         raise RuntimeError(
