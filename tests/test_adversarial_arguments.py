@@ -35,7 +35,8 @@ from agentlightning.contrib.kernel.agentos.arguments import (
 from agentlightning.contrib.kernel.agentos.kernel import MAX_DISPATCHERS
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool
 
-from .conftest import CommitFails, table_counts
+from .conftest import table_counts
+from .failing_policies import CommitFails
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]
 DROP = "DROP TABLE users"
