@@ -366,6 +366,7 @@ def test_a_reservation_is_given_back_when_an_earlier_policy_cannot_commit():
     assert budget.spent(context) == 0.0
 
 
+@pytest.mark.e2e  # load: 100,000 agent ids, seconds
 def test_signal_dispatchers_are_bounded_for_ever_new_agent_ids():
     """One dispatcher per agent id was kept for ever: 100,000 ids held about 208 MiB more."""
     process = psutil.Process()
