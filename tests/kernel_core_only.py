@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+import pytest
+
 #: Test modules that import the kernel core only (besides the standard library, Agent OS, sqlglot,
 #: pglast and the database drivers). The schema tests of PostgreSQL and MariaDB skip with their
 #: reason when the servers are not running, as in every run.
@@ -86,6 +88,13 @@ def pytest_load_initial_conftests(early_config, parser, args):
     if loaded:
         raise RuntimeError(f"agentlightning was imported before the kernel-core plugin started: {loaded[:5]}")
     sys.meta_path.insert(0, WithoutAgentLightning())
+
+
+def pytest_configure(config):
+    # A listed file that was renamed or removed would silently leave its tests out of this run.
+    missing = sorted(name for name in KERNEL_CORE_TESTS if not (config.rootpath / name).is_file())
+    if missing:
+        raise pytest.UsageError(f"tests/kernel_core_only.py lists files that do not exist: {', '.join(missing)}")
 
 
 def pytest_ignore_collect(collection_path: Path, config) -> Optional[bool]:
