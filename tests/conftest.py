@@ -1,4 +1,9 @@
-"""Fixtures shared by the tests: a real SQLite database and audit paths in a temp directory."""
+"""Fixtures shared by the tests: a real SQLite database and audit paths in a temp directory.
+
+Nothing here imports agentlightning or Agent OS at module level: pytest loads this file in every
+process, pytest-xdist's controller included, which runs no test and would otherwise spend seconds
+importing agentlightning before it starts the workers. ``CommitFails`` is in ``failing_policies``.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from agent_os import FlightRecorder
-
-from agentlightning.contrib.kernel.agentos import Policy
 
 
 def make_shop_db(path: Path) -> None:
@@ -39,20 +41,6 @@ def table_counts(path: Path) -> dict:
         conn.close()
 
 
-class CommitFails(Policy):
-    """Finds nothing wrong, then cannot commit: ``on_allowed`` raises ``failure`` (set it on an
-    instance for another failure)."""
-
-    runs_inline = True
-    failure: Exception = RuntimeError("budget store unavailable")
-
-    def evaluate(self, action, context):
-        return []
-
-    def on_allowed(self, action, context):
-        raise self.failure
-
-
 @pytest.fixture
 def shop_db(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "shop.db"
@@ -69,6 +57,8 @@ def audit_path(tmp_path: Path) -> Path:
 def verified_blocked_records(audit_dir: Path) -> tuple:
     """(file names, blocked records) of the per-worker FlightRecorder files in ``audit_dir``,
     after asserting each file's hash chain verifies."""
+    from agent_os import FlightRecorder
+
     files = sorted(audit_dir.glob("worker-*.db"))
     blocked = 0
     for path in files:

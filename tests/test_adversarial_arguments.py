@@ -35,7 +35,8 @@ from agentlightning.contrib.kernel.agentos.arguments import (
 from agentlightning.contrib.kernel.agentos.kernel import MAX_DISPATCHERS
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool
 
-from .conftest import CommitFails, table_counts
+from .conftest import table_counts
+from .failing_policies import CommitFails
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]
 DROP = "DROP TABLE users"
@@ -365,6 +366,7 @@ def test_a_reservation_is_given_back_when_an_earlier_policy_cannot_commit():
     assert budget.spent(context) == 0.0
 
 
+@pytest.mark.e2e  # load: 100,000 agent ids, seconds
 def test_signal_dispatchers_are_bounded_for_ever_new_agent_ids():
     """One dispatcher per agent id was kept for ever: 100,000 ids held about 208 MiB more."""
     process = psutil.Process()

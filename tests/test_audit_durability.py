@@ -137,6 +137,7 @@ def test_a_full_disk_blocks_the_actions_it_concerns_and_the_trail_recovers(small
     kernel.close()
 
 
+@pytest.mark.e2e  # a fault that lasts: another process holds the lock for 4 s
 def test_a_lock_held_by_another_sqlite3_process_blocks_then_the_run_goes_on(tmp_path):
     path = tmp_path / "audit.db"
     kernel, agent = kernel_and_agent(path)

@@ -19,6 +19,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC_FILES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "migrating.md")]
+#: Documents whose examples start the Trainer's runner processes: end to end (`pytest -m "not e2e"`
+#: leaves them out; plain `pytest` runs them).
+TRAINER_DOCS = {"runner.md"}
+DOC_PARAMS = [pytest.param(p, marks=pytest.mark.e2e) if p.name in TRAINER_DOCS else p for p in DOC_FILES]
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
@@ -41,7 +45,7 @@ def run_blocks(blocks, name: str, namespace: dict) -> Iterator[Tuple[int, object
         loop.close()
 
 
-@pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOC_PARAMS, ids=lambda p: p.name)
 def test_python_blocks_run(doc, tmp_path, monkeypatch, capsys):
     blocks = python_blocks(doc)
     if not blocks:

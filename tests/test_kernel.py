@@ -30,7 +30,7 @@ from agentlightning.contrib.kernel.agentos import (
 )
 from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
 
-from .conftest import CommitFails
+from .failing_policies import CommitFails
 
 
 def test_one_line_kernel_from_the_policies_users_know():

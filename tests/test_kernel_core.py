@@ -51,32 +51,29 @@ def run_without_agentlightning(code: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_the_blocker_blocks_agentlightning():
-    result = run_without_agentlightning(
-        """
-        import json
-        try:
-            import agentlightning.store.base
-            outcome = "imported"
-        except ImportError as error:
-            outcome = str(error)
-        print(json.dumps({"outcome": outcome}))
-        """
-    )
-    assert result["outcome"] == "agentlightning is not installed here (blocked import of agentlightning.store)"
-
-
-def test_the_kernel_core_works_without_agentlightning(tmp_path):
+@pytest.fixture(scope="module")
+def without_agentlightning(tmp_path_factory) -> dict:
+    """What one fresh interpreter without agentlightning saw: the blocker's answer, a governed
+    decision through the kernel core, and which of the kernel package's modules import. One
+    interpreter for the three checks: each start imports the kernel (sqlglot, pglast, Agent OS)."""
+    audit = tmp_path_factory.mktemp("kernel_core") / "audit.db"
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(kernel_package.__file__).parent)]))
     result = run_without_agentlightning(
         f"""
-        import json, sys
+        import importlib, json, sys
+        try:
+            import agentlightning.store.base
+            blocker = "imported"
+        except ImportError as error:
+            blocker = str(error)
+
         from agentlightning.contrib.kernel.agentos import (
             Action, GovernanceKernel, LagrangianPenalty, RewardConfig, SQLPolicy)
         from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
         from agentlightning.contrib.kernel.agentos.governed_reward import shape_governed_reward
         from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
 
-        kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])], recorder={str(tmp_path / "audit.db")!r})
+        kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])], recorder={str(audit)!r})
         decision = kernel.check(Action.sql("DROP TABLE users"))
         reward = shape_reward(1.0, GovernanceOutcome(decisions=(decision,)).violations, RewardConfig())
         audit_valid = kernel.verify_audit()["valid"]
@@ -84,17 +81,38 @@ def test_the_kernel_core_works_without_agentlightning(tmp_path):
         foreign = sorted(
             m for m in sys.modules if m.startswith("agentlightning.") and not m.startswith("agentlightning.contrib")
         )
-        print(json.dumps({{
+        core = {{
             "blocked": decision.blocked,
             "audit_valid": audit_valid,
             "final": reward.final,
             "lambda": LagrangianPenalty(target_violation_rate=0.0, multiplier=1.0).update(0.5),
             "agentlightning_init_ran": getattr(sys.modules["agentlightning"], "__file__", None) is not None,
             "foreign": foreign,
-        }}))
+        }}
+
+        # after the core's checks, so that a module failing half-way cannot change what they saw
+        failed = {{}}
+        for name in {names!r}:
+            try:
+                importlib.import_module("agentlightning.contrib.kernel.agentos." + name)
+            except ImportError as error:
+                failed[name] = str(error)
+        print(json.dumps({{"blocker": blocker, "core": core, "failed": failed}}))
         """
     )
-    assert result == {
+    result["names"] = names
+    return result
+
+
+def test_the_blocker_blocks_agentlightning(without_agentlightning):
+    assert (
+        without_agentlightning["blocker"]
+        == "agentlightning is not installed here (blocked import of agentlightning.store)"
+    )
+
+
+def test_the_kernel_core_works_without_agentlightning(without_agentlightning):
+    assert without_agentlightning["core"] == {
         "blocked": True,
         "audit_valid": True,
         "final": -99.0,
@@ -104,23 +122,11 @@ def test_the_kernel_core_works_without_agentlightning(tmp_path):
     }
 
 
-def test_only_the_03_modules_need_agentlightning():
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(kernel_package.__file__).parent)]))
-    assert LIGHTNING_03_MODULES <= set(names)
-    result = run_without_agentlightning(
-        f"""
-        import importlib, json
-        failed = {{}}
-        for name in {names!r}:
-            try:
-                importlib.import_module("agentlightning.contrib.kernel.agentos." + name)
-            except ImportError as error:
-                failed[name] = str(error)
-        print(json.dumps(failed))
-        """
-    )
-    assert set(result) == LIGHTNING_03_MODULES, result
-    assert all("agentlightning is not installed here" in message for message in result.values())
+def test_only_the_03_modules_need_agentlightning(without_agentlightning):
+    assert LIGHTNING_03_MODULES <= set(without_agentlightning["names"])
+    failed = without_agentlightning["failed"]
+    assert set(failed) == LIGHTNING_03_MODULES, failed
+    assert all("agentlightning is not installed here" in message for message in failed.values())
 
 
 def test_governance_stats_stays_reachable_from_the_kernel_package():

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from .test_docs_and_demo import python_blocks, run_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +28,7 @@ def test_every_row_links_to_its_block():
         assert re.search(rf"\]\(#{number}-[a-z0-9-]+\)", row), row
 
 
+@pytest.mark.e2e  # block 12 runs the Trainer with two runner processes
 def test_every_block_runs_and_prints_what_the_reference_promises(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     out = {}
