@@ -113,8 +113,22 @@ class Action:
 
 
 _PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes})
-_new = object.__new__
-_set = object.__setattr__
+_INFINITY = math.inf
+
+
+class _ActionBeingBuilt:
+    """An :class:`Action` whose fields are being set, in the common call (see :func:`plain_call`).
+
+    A frozen dataclass sets each field with ``object.__setattr__`` (a C call each); an instance
+    of a plain class takes them as ordinary attribute stores, the fastest there are, and
+    assigning ``__class__`` then makes it the frozen class. The two have the same layout (a
+    ``__dict__``, no slots), which Python checks on the assignment.
+    """
+
+
+class _DecisionBeingBuilt:
+    """A :class:`Decision` whose fields are being set (see :meth:`Decision.of_kernel`); as
+    :class:`_ActionBeingBuilt`, a class of its own so that its instances share one key table."""
 
 
 def _plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Action]:
@@ -132,13 +146,15 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
 
     The copy is taken first and its values checked after, so a caller changing its mapping
     meanwhile cannot slip a value that was not checked into the snapshot. The fingerprint is
-    ``(tool name, cost, the snapshot's (name, value) pairs)`` when every value is a ``str``
-    (plain values of one type: equal means the same), else None; the kernel keys the answers
-    of pure policies on it.
+    ``(tool name, cost, the snapshot's names..., its values...)`` when every value is a ``str``
+    (plain values of one type: equal means the same; as many names as values, so its length
+    says where the names end), else None; the kernel keys the answers of pure policies on it.
 
     >>> action, fingerprint = plain_call("database_query", {"query": "SELECT 1"}, 0)
     >>> fingerprint
-    ('database_query', 0.0, (('query', 'SELECT 1'),))
+    ('database_query', 0.0, 'query', 'SELECT 1')
+    >>> action == Action("database_query", {"query": "SELECT 1"})
+    True
     >>> plain_call("database_query", {"limit": 1}, 0)[1] is None
     True
     """
@@ -146,9 +162,10 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
         type(tool_name) is not str
         or type(args) is not dict
         or len(tool_name) > MAX_TOOL_NAME_CHARS
-        or not tool_name.strip()
+        or not tool_name
+        or tool_name.isspace()  # with the line above: what ``not tool_name.strip()`` says, without a copy
         or not (type(cost_usd) is float or type(cost_usd) is int)
-        or not 0 <= cost_usd < math.inf
+        or not 0 <= cost_usd < _INFINITY
     ):
         return None
     frozen = FrozenArgs(args)
@@ -161,9 +178,13 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
                 return None
             only_str = False
     cost = float(cost_usd)
-    action = _new(Action)
-    _set(action, "__dict__", {"tool_name": tool_name, "args": frozen, "cost_usd": cost, "refusal": None})
-    return action, ((tool_name, cost, tuple(frozen.items())) if only_str else None)
+    action = _ActionBeingBuilt()
+    action.tool_name = tool_name
+    action.args = frozen
+    action.cost_usd = cost
+    action.refusal = None
+    action.__class__ = Action
+    return action, ((tool_name, cost, *frozen, *frozen.values()) if only_str else None)
 
 
 @dataclass(frozen=True)
@@ -270,31 +291,27 @@ class Decision:
         notes: Tuple[str, ...] = (),
     ) -> "Decision":
         """The kernel's constructor: every field given, none checked (the kernel made them), and
-        set without the frozen dataclass's per-field ``object.__setattr__``, which cost as much as
-        the rest of a repeated check's bookkeeping. Equal to ``Decision(...)`` of the same fields.
+        set as a plain object's attributes before it becomes a ``Decision`` (see
+        :class:`_ActionBeingBuilt`): the frozen dataclass's per-field ``object.__setattr__`` cost
+        as much as the rest of a repeated check's bookkeeping. Equal to ``Decision(...)`` of the same fields.
 
         >>> action, context = Action.sql("SELECT 1"), ActionContext()
         >>> d = Decision.of_kernel(action, Verdict.ALLOWED, (), (), context, "d-1", None, None, 1.0)
         >>> d == Decision(action, Verdict.ALLOWED, context=context, decision_id="d-1", elapsed_us=1.0)
         True
         """
-        decision = _new(cls)
-        _set(
-            decision,
-            "__dict__",
-            {
-                "action": action,
-                "verdict": verdict,
-                "violations": violations,
-                "signals": signals,
-                "context": context,
-                "decision_id": decision_id,
-                "original_action": original_action,
-                "audit_id": audit_id,
-                "elapsed_us": elapsed_us,
-                "notes": notes,
-            },
-        )
+        decision = _DecisionBeingBuilt()
+        decision.action = action
+        decision.verdict = verdict
+        decision.violations = violations
+        decision.signals = signals
+        decision.context = context
+        decision.decision_id = decision_id
+        decision.original_action = original_action
+        decision.audit_id = audit_id
+        decision.elapsed_us = elapsed_us
+        decision.notes = notes
+        decision.__class__ = cls
         return decision
 
     @property
