@@ -146,13 +146,16 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
 
     The copy is taken first and its values checked after, so a caller changing its mapping
     meanwhile cannot slip a value that was not checked into the snapshot. The fingerprint is
-    ``(tool name, cost, the snapshot's names..., its values...)`` when every value is a ``str``
-    (plain values of one type: equal means the same; as many names as values, so its length
-    says where the names end), else None; the kernel keys the answers of pure policies on it.
+    ``(tool name, cost, name, value)`` for one argument and ``(tool name, cost, the snapshot's
+    (name, value) pairs)`` for any other number, when every value is a ``str`` (plain values of
+    one type: equal means the same; the two shapes differ in length), else None; the kernel keys
+    the answers of pure policies on it.
 
     >>> action, fingerprint = plain_call("database_query", {"query": "SELECT 1"}, 0)
     >>> fingerprint
     ('database_query', 0.0, 'query', 'SELECT 1')
+    >>> plain_call("database_query", {"query": "SELECT 1", "db": "main"}, 0)[1]
+    ('database_query', 0.0, (('query', 'SELECT 1'), ('db', 'main')))
     >>> action == Action("database_query", {"query": "SELECT 1"})
     True
     >>> plain_call("database_query", {"limit": 1}, 0)[1] is None
@@ -161,30 +164,43 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
     if (
         type(tool_name) is not str
         or type(args) is not dict
-        or len(tool_name) > MAX_TOOL_NAME_CHARS
-        or not tool_name
+        or not 0 < len(tool_name) <= MAX_TOOL_NAME_CHARS
         or tool_name.isspace()  # with the line above: what ``not tool_name.strip()`` says, without a copy
         or not (type(cost_usd) is float or type(cost_usd) is int)
         or not 0 <= cost_usd < _INFINITY
     ):
         return None
+    cost = cost_usd if type(cost_usd) is float else float(cost_usd)
     frozen = FrozenArgs(args)
-    only_str = True
-    for name, value in frozen.items():
-        if type(name) is not str:
+    if len(frozen) == 1:  # the common call: its one name and value, without an items view
+        for name in frozen:
+            pass
+        if type(name) is not str:  # before the look-up below, which would run a key's own __hash__
             return None
-        if type(value) is not str:
-            if type(value) not in _PLAIN_VALUES:
+        value = frozen[name]
+        if type(value) is str:
+            fingerprint: Optional[Tuple[Any, ...]] = (tool_name, cost, name, value)
+        elif type(value) in _PLAIN_VALUES:
+            fingerprint = None
+        else:
+            return None
+    else:
+        only_str = True
+        for name, value in frozen.items():
+            if type(name) is not str:
                 return None
-            only_str = False
-    cost = float(cost_usd)
+            if type(value) is not str:
+                if type(value) not in _PLAIN_VALUES:
+                    return None
+                only_str = False
+        fingerprint = (tool_name, cost, tuple(frozen.items())) if only_str else None
     action = _ActionBeingBuilt()
     action.tool_name = tool_name
     action.args = frozen
     action.cost_usd = cost
     action.refusal = None
     action.__class__ = Action
-    return action, ((tool_name, cost, *frozen, *frozen.values()) if only_str else None)
+    return action, fingerprint
 
 
 @dataclass(frozen=True)
