@@ -149,13 +149,15 @@ def _renew_id_prefixes() -> None:
 def _renew_id_prefixes_after_fork(kernel: "GovernanceKernel") -> None:
     """Give ``kernel`` a new decision-id prefix in every process forked from this one: a child
     inherits the kernel's prefix and counter, and would otherwise give its decisions the very ids
-    its parent gives its own. The fork hook is installed by the first kernel (not at import)."""
+    its parent gives its own. The fork hook is installed by the first kernel (not at import).
+
+    No lock: one held by another thread at the fork would stay held in the child, and two
+    kernels built at once at most install the hook twice (each call draws a new prefix again)."""
     global _FORK_HOOK_INSTALLED
-    with _GC_CLOCK_LOCK:
-        if not _FORK_HOOK_INSTALLED:
-            os.register_at_fork(after_in_child=_renew_id_prefixes)
-            _FORK_HOOK_INSTALLED = True
-        _KERNELS.add(kernel)
+    if not _FORK_HOOK_INSTALLED:
+        _FORK_HOOK_INSTALLED = True
+        os.register_at_fork(after_in_child=_renew_id_prefixes)
+    _KERNELS.add(kernel)
 
 
 def _call_on_daemon_thread(fn: Any, action: Action, context: ActionContext, timeout_s: float) -> Any:
