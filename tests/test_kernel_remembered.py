@@ -137,3 +137,56 @@ def test_sql_policy_with_cache_off_is_not_remembered(monkeypatch):
     kernel = GovernanceKernel([policy])
     assert all(kernel.check("database_query", {"query": "SELECT 1"}).allowed for _ in range(3))
     assert asked == ["SELECT 1"] * 3
+
+
+def test_a_forked_child_gives_its_decisions_ids_of_its_own():
+    import os
+
+    kernel = GovernanceKernel([CountingPure()])
+    parent_first = kernel.check("tool", {"text": "fine"}).decision_id
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child inherits the kernel, its prefix and its counter
+        try:
+            ids = " ".join(kernel.check("tool", {"text": "fine"}).decision_id for _ in range(3))
+            os.write(write, ids.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child_ids = pipe.read().split()
+    os.waitpid(pid, 0)
+    parent_ids = [kernel.check("tool", {"text": "fine"}).decision_id for _ in range(3)]
+    assert len(child_ids) == 3
+    assert not set(child_ids) & set(parent_ids + [parent_first])
+    assert child_ids[0].split("-")[0] != parent_first.split("-")[0]
+
+
+def test_a_remembered_check_still_takes_its_own_frozen_snapshot():
+    import dataclasses
+
+    import pytest
+
+    kernel = GovernanceKernel([CountingPure()])
+
+    class Sneaky(str):
+        def __eq__(self, other):  # would tell a comparison "bad" is "fine"
+            return True
+
+        __hash__ = str.__hash__
+
+    kernel.check("tool", {"text": "fine"})
+    args = {"text": "fine"}
+    decision = kernel.check("tool", args)  # remembered: no policy asked
+    args["text"] = "bad"
+    assert decision.action.args == {"text": "fine"} and decision.allowed
+    assert type(decision.action).__name__ == "Action" and type(decision).__name__ == "Decision"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        decision.verdict = "blocked"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        decision.action.args = {}
+    with pytest.raises(TypeError):
+        decision.action.args["text"] = "bad"
+    sneaky = kernel.check("tool", {"text": Sneaky("bad")})
+    assert type(sneaky.action.args["text"]) is str and sneaky.blocked
+    assert dataclasses.replace(decision) == decision

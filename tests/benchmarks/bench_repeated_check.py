@@ -17,6 +17,9 @@ Rows, each a loop ``for text in texts: <call>``:
 * ``action`` -- ``Action.of_call("database_query", {"query": text})``: the frozen snapshot;
 * ``evaluate`` -- ``SQLPolicy.evaluate`` of a prebuilt action (the analysis-cache hit);
 * ``decision`` -- ``Decision.of_kernel`` of prebuilt fields, where the tree has it;
+* the other parts of the remembered path, where the tree has them: ``plain_call`` (the snapshot
+  and its fingerprint), the memo's look-up (beside the look-up of its key, the row's floor), the
+  context, the two clock reads and the decision id, each as the kernel does it;
 * ``check ...`` -- ``kernel.check("database_query", {"query": text})`` through kernels of one
   SQL policy, of an SQL policy with a budget (stateful: evaluated every time) and an allow-list,
   and of one SQL policy with an audit trail (queued durability, in a temporary directory).
@@ -89,6 +92,21 @@ def rows(
                 texts,
             )
         )
+    plain_call = getattr(actions, "plain_call", None)
+    if plain_call is not None:
+        out.append(("snapshot + fingerprint (plain_call)", lambda text: plain_call(TOOL, {"query": text}, 0.0), texts))
+        fingerprints = {text: plain_call(TOOL, {"query": text}, 0.0)[1] for text in texts}
+        out.append(("memo look-up", lambda text: one._remembered.get(fingerprints[text]), texts))
+        out.append(("fingerprint look-up (floor of the row above)", lambda text: fingerprints[text], texts))
+    out.append(("context look-up", lambda text: actions.current_context(), texts))
+    out.append(("two perf_counter calls", lambda text: time.perf_counter() - time.perf_counter(), texts))
+    if hasattr(one, "_id_prefix"):
+        new_id = (
+            (lambda text: one._id_prefix + hex(next(one._id_counter)))
+            if one._id_prefix.endswith("-")
+            else (lambda text: f"{one._id_prefix}-{next(one._id_counter):x}")
+        )
+        out.append(("decision id", new_id, texts))
     out += [
         ("check, SQLPolicy, allowed", lambda text: one.check(TOOL, {"query": text}), texts),
         ("check, SQLPolicy, blocked", lambda text: one.check(TOOL, {"query": text}), blocked),

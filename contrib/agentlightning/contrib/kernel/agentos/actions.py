@@ -113,8 +113,22 @@ class Action:
 
 
 _PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes})
-_new = object.__new__
-_set = object.__setattr__
+_INFINITY = math.inf
+
+
+class _ActionBeingBuilt:
+    """An :class:`Action` whose fields are being set, in the common call (see :func:`plain_call`).
+
+    A frozen dataclass sets each field with ``object.__setattr__`` (a C call each); an instance
+    of a plain class takes them as ordinary attribute stores, the fastest there are, and
+    assigning ``__class__`` then makes it the frozen class. The two have the same layout (a
+    ``__dict__``, no slots), which Python checks on the assignment.
+    """
+
+
+class _DecisionBeingBuilt:
+    """A :class:`Decision` whose fields are being set (see :meth:`Decision.of_kernel`); as
+    :class:`_ActionBeingBuilt`, a class of its own so that its instances share one key table."""
 
 
 def _plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Action]:
@@ -132,38 +146,61 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
 
     The copy is taken first and its values checked after, so a caller changing its mapping
     meanwhile cannot slip a value that was not checked into the snapshot. The fingerprint is
-    ``(tool name, cost, the snapshot's (name, value) pairs)`` when every value is a ``str``
-    (plain values of one type: equal means the same), else None; the kernel keys the answers
-    of pure policies on it.
+    ``(tool name, cost, name, value)`` for one argument and ``(tool name, cost, the snapshot's
+    (name, value) pairs)`` for any other number, when every value is a ``str`` (plain values of
+    one type: equal means the same; the two shapes differ in length), else None; the kernel keys
+    the answers of pure policies on it.
 
     >>> action, fingerprint = plain_call("database_query", {"query": "SELECT 1"}, 0)
     >>> fingerprint
-    ('database_query', 0.0, (('query', 'SELECT 1'),))
+    ('database_query', 0.0, 'query', 'SELECT 1')
+    >>> plain_call("database_query", {"query": "SELECT 1", "db": "main"}, 0)[1]
+    ('database_query', 0.0, (('query', 'SELECT 1'), ('db', 'main')))
+    >>> action == Action("database_query", {"query": "SELECT 1"})
+    True
     >>> plain_call("database_query", {"limit": 1}, 0)[1] is None
     True
     """
     if (
         type(tool_name) is not str
         or type(args) is not dict
-        or len(tool_name) > MAX_TOOL_NAME_CHARS
-        or not tool_name.strip()
+        or not 0 < len(tool_name) <= MAX_TOOL_NAME_CHARS
+        or tool_name.isspace()  # with the line above: what ``not tool_name.strip()`` says, without a copy
         or not (type(cost_usd) is float or type(cost_usd) is int)
-        or not 0 <= cost_usd < math.inf
+        or not 0 <= cost_usd < _INFINITY
     ):
         return None
+    cost = cost_usd if type(cost_usd) is float else float(cost_usd)
     frozen = FrozenArgs(args)
-    only_str = True
-    for name, value in frozen.items():
-        if type(name) is not str:
+    if len(frozen) == 1:  # the common call: its one name and value, without an items view
+        for name in frozen:
+            pass
+        if type(name) is not str:  # before the look-up below, which would run a key's own __hash__
             return None
-        if type(value) is not str:
-            if type(value) not in _PLAIN_VALUES:
+        value = frozen[name]
+        if type(value) is str:
+            fingerprint: Optional[Tuple[Any, ...]] = (tool_name, cost, name, value)
+        elif type(value) in _PLAIN_VALUES:
+            fingerprint = None
+        else:
+            return None
+    else:
+        only_str = True
+        for name, value in frozen.items():
+            if type(name) is not str:
                 return None
-            only_str = False
-    cost = float(cost_usd)
-    action = _new(Action)
-    _set(action, "__dict__", {"tool_name": tool_name, "args": frozen, "cost_usd": cost, "refusal": None})
-    return action, ((tool_name, cost, tuple(frozen.items())) if only_str else None)
+            if type(value) is not str:
+                if type(value) not in _PLAIN_VALUES:
+                    return None
+                only_str = False
+        fingerprint = (tool_name, cost, tuple(frozen.items())) if only_str else None
+    action = _ActionBeingBuilt()
+    action.tool_name = tool_name
+    action.args = frozen
+    action.cost_usd = cost
+    action.refusal = None
+    action.__class__ = Action
+    return action, fingerprint
 
 
 @dataclass(frozen=True)
@@ -270,31 +307,27 @@ class Decision:
         notes: Tuple[str, ...] = (),
     ) -> "Decision":
         """The kernel's constructor: every field given, none checked (the kernel made them), and
-        set without the frozen dataclass's per-field ``object.__setattr__``, which cost as much as
-        the rest of a repeated check's bookkeeping. Equal to ``Decision(...)`` of the same fields.
+        set as a plain object's attributes before it becomes a ``Decision`` (see
+        :class:`_ActionBeingBuilt`): the frozen dataclass's per-field ``object.__setattr__`` cost
+        as much as the rest of a repeated check's bookkeeping. Equal to ``Decision(...)`` of the same fields.
 
         >>> action, context = Action.sql("SELECT 1"), ActionContext()
         >>> d = Decision.of_kernel(action, Verdict.ALLOWED, (), (), context, "d-1", None, None, 1.0)
         >>> d == Decision(action, Verdict.ALLOWED, context=context, decision_id="d-1", elapsed_us=1.0)
         True
         """
-        decision = _new(cls)
-        _set(
-            decision,
-            "__dict__",
-            {
-                "action": action,
-                "verdict": verdict,
-                "violations": violations,
-                "signals": signals,
-                "context": context,
-                "decision_id": decision_id,
-                "original_action": original_action,
-                "audit_id": audit_id,
-                "elapsed_us": elapsed_us,
-                "notes": notes,
-            },
-        )
+        decision = _DecisionBeingBuilt()
+        decision.action = action
+        decision.verdict = verdict
+        decision.violations = violations
+        decision.signals = signals
+        decision.context = context
+        decision.decision_id = decision_id
+        decision.original_action = original_action
+        decision.audit_id = audit_id
+        decision.elapsed_us = elapsed_us
+        decision.notes = notes
+        decision.__class__ = cls
         return decision
 
     @property

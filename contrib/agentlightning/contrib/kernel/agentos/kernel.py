@@ -6,17 +6,20 @@ import dataclasses
 import gc
 import itertools
 import logging
+import os
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
+from time import perf_counter
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
-from .actions import Action, ActionContext, Decision, Verdict, current_context, plain_call
+from .actions import Action, ActionContext, Decision, Verdict, _current_context, current_context, plain_call
 from .arguments import tool_key
 from .audit import AuditTrail, AuditWriteError, open_flight_recorder
 from .engine import AgentOSPolicy
@@ -32,7 +35,9 @@ KERNEL_POLICY_NAME = "GovernanceKernel"
 _MAX_CACHED_TOOL_NAMES = 1024
 #: Agents whose Agent OS signal dispatcher the kernel keeps (the most recently used ones).
 MAX_DISPATCHERS = 1024
-#: Actions whose pure policies' answers a kernel remembers (the most recently checked ones).
+#: Actions whose pure policies' answers a kernel remembers (the most recently remembered ones:
+#: the earliest is forgotten first, and a hit does not reorder them, which would cost a second
+#: look-up on every repeated check).
 MAX_REMEMBERED_ACTIONS = 4096
 
 
@@ -61,6 +66,9 @@ class _Plan(NamedTuple):
     all_pure: bool
     #: Whether no answer is (then nothing is looked up).
     all_impure: bool
+    #: Whether a remembered action in which nothing was found asks no policy at all (every policy
+    #: pure, and no ``note_for`` failure to add).
+    asks_none_when_nothing_found: bool
     #: (index, policy) of the policies whose ``on_allowed`` / ``on_blocked`` is their own (the
     #: base class's does nothing, so it is not called).
     committers: Tuple[Tuple[int, Policy], ...]
@@ -126,6 +134,30 @@ def _gc_clock() -> _GarbageCollectionClock:
         if _GC_CLOCK is None:
             _GC_CLOCK = _GarbageCollectionClock()
         return _GC_CLOCK
+
+
+_FORK_HOOK_INSTALLED = False
+#: Every kernel of this process, so that a forked child gives each a new decision-id prefix.
+_KERNELS: "weakref.WeakSet[GovernanceKernel]" = weakref.WeakSet()
+
+
+def _renew_id_prefixes() -> None:
+    for kernel in list(_KERNELS):
+        kernel._new_id_prefix()
+
+
+def _renew_id_prefixes_after_fork(kernel: "GovernanceKernel") -> None:
+    """Give ``kernel`` a new decision-id prefix in every process forked from this one: a child
+    inherits the kernel's prefix and counter, and would otherwise give its decisions the very ids
+    its parent gives its own. The fork hook is installed by the first kernel (not at import).
+
+    No lock: one held by another thread at the fork would stay held in the child, and two
+    kernels built at once at most install the hook twice (each call draws a new prefix again)."""
+    global _FORK_HOOK_INSTALLED
+    if not _FORK_HOOK_INSTALLED:
+        _FORK_HOOK_INSTALLED = True
+        os.register_at_fork(after_in_child=_renew_id_prefixes)
+    _KERNELS.add(kernel)
 
 
 def _call_on_daemon_thread(fn: Any, action: Action, context: ActionContext, timeout_s: float) -> Any:
@@ -266,16 +298,15 @@ class GovernanceKernel:
         self._rewriters = tuple(p for p in self.policies if type(p).rewrite is not Policy.rewrite)
         self._dispatchers: "OrderedDict[str, SignalDispatcher]" = OrderedDict()
         self._dispatchers_lock = threading.Lock()
-        # Decision ids: a random per-kernel prefix plus a counter, unique across processes and
-        # far cheaper on the hot path than a uuid4 per decision.
-        self._id_prefix = uuid.uuid4().hex[:16]
-        self._id_counter = itertools.count(1)
+        self._new_id_prefix()
+        _renew_id_prefixes_after_fork(self)
         self._by_tool: Dict[str, Tuple[Policy, ...]] = {}
         self._notes_by_tool: Dict[str, Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]] = {}
         self._plans: Dict[str, _Plan] = {}
         # The answers of pure policies per action fingerprint (plain values only, see
         # actions.plain_call), forgotten when a pure policy's configuration changes.
-        self._remembered: "OrderedDict[Tuple[Any, ...], Tuple[Tuple[PolicyViolation, ...], ...]]" = OrderedDict()
+        # A plain dict: its look-up is cheaper than an OrderedDict's, and it keeps insertion order.
+        self._remembered: Dict[Tuple[Any, ...], Tuple[Tuple[PolicyViolation, ...], ...]] = {}
         self._remembered_lock = threading.Lock()
         self._remembered_for = CONFIGURATION_CHANGES[0]
 
@@ -295,6 +326,14 @@ class GovernanceKernel:
             policies.insert(0, AgentOSPolicy(engine, role=role, defer_sql=has_sql))
         recorder = kwargs.pop("recorder", None) or kernel_space._flight_recorder
         return cls(policies, recorder=recorder, **kwargs)
+
+    def _new_id_prefix(self) -> None:
+        """Decision ids are a random prefix of this kernel in this process plus a counter: unique
+        across kernels and processes (64 random bits per prefix, and a forked child draws a new
+        one before it runs anything, see :func:`_renew_id_prefixes_after_fork`), and far cheaper
+        on the hot path than a uuid4 per decision."""
+        self._id_prefix = uuid.uuid4().hex[:16] + "-"
+        self._id_counter = itertools.count(1)
 
     @property
     def policy_names(self) -> List[str]:
@@ -330,21 +369,20 @@ class GovernanceKernel:
         action). ``context`` defaults to the one set by :func:`governance_context`.
         """
         fingerprint = None
-        if not isinstance(action, Action):
-            built = plain_call(action, args, cost_usd)
-            if built is None:
-                action = Action.of_call(action, {} if args is None else args, cost_usd)
-            else:
-                action, fingerprint = built
+        built = plain_call(action, args, cost_usd) if type(action) is str else None
+        if built is not None:
+            action, fingerprint = built
+        elif not isinstance(action, Action):
+            action = Action.of_call(action, {} if args is None else args, cost_usd)
         elif args is not None:
             raise TypeError("pass args only together with a tool name, not with an Action")
         if context is None:
-            context = current_context()
+            context = _current_context.get()
         elif not isinstance(context, ActionContext):
             raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
         if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
             return self.refuse(action, action.refusal, context=context)
-        started = time.perf_counter()
+        started = perf_counter()
         if self._rewriters:
             return self._check_rewritten(action, context, started)
         plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
@@ -354,14 +392,10 @@ class GovernanceKernel:
             if self._remembered_for != configuration:
                 self._forget()
             remembered = self._remembered.get(fingerprint)
-            if remembered is _NOTHING_FOUND and plan.all_pure and not plan.note_failures:
+            if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
                 # Every policy is pure and found nothing in this very action before: allowed.
-                try:
-                    self._remembered.move_to_end(fingerprint)
-                except KeyError:  # forgotten by another thread meanwhile
-                    pass
                 # _decide, inline: no violations, so no signals; no audit trail, nothing to record.
-                decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
+                decision_id = self._id_prefix + hex(next(self._id_counter))
                 audit = self.audit
                 decision = Decision.of_kernel(
                     action,
@@ -372,7 +406,7 @@ class GovernanceKernel:
                     decision_id,
                     None,
                     None if audit is None else decision_id,
-                    (time.perf_counter() - started) * 1e6,
+                    (perf_counter() - started) * 1e6,
                     plan.notes,
                 )
                 return decision if audit is None else self._record(decision)
@@ -449,6 +483,7 @@ class GovernanceKernel:
             pure,
             all(pure),
             not any(pure),
+            all(pure) and not note_failures,
             tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_allowed")),
             tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_blocked")),
         )
@@ -469,11 +504,11 @@ class GovernanceKernel:
                 self._forget()
             self._remembered[fingerprint] = answers
             while len(self._remembered) > MAX_REMEMBERED_ACTIONS:
-                self._remembered.popitem(last=False)
+                del self._remembered[next(iter(self._remembered))]  # the earliest remembered
 
     def _forget(self) -> None:
         """Forget every remembered answer (a pure policy's configuration changed)."""
-        self._remembered = OrderedDict()
+        self._remembered = {}
         self._remembered_for = CONFIGURATION_CHANGES[0]
 
     def _committed(
@@ -505,7 +540,7 @@ class GovernanceKernel:
         >>> decision.blocked, decision.violations[0].policy_name, decision.reason
         (True, 'AgentOSRunner', 'AgentOSRunner[high]: the rollout has ended')
         """
-        started = time.perf_counter()
+        started = perf_counter()
         context = current_context() if context is None else context
         violation = PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity)
         return self._decide(action, context, Verdict.BLOCKED, [violation], None, started)
@@ -522,7 +557,7 @@ class GovernanceKernel:
     ) -> Decision:
         """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
         signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
-        decision_id = f"{self._id_prefix}-{next(self._id_counter):x}"
+        decision_id = self._id_prefix + hex(next(self._id_counter))
         decision = Decision.of_kernel(
             action,
             verdict,
@@ -532,7 +567,7 @@ class GovernanceKernel:
             decision_id,
             original,
             decision_id if self.audit is not None else None,
-            (time.perf_counter() - started) * 1e6,
+            (perf_counter() - started) * 1e6,
             notes,
         )
         return self._record(decision)
