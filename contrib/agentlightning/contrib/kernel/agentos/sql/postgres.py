@@ -248,7 +248,8 @@ def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
     """The analysis of ``text`` read from libpg_query's JSON text when every statement in it is
     a plain SELECT, INSERT or UPDATE (:data:`_PLAIN_STATEMENTS`) and every call one of the
     curated functions; None for anything else (the tree is then loaded and walked)."""
-    statement_keys = raw_tree.count('Stmt":')
+    # Keys ending in Stmt: the statements' types, and an INSERT's field ``selectStmt`` (its rows).
+    statement_keys = raw_tree.count('Stmt":') - raw_tree.count('"selectStmt":')
     selects = raw_tree.count('{"SelectStmt":')
     writing = 0
     if statement_keys != selects:
