@@ -272,8 +272,24 @@ def snippet(text: str, limit: int = 120) -> str:
     >>> snippet("DELETE  FROM \t users")
     'DELETE FROM users'
     """
-    text = " ".join(text.split())
+    if not _on_one_line(text):
+        text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _on_one_line(text: str) -> bool:
+    """Whether ``" ".join(text.split())`` is ``text`` itself, told without splitting: ASCII
+    text whose only whitespace is single spaces between words."""
+    if not text.isascii() or "  " in text or text[:1] == " " or text[-1:] == " ":
+        return False
+    for space in _OTHER_ASCII_SPACES:  # each a search for one character: a memchr
+        if space in text:
+            return False
+    return True
+
+
+#: ASCII whitespace other than the space (``str.split`` splits at these too).
+_OTHER_ASCII_SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
 
 
 class Unverifiable(Exception):

@@ -403,7 +403,9 @@ class _Reader:
     def statements(self) -> List[SQLStatement]:
         tokens = self.tokenize(self.text)
         result = []
-        for statement_tokens in _split_statements(tokens):
+        # A text with no ";" has no semicolon token: it is one statement (or none).
+        split = _split_statements(tokens) if ";" in self.text else [tokens] if tokens else []
+        for statement_tokens in split:
             kinds = self.statement(statement_tokens)
             shown = snippet(self.text[statement_tokens[0].start : statement_tokens[-1].end + 1])
             result.append(kinds.statement(shown))
