@@ -39,7 +39,9 @@ def test_a_pure_policy_is_asked_once_per_action_and_every_decision_is_its_own():
     assert policy.asked == 1
     assert all(d.allowed for d in decisions)
     assert len({d.decision_id for d in decisions}) == 5
-    assert len({id(d.action) for d in decisions}) == 5  # each decision holds its own snapshot
+    assert len({id(d) for d in decisions}) == 5  # each check its own decision
+    # Identical calls share the one frozen action the policy judged: nothing can change it.
+    assert all(d.action is decisions[0].action for d in decisions)
     blocked = [kernel.check("tool", {"text": "bad"}) for _ in range(3)]
     assert policy.asked == 2
     assert all(d.blocked and d.reason == "CountingPure[high]: bad text" for d in blocked)
@@ -190,3 +192,194 @@ def test_a_remembered_check_still_takes_its_own_frozen_snapshot():
     sneaky = kernel.check("tool", {"text": Sneaky("bad")})
     assert type(sneaky.action.args["text"]) is str and sneaky.blocked
     assert dataclasses.replace(decision) == decision
+
+
+# ----------------------------------------------------------------- identical calls share one action
+
+
+def test_identical_calls_share_one_action_and_keep_their_own_decisions(tmp_path):
+    from agentlightning.contrib.kernel.agentos import AuditTrail, open_flight_recorder
+
+    trail = AuditTrail(open_flight_recorder(tmp_path / "audit.db"))
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=trail)
+    try:
+        decisions = [kernel.check("database_query", {"query": "SELECT 1"}) for _ in range(3)]
+        assert decisions[1].action is decisions[0].action is decisions[2].action
+        assert len({d.decision_id for d in decisions}) == 3
+        assert len({d.audit_id for d in decisions}) == 3 and None not in {d.audit_id for d in decisions}
+        assert kernel.verify_audit()["valid"]
+        # A different content is a different action; so are calls of more names, or with a cost.
+        other = kernel.check("database_query", {"query": "SELECT 2"})
+        assert other.action is not decisions[0].action and other.action.args == {"query": "SELECT 2"}
+        two = [kernel.check("database_query", {"query": "SELECT 1", "db": "main"}) for _ in range(2)]
+        assert two[0].action is two[1].action and two[0].action is not decisions[0].action
+        priced = kernel.check("database_query", {"query": "SELECT 1"}, cost_usd=0.5)
+        assert priced.action.cost_usd == 0.5 and priced.action is not decisions[0].action
+    finally:
+        kernel.close()
+
+
+def test_a_negative_zero_cost_is_not_given_the_action_of_zero():
+    import math
+
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    zero = kernel.check("database_query", {"query": "SELECT 1"}, cost_usd=0.0)
+    negative = kernel.check("database_query", {"query": "SELECT 1"}, cost_usd=-0.0)
+    assert math.copysign(1.0, negative.action.cost_usd) == -1.0  # as the constructor keeps it
+    assert math.copysign(1.0, zero.action.cost_usd) == 1.0
+
+
+def test_str_subclasses_other_keys_and_other_values_keep_the_full_path():
+    class Shifty(str):
+        def __hash__(self):  # would collide with the plain text's fingerprint
+            return hash("SELECT 1")
+
+        def __eq__(self, other):
+            return True
+
+    policy = CountingPure()
+    kernel = GovernanceKernel([policy])
+    plain = kernel.check("tool", {"text": "fine"})
+    shifty = kernel.check("tool", {"text": Shifty("bad")})  # its plain value "bad" is judged
+    assert shifty.blocked and shifty.action is not plain.action
+    assert type(shifty.action.args["text"]) is str and shifty.action.args["text"] == "bad"
+    shifty_name = kernel.check("tool", {Shifty("text"): "fine"})
+    assert shifty_name.action is not plain.action and type(next(iter(shifty_name.action.args))) is str
+    import pytest
+
+    with pytest.raises(TypeError):  # a name that is not a str is refused, as before
+        kernel.check("tool", {1: "fine"})
+    asked = policy.asked
+    for value in (1, 1.5, None, True, b"fine"):
+        first, second = kernel.check("tool", {"text": value}), kernel.check("tool", {"text": value})
+        assert first.allowed and first.action is not second.action  # not remembered: asked each time
+    assert policy.asked == asked + 10
+    listed = [kernel.check("tool", {"text": ["fine"]}) for _ in range(2)]
+    assert listed[0].action is not listed[1].action and listed[0].action.args["text"] == ("fine",)
+
+
+def test_a_dict_changed_by_another_thread_never_reaches_the_tool_unjudged():
+    """Another thread rewrites, adds and removes entries of the caller's dict in a loop while
+    checks run: every decision is about exactly the snapshot it holds, and every allowed one
+    holds a value the policy judged harmless."""
+    import sys
+    import threading
+
+    judged: List[str] = []
+
+    class Records(CountingPure):
+        """Blocks an action any of whose values is "bad"; records every value it judged."""
+
+        pure = True
+
+        def evaluate(self, action, context):
+            judged.extend(action.args.values())
+            return [self.violation("bad value")] if "bad" in action.args.values() else []
+
+    kernel = GovernanceKernel([Records()])
+    args = {"text": "fine"}
+    stop = threading.Event()
+
+    def mutate():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            args["text"] = "bad" if i % 2 else f"fine{i % 7}"
+            if i % 5 == 0:
+                args["extra"] = "bad"
+            if i % 5 == 2:
+                args.pop("extra", None)
+            if i % 11 == 0:
+                args.pop("text", None)
+                args["text"] = "fine"
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    writer = threading.Thread(target=mutate)
+    writer.start()
+    try:
+        decisions = []
+        for _ in range(20000):
+            decisions.append(kernel.check("tool", args))
+    finally:
+        stop.set()
+        writer.join()
+        sys.setswitchinterval(switch)
+    assert len(decisions) == 20000
+    judged_values = set(judged)
+    for decision in decisions:
+        values = set(decision.action.args.values())
+        if decision.allowed:
+            assert "bad" not in values
+        else:
+            assert "bad" in values
+        assert values <= judged_values  # nothing the policy never saw
+    assert any(d.blocked for d in decisions) and any(d.allowed for d in decisions)
+
+
+def test_setting_a_policy_impure_is_asked_every_time_again():
+    policy = CountingPure()
+    kernel = GovernanceKernel([policy])
+    kernel.check("tool", {"text": "fine"})
+    kernel.check("tool", {"text": "fine"})
+    assert policy.asked == 1
+    policy.pure = False  # a configuration change: the plan that said "pure" is forgotten too
+    kernel.check("tool", {"text": "fine"})
+    kernel.check("tool", {"text": "fine"})
+    assert policy.asked == 3
+
+
+def test_a_budget_counts_shared_actions_once_per_check():
+    budget = CostControlPolicy(max_cost_usd=1.0)
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"]), budget])
+    context = ActionContext(rollout_id="r1")
+    decisions = [kernel.check("database_query", {"query": "SELECT 1"}, cost_usd=0.3, context=context) for _ in range(4)]
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+    assert budget.spent(context) == 0.9 and not budget._reserved
+
+
+def test_a_fork_while_another_thread_holds_the_clock_lock_leaves_the_child_a_free_lock():
+    """Only the forking thread goes on in a child: a lock another thread held at the fork stays
+    held there, and the child's first kernel would wait on it for ever."""
+    import os
+    import threading
+    import time
+
+    from agentlightning.contrib.kernel.agentos import kernel as kernel_module
+
+    GovernanceKernel([CountingPure()])  # the first kernel installs the fork hook
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with kernel_module._GC_CLOCK_LOCK:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                if kernel_module._GC_CLOCK_LOCK.acquire(timeout=5):
+                    kernel_module._GC_CLOCK_LOCK.release()
+                    child = GovernanceKernel([CountingPure()])
+                    code = 0 if child.check("tool", {"text": "fine"}).allowed else 2
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + 30
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                raise AssertionError("the forked child waited on the garbage-collection clock's lock")
+            time.sleep(0.05)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    finally:
+        release.set()
+        holder.join()

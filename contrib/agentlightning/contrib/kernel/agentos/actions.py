@@ -114,6 +114,9 @@ class Action:
 
 _PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes})
 _INFINITY = math.inf
+#: The cost of a call that names none (``GovernanceKernel.check``'s default). The kernel tells it
+#: from a caller's own ``0.0`` or ``-0.0`` by identity, which costs nothing to test.
+NO_COST = 0.0
 
 
 class _ActionBeingBuilt:
@@ -171,6 +174,10 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
     ):
         return None
     cost = cost_usd if type(cost_usd) is float else float(cost_usd)
+    if cost == 0.0 and math.copysign(1.0, cost) < 0:
+        # -0.0 equals 0.0 (so their fingerprints would too, and the kernel would hand one call the
+        # other's action); it keeps the constructor's path, which keeps its sign.
+        return None
     frozen = FrozenArgs(args)
     if len(frozen) == 1:  # the common call: its one name and value, without an items view
         for name in frozen:
@@ -201,6 +208,30 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
     action.refusal = None
     action.__class__ = Action
     return action, fingerprint
+
+
+def action_of_one_str_argument(tool_name: str, name: str, value: str) -> Optional[Action]:
+    """The :class:`Action` of a call with one ``str`` argument and no cost, from values the
+    kernel has already read out of the caller's mapping (``tool_name``, ``name`` and ``value``
+    exact ``str``, as its caller checked), or None when the tool name is out of bounds (the
+    constructor's path then names the problem). Its snapshot is made of those values, so nothing
+    the caller does to its mapping afterwards can reach it.
+
+    >>> action = action_of_one_str_argument("database_query", "query", "SELECT 1")
+    >>> action == Action("database_query", {"query": "SELECT 1"}), type(action.args).__name__
+    (True, 'FrozenArgs')
+    >>> action_of_one_str_argument("   ", "query", "SELECT 1") is None
+    True
+    """
+    if not 0 < len(tool_name) <= MAX_TOOL_NAME_CHARS or tool_name.isspace():
+        return None
+    action = _ActionBeingBuilt()
+    action.tool_name = tool_name
+    action.args = FrozenArgs({name: value})
+    action.cost_usd = NO_COST
+    action.refusal = None
+    action.__class__ = Action
+    return action
 
 
 @dataclass(frozen=True)

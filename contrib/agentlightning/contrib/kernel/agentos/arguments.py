@@ -129,8 +129,13 @@ def freeze_arguments(args: Mapping[str, Any]) -> FrozenArgs:
     ...     print(err)  # doctest: +ELLIPSIS
     argument 'rows' is a generator, which can be read only once: ...; pass list(...) of it
     """
-    if type(args) is dict and all(type(v) in _SCALARS and type(k) is str for k, v in args.items()):
-        return FrozenArgs(args)  # the common call: flat plain values, nothing to convert
+    if type(args) is dict:
+        # The common call: flat plain values, nothing to convert. The copy is taken first and its
+        # values checked after: checking the caller's dict and then copying it would let another
+        # thread put an unchecked value in between.
+        copied = FrozenArgs(args)
+        if all(type(v) in _SCALARS and type(k) is str for k, v in copied.items()):
+            return copied
     budget = [MAX_ARGUMENT_NODES]
     frozen = {}
     for name, value in args.items():

@@ -19,7 +19,17 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Opt
 
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
-from .actions import Action, ActionContext, Decision, Verdict, _current_context, current_context, plain_call
+from .actions import (
+    NO_COST,
+    Action,
+    ActionContext,
+    Decision,
+    Verdict,
+    _current_context,
+    action_of_one_str_argument,
+    current_context,
+    plain_call,
+)
 from .arguments import tool_key
 from .audit import AuditTrail, AuditWriteError, open_flight_recorder
 from .engine import AgentOSPolicy
@@ -130,6 +140,7 @@ def _gc_clock() -> _GarbageCollectionClock:
     """The process's one garbage-collection clock, installed in ``gc.callbacks`` by the first
     kernel (not at import: importing the kernel changes nothing)."""
     global _GC_CLOCK
+    _install_fork_hook()  # first: a fork while another thread holds the lock below must renew it
     with _GC_CLOCK_LOCK:
         if _GC_CLOCK is None:
             _GC_CLOCK = _GarbageCollectionClock()
@@ -141,22 +152,33 @@ _FORK_HOOK_INSTALLED = False
 _KERNELS: "weakref.WeakSet[GovernanceKernel]" = weakref.WeakSet()
 
 
-def _renew_id_prefixes() -> None:
+def _after_fork_in_child() -> None:
+    """In a forked child, before anything runs there: a new lock for the garbage-collection
+    clock (only the forking thread goes on in the child, so a lock another thread held at the
+    fork would stay held for ever, and the child's next kernel would wait on it), and a new
+    decision-id prefix for every kernel (a child inherits each kernel's prefix and counter, and
+    would otherwise give its decisions the very ids its parent gives its own)."""
+    global _GC_CLOCK_LOCK
+    _GC_CLOCK_LOCK = threading.Lock()
     for kernel in list(_KERNELS):
         kernel._new_id_prefix()
 
 
-def _renew_id_prefixes_after_fork(kernel: "GovernanceKernel") -> None:
-    """Give ``kernel`` a new decision-id prefix in every process forked from this one: a child
-    inherits the kernel's prefix and counter, and would otherwise give its decisions the very ids
-    its parent gives its own. The fork hook is installed by the first kernel (not at import).
+def _install_fork_hook() -> None:
+    """Install :func:`_after_fork_in_child`, once per process, by the first kernel (not at import).
 
     No lock: one held by another thread at the fork would stay held in the child, and two
-    kernels built at once at most install the hook twice (each call draws a new prefix again)."""
+    kernels built at once at most install the hook twice (each call renews again)."""
     global _FORK_HOOK_INSTALLED
     if not _FORK_HOOK_INSTALLED:
         _FORK_HOOK_INSTALLED = True
-        os.register_at_fork(after_in_child=_renew_id_prefixes)
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _renew_id_prefixes_after_fork(kernel: "GovernanceKernel") -> None:
+    """Give ``kernel`` a new decision-id prefix in every process forked from this one
+    (:func:`_after_fork_in_child`)."""
+    _install_fork_hook()
     _KERNELS.add(kernel)
 
 
@@ -306,7 +328,8 @@ class GovernanceKernel:
         # The answers of pure policies per action fingerprint (plain values only, see
         # actions.plain_call), forgotten when a pure policy's configuration changes.
         # A plain dict: its look-up is cheaper than an OrderedDict's, and it keeps insertion order.
-        self._remembered: Dict[Tuple[Any, ...], Tuple[Tuple[PolicyViolation, ...], ...]] = {}
+        # Each entry also holds the frozen action of that fingerprint, given to later identical calls.
+        self._remembered: Dict[Tuple[Any, ...], Tuple[Action, Tuple[Tuple[PolicyViolation, ...], ...]]] = {}
         self._remembered_lock = threading.Lock()
         self._remembered_for = CONFIGURATION_CHANGES[0]
 
@@ -361,21 +384,91 @@ class GovernanceKernel:
         args: Optional[Mapping[str, Any]] = None,
         *,
         context: Optional[ActionContext] = None,
-        cost_usd: float = 0.0,
+        cost_usd: float = NO_COST,
     ) -> Decision:
         """Decide about one action and record the decision.
 
         ``action`` is an :class:`Action` or a tool name (then ``args`` and ``cost_usd`` build the
         action). ``context`` defaults to the one set by :func:`governance_context`.
+
+        Identical calls share one :class:`Action`. The kernel keeps the frozen action of every
+        call it remembers (pure policies' answers, per fingerprint: the tool name, the cost and
+        the arguments' names and values, all plain ``str`` but the cost), and a later call of the
+        same content is given that very action, which holds only immutable plain values: nothing
+        can change it, so what was judged is still what runs. Each check still gets its own
+        decision, id and audit record.
+
+        >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+        >>> args = {"query": "SELECT 1"}
+        >>> first, second = kernel.check("database_query", args), kernel.check("database_query", args)
+        >>> second.action is first.action, second is first, second.decision_id == first.decision_id
+        (True, False, False)
+        >>> args["query"] = "DROP TABLE users"  # the caller's dict is read once per check, never kept
+        >>> first.action.args["query"], kernel.check("database_query", args).blocked
+        ('SELECT 1', True)
         """
         fingerprint = None
-        built = plain_call(action, args, cost_usd) if type(action) is str else None
-        if built is not None:
-            action, fingerprint = built
-        elif not isinstance(action, Action):
-            action = Action.of_call(action, {} if args is None else args, cost_usd)
-        elif args is not None:
-            raise TypeError("pass args only together with a tool name, not with an Action")
+        remembered = None
+        # The common call: a tool name, one plain str argument and no cost. The caller's dict is
+        # read once, into locals (a dict changed by another thread meanwhile takes the full path),
+        # and its fingerprint looked up before anything is built.
+        if type(action) is str and type(args) is dict and cost_usd is NO_COST and len(args) == 1:
+            try:
+                ((name, value),) = args.items()
+            except (ValueError, RuntimeError):  # changed while it was read
+                name = value = None
+            if type(name) is str and type(value) is str:
+                fingerprint = (action, NO_COST, name, value)
+                if self._remembered_for != CONFIGURATION_CHANGES[0]:
+                    self._forget()
+                entry = self._remembered.get(fingerprint)
+                if entry is not None:
+                    # Remembered, so no rewriting policy (a kernel with one remembers nothing).
+                    action, remembered = entry
+                    plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
+                    if context is None:
+                        context = _current_context.get()
+                    elif not isinstance(context, ActionContext):
+                        raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
+                    started = perf_counter()
+                    if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
+                        # Every policy is pure and found nothing in this very action before: allowed.
+                        # _decide, inline: no violations, so no signals; no audit trail, nothing to record.
+                        decision_id = self._id_prefix + hex(next(self._id_counter))
+                        audit = self.audit
+                        decision = Decision.of_kernel(
+                            action,
+                            Verdict.ALLOWED,
+                            (),
+                            (),
+                            context,
+                            decision_id,
+                            None,
+                            None if audit is None else decision_id,
+                            (perf_counter() - started) * 1e6,
+                            plan.notes,
+                        )
+                        return decision if audit is None else self._record(decision)
+                    return self._ask(action, context, plan, fingerprint, remembered, started)
+                built = action_of_one_str_argument(action, name, value)
+                if built is None:  # a tool name out of bounds: the constructor below names it
+                    fingerprint = None
+                else:
+                    action = built
+        if fingerprint is None:
+            built_pair = plain_call(action, args, cost_usd) if type(action) is str else None
+            if built_pair is not None:
+                action, fingerprint = built_pair
+                if fingerprint is not None:
+                    if self._remembered_for != CONFIGURATION_CHANGES[0]:
+                        self._forget()
+                    entry = self._remembered.get(fingerprint)
+                    if entry is not None:
+                        action, remembered = entry  # the same content: the action already judged
+            elif not isinstance(action, Action):
+                action = Action.of_call(action, {} if args is None else args, cost_usd)
+            elif args is not None:
+                raise TypeError("pass args only together with a tool name, not with an Action")
         if context is None:
             context = _current_context.get()
         elif not isinstance(context, ActionContext):
@@ -386,34 +479,42 @@ class GovernanceKernel:
         if self._rewriters:
             return self._check_rewritten(action, context, started)
         plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
-        remembered = None
+        if plan.all_impure:
+            fingerprint = remembered = None
+        elif remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
+            decision_id = self._id_prefix + hex(next(self._id_counter))
+            audit = self.audit
+            decision = Decision.of_kernel(
+                action,
+                Verdict.ALLOWED,
+                (),
+                (),
+                context,
+                decision_id,
+                None,
+                None if audit is None else decision_id,
+                (perf_counter() - started) * 1e6,
+                plan.notes,
+            )
+            return decision if audit is None else self._record(decision)
+        return self._ask(action, context, plan, fingerprint, remembered, started)
+
+    def _ask(
+        self,
+        action: Action,
+        context: ActionContext,
+        plan: _Plan,
+        fingerprint: Optional[Tuple[Any, ...]],
+        remembered: Optional[Tuple[Tuple[PolicyViolation, ...], ...]],
+        started: float,
+    ) -> Decision:
+        """:meth:`check` past the action's snapshot: the policies asked (a pure one's remembered
+        answer used instead when there is one), the verdict, commits and releases."""
         configuration = CONFIGURATION_CHANGES[0]
-        if fingerprint is not None and not plan.all_impure:
-            if self._remembered_for != configuration:
-                self._forget()
-            remembered = self._remembered.get(fingerprint)
-            if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-                # Every policy is pure and found nothing in this very action before: allowed.
-                # _decide, inline: no violations, so no signals; no audit trail, nothing to record.
-                decision_id = self._id_prefix + hex(next(self._id_counter))
-                audit = self.audit
-                decision = Decision.of_kernel(
-                    action,
-                    Verdict.ALLOWED,
-                    (),
-                    (),
-                    context,
-                    decision_id,
-                    None,
-                    None if audit is None else decision_id,
-                    (perf_counter() - started) * 1e6,
-                    plan.notes,
-                )
-                return decision if audit is None else self._record(decision)
         violations: List[PolicyViolation] = [self._failure(policy, what) for policy, what in plan.note_failures]
         policies = plan.policies
         answers: List[Tuple[PolicyViolation, ...]] = []
-        remember = fingerprint is not None and remembered is None and not plan.all_impure
+        remember = fingerprint is not None and remembered is None
         for policy, pure in zip(policies, plan.pure):
             if pure and remembered is not None:
                 found = remembered[len(answers)] if remembered else ()
@@ -430,7 +531,7 @@ class GovernanceKernel:
             if found is not None:
                 violations.extend(found)
         if remember:
-            self._remember(fingerprint, tuple(answers), configuration)
+            self._remember(fingerprint, action, tuple(answers), configuration)
         verdict = self._verdict(violations)
         committed = len(policies) if verdict is not Verdict.BLOCKED else 0
         if verdict is not Verdict.BLOCKED:
@@ -492,9 +593,14 @@ class GovernanceKernel:
         return plan
 
     def _remember(
-        self, fingerprint: Tuple[Any, ...], answers: Tuple[Tuple[PolicyViolation, ...], ...], configuration: int
+        self,
+        fingerprint: Tuple[Any, ...],
+        action: Action,
+        answers: Tuple[Tuple[PolicyViolation, ...], ...],
+        configuration: int,
     ) -> None:
-        """Keep the pure policies' ``answers`` about an action, found under ``configuration``."""
+        """Keep the pure policies' ``answers`` about ``action``, found under ``configuration``,
+        and the action itself: a later call of the same content is given it (see :meth:`check`)."""
         if not any(answers):
             answers = _NOTHING_FOUND
         with self._remembered_lock:
@@ -502,13 +608,15 @@ class GovernanceKernel:
                 return  # found under a configuration that has changed since: not an answer to keep
             if self._remembered_for != configuration:
                 self._forget()
-            self._remembered[fingerprint] = answers
+            self._remembered[fingerprint] = (action, answers)
             while len(self._remembered) > MAX_REMEMBERED_ACTIONS:
                 del self._remembered[next(iter(self._remembered))]  # the earliest remembered
 
     def _forget(self) -> None:
-        """Forget every remembered answer (a pure policy's configuration changed)."""
+        """Forget every remembered answer (a pure policy's configuration changed), and the plans,
+        which say which policies are pure (a policy set ``pure = False`` must be asked every time)."""
         self._remembered = {}
+        self._plans = {}
         self._remembered_for = CONFIGURATION_CHANGES[0]
 
     def _committed(
