@@ -130,8 +130,9 @@ class _ActionBeingBuilt:
 
 
 class _DecisionBeingBuilt:
-    """A :class:`Decision` whose fields are being set (see :meth:`Decision.of_kernel`); as
-    :class:`_ActionBeingBuilt`, a class of its own so that its instances share one key table."""
+    """A :class:`Decision` whose fields are being set (see :meth:`Decision.of_kernel`; the
+    kernel's remembered path sets them inline, in the same order); as :class:`_ActionBeingBuilt`,
+    a class of its own so that its instances share one key table."""
 
 
 def _plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Action]:

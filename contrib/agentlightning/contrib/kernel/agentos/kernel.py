@@ -26,6 +26,7 @@ from .actions import (
     Decision,
     Verdict,
     _current_context,
+    _DecisionBeingBuilt,
     action_of_one_str_argument,
     current_context,
     plain_call,
@@ -85,6 +86,7 @@ class _Plan(NamedTuple):
     releasers: Tuple[Tuple[int, Policy], ...]
 
 
+_ALLOWED = Verdict.ALLOWED
 #: The remembered answer of pure policies that found nothing.
 _NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
 
@@ -410,46 +412,49 @@ class GovernanceKernel:
         fingerprint = None
         remembered = None
         # The common call: a tool name, one plain str argument and no cost. The caller's dict is
-        # read once, into locals (a dict changed by another thread meanwhile takes the full path),
-        # and its fingerprint looked up before anything is built.
+        # read once, into locals (the name's type checked before the name is looked up, so no
+        # key's own __hash__ runs; a dict changed by another thread meanwhile takes the full
+        # path), and its fingerprint looked up before anything is built.
         if type(action) is str and type(args) is dict and cost_usd is NO_COST and len(args) == 1:
             try:
-                ((name, value),) = args.items()
-            except (ValueError, RuntimeError):  # changed while it was read
-                name = value = None
-            if type(name) is str and type(value) is str:
-                fingerprint = (action, NO_COST, name, value)
+                (name,) = args
+                value = args[name] if type(name) is str else None
+            except (ValueError, RuntimeError, KeyError):  # changed while it was read
+                value = None
+            if type(value) is str:  # and so is the name
+                fingerprint = (action, 0.0, name, value)
                 if self._remembered_for != CONFIGURATION_CHANGES[0]:
                     self._forget()
                 entry = self._remembered.get(fingerprint)
                 if entry is not None:
                     # Remembered, so no rewriting policy (a kernel with one remembers nothing).
-                    action, remembered = entry
-                    plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
+                    shared, remembered = entry
+                    plan = self._plans.get(action) or self._plan(action)
                     if context is None:
                         context = _current_context.get()
-                    elif not isinstance(context, ActionContext):
+                    elif type(context) is not ActionContext and not isinstance(context, ActionContext):
                         raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
                     started = perf_counter()
                     if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-                        # Every policy is pure and found nothing in this very action before: allowed.
-                        # _decide, inline: no violations, so no signals; no audit trail, nothing to record.
+                        # Every policy is pure and found nothing in this very action before:
+                        # allowed, so no signals. Decision.of_kernel, inline (its call cost a
+                        # twentieth of the check).
                         decision_id = self._id_prefix + hex(next(self._id_counter))
                         audit = self.audit
-                        decision = Decision.of_kernel(
-                            action,
-                            Verdict.ALLOWED,
-                            (),
-                            (),
-                            context,
-                            decision_id,
-                            None,
-                            None if audit is None else decision_id,
-                            (perf_counter() - started) * 1e6,
-                            plan.notes,
-                        )
+                        decision = _DecisionBeingBuilt()
+                        decision.action = shared
+                        decision.verdict = _ALLOWED
+                        decision.violations = ()
+                        decision.signals = ()
+                        decision.context = context
+                        decision.decision_id = decision_id
+                        decision.original_action = None
+                        decision.audit_id = None if audit is None else decision_id
+                        decision.elapsed_us = (perf_counter() - started) * 1e6
+                        decision.notes = plan.notes
+                        decision.__class__ = Decision
                         return decision if audit is None else self._record(decision)
-                    return self._ask(action, context, plan, fingerprint, remembered, started)
+                    return self._ask(shared, context, plan, fingerprint, remembered, started)
                 built = action_of_one_str_argument(action, name, value)
                 if built is None:  # a tool name out of bounds: the constructor below names it
                     fingerprint = None
