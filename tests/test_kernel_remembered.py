@@ -383,3 +383,43 @@ def test_a_fork_while_another_thread_holds_the_clock_lock_leaves_the_child_a_fre
     finally:
         release.set()
         holder.join()
+
+
+def test_shared_actions_still_ask_impure_policies_and_are_forgotten_with_the_answers():
+    class CountingImpure(Policy):
+        """Not pure: asked on every check; raises when told to."""
+
+        runs_inline = True
+
+        def __init__(self):
+            super().__init__()
+            self.asked = 0
+            self.fail = False
+
+        def evaluate(self, action, context):
+            self.asked += 1
+            if self.fail:
+                raise RuntimeError("down")
+            return []
+
+    pure, impure = CountingPure(), CountingImpure()
+    kernel = GovernanceKernel([pure, impure])
+    first = kernel.check("tool", {"text": "fine"})
+    second = kernel.check("tool", {"text": "fine"})
+    assert second.action is first.action and pure.asked == 1 and impure.asked == 2
+    impure.fail = True  # not pure: its configuration is not remembered, and it is asked again
+    failed = kernel.check("tool", {"text": "fine"})
+    assert failed.blocked and failed.action is first.action and "raised RuntimeError" in failed.reason
+    impure.fail = False
+    pure.word = "worse"  # a configuration change: answers and shared actions forgotten
+    after = kernel.check("tool", {"text": "fine"})
+    assert after.allowed and after.action is not first.action and pure.asked == 2
+    assert kernel.check("tool", {"text": "fine"}).action is after.action
+    # Bounded: the earliest remembered action is forgotten with its answers.
+    only_pure = GovernanceKernel([CountingPure()])
+    oldest = only_pure.check("tool", {"text": "t0"}).action
+    for i in range(1, MAX_REMEMBERED_ACTIONS + 1):
+        only_pure.check("tool", {"text": f"t{i}"})
+    assert len(only_pure._remembered) == MAX_REMEMBERED_ACTIONS
+    again = only_pure.check("tool", {"text": "t0"}).action
+    assert again is not oldest and again == oldest

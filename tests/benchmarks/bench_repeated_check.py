@@ -17,8 +17,10 @@ Rows, each a loop ``for text in texts: <call>``:
 * ``action`` -- ``Action.of_call("database_query", {"query": text})``: the frozen snapshot;
 * ``evaluate`` -- ``SQLPolicy.evaluate`` of a prebuilt action (the analysis-cache hit);
 * ``decision`` -- ``Decision.of_kernel`` of prebuilt fields, where the tree has it;
-* the other parts of the remembered path, where the tree has them: ``plain_call`` (the snapshot
-  and its fingerprint), the memo's look-up (beside the look-up of its key, the row's floor), the
+* the other parts of the remembered path, where the tree has them: reading the call's one
+  argument into locals and looking its fingerprint up in the memo (where identical calls share
+  one ``Action``: the entry holds it), ``plain_call`` (the snapshot and its fingerprint, the
+  path of other calls), the memo's look-up (beside the look-up of its key, the row's floor), the
   context, the two clock reads and the decision id, each as the kernel does it;
 * ``check ...`` -- ``kernel.check("database_query", {"query": text})`` through kernels of one
   SQL policy, of an SQL policy with a budget (stateful: evaluated every time) and an allow-list,
@@ -92,6 +94,15 @@ def rows(
                 texts,
             )
         )
+    if hasattr(actions, "action_of_one_str_argument"):  # identical calls share one Action
+        out.append(("read the one argument into locals", read_one_argument, texts))
+        out.append(
+            (
+                "read + fingerprint + memo look-up (the shared Action and the answers)",
+                lambda text: remembered_entry(one, {"query": text}),
+                texts,
+            )
+        )
     plain_call = getattr(actions, "plain_call", None)
     if plain_call is not None:
         out.append(("snapshot + fingerprint (plain_call)", lambda text: plain_call(TOOL, {"query": text}, 0.0), texts))
@@ -114,6 +125,29 @@ def rows(
         ("check, SQLPolicy + audit (queued), allowed", lambda text: audited.check(TOOL, {"query": text}), texts),
     ]
     return out
+
+
+def read_one_argument(text: str) -> Any:
+    """How the kernel reads a call's one argument out of the caller's dict, as it does it."""
+    args = {"query": text}
+    try:
+        (name,) = args
+        value = args[name] if type(name) is str else None
+    except (ValueError, RuntimeError, KeyError):
+        value = None
+    return value
+
+
+def remembered_entry(kernel: Any, args: Dict[str, Any]) -> Any:
+    """The kernel's remembered path up to its memo entry (the shared Action and the answers)."""
+    try:
+        (name,) = args
+        value = args[name] if type(name) is str else None
+    except (ValueError, RuntimeError, KeyError):
+        value = None
+    if type(value) is str:
+        return kernel._remembered.get((TOOL, 0.0, name, value))
+    return None
 
 
 def importlib_module(package: Any, name: str) -> Any:
