@@ -423,3 +423,57 @@ def test_shared_actions_still_ask_impure_policies_and_are_forgotten_with_the_ans
     assert len(only_pure._remembered) == MAX_REMEMBERED_ACTIONS
     again = only_pure.check("tool", {"text": "t0"}).action
     assert again is not oldest and again == oldest
+
+
+def test_a_dict_resized_by_another_thread_during_the_full_snapshot_is_still_decided():
+    """Arguments that are not one plain string take the full snapshot path. Another thread
+    resizing the caller's dict meanwhile must not make the check raise with no record (it did:
+    the path iterated the caller's dict more than once): every check returns a decision whose
+    arguments are one state of the dict."""
+    import sys
+    import threading
+
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    args = {"query": "SELECT 1", "params": [1, 2]}
+    stop = threading.Event()
+
+    def resize():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            args[f"k{i % 3}"] = [i]
+            if i % 2:
+                args.pop(f"k{(i + 1) % 3}", None)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    writer = threading.Thread(target=resize)
+    writer.start()
+    try:
+        decisions = [kernel.check("database_query", args) for _ in range(5000)]
+    finally:
+        stop.set()
+        writer.join()
+        sys.setswitchinterval(switch)
+    assert all(d.allowed for d in decisions)
+    assert all(d.action.args["query"] == "SELECT 1" and d.action.args["params"] == (1, 2) for d in decisions)
+
+
+def test_a_mapping_that_cannot_be_read_is_refused_and_recorded(tmp_path):
+    from collections.abc import Mapping
+
+    class Unreadable(Mapping):
+        def __getitem__(self, key):
+            raise KeyError(key)
+
+        def __iter__(self):
+            raise RuntimeError("cannot list my keys")
+
+        def __len__(self):
+            return 1
+
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=tmp_path / "audit.db")
+    decision = kernel.check("database_query", Unreadable())
+    assert decision.blocked and decision.audit_id is not None
+    assert "the arguments could not be read: RuntimeError: cannot list my keys" in decision.reason
+    assert kernel.verify_audit()["valid"] is True

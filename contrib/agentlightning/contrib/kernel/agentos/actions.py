@@ -93,6 +93,19 @@ class Action:
         plain = _plain_call(tool_name, args, cost_usd)
         if plain is not None:
             return plain
+        # Read the caller's mapping once, into a dict of our own, before anything iterates it: a
+        # dict's copy is one step no other thread can interleave with (iterating the caller's dict
+        # while another thread resized it raised, and the check ended with no record); a mapping
+        # that cannot even be read is refused and recorded like any argument that cannot be snapshot.
+        if type(args) is dict:
+            args = args.copy()
+        elif isinstance(args, Mapping):
+            try:
+                args = dict(args)
+            except Exception as err:  # noqa: BLE001 - an unreadable action is refused, with a record
+                return cls(
+                    tool_name, {}, cost_usd, refusal=f"the arguments could not be read: {type(err).__name__}: {err}"
+                )
         try:
             return cls(tool_name, args, cost_usd)
         except ArgumentError as err:
