@@ -1,0 +1,108 @@
+"""The generic reader's walk leaves out the leaves and nothing else.
+
+``generic._walk`` visits a parsed tree's nodes in the order of sqlglot's own ``walk`` but skips the
+classes in ``generic._LEAVES`` (identifiers and literals), on the argument that such a node never
+holds another node. Here that argument is checked on every tree the reader walks, and on every tree
+sqlglot parses, for the corpus, the realistic text-to-SQL queries (alone and as scripts), and
+generated adversarial scripts: no leaf holds a node, the leaves' role is inert, and the walk meets
+every other node, in sqlglot's order.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Iterable, List, Optional
+
+import pytest
+import sqlglot
+from hypothesis import given
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from agentlightning.contrib.kernel.agentos.sql import generic
+
+from .sql_corpus import CORPUS
+from .test_adversarial_sql import PROPERTY_SETTINGS, safe_script, script_with_denied_statements
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
+
+from bench_text_to_sql import _generic_queries  # noqa: E402
+
+DIALECTS = (None, "mysql", "mariadb", "sqlite", "tsql", "postgres", "bigquery", "snowflake")
+
+
+def _holds_a_node(node: exp.Expression) -> bool:
+    return any(
+        isinstance(value, exp.Expr) or (type(value) is list and any(isinstance(x, exp.Expr) for x in value))
+        for value in node.args.values()
+    )
+
+
+def _check_tree(root: exp.Expression) -> int:
+    """Assert the walk's claims on one tree; the number of leaves it skipped."""
+    full = list(root.walk())
+    leaves = [node for node in full if type(node) in generic._LEAVES]
+    for leaf in leaves:
+        assert not _holds_a_node(leaf), (type(leaf).__name__, leaf.args, root.sql())
+    expected = [id(node) for node in full if type(node) not in generic._LEAVES]
+    assert [id(node) for node in generic._walk(root)] == expected, root.sql()
+    return len(leaves)
+
+
+def _trees(texts: Iterable[str], dialects=DIALECTS) -> List[exp.Expression]:
+    """Every tree the generic reader walks for ``texts`` in ``dialects`` (bodies, rewrites and
+    inner statements included), and every statement sqlglot parses from them."""
+    walked: List[exp.Expression] = []
+    original = generic._Reader._tree
+
+    def recording(self, root, kinds):
+        walked.append(root)
+        return original(self, root, kinds)
+
+    generic._Reader._tree = recording  # type: ignore[method-assign]
+    try:
+        for text in texts:
+            for dialect in dialects:
+                generic.read_generic(text, dialect)
+                try:
+                    walked.extend(t for t in sqlglot.parse(text, read=dialect) if t is not None)
+                except (SqlglotError, RecursionError, ValueError):
+                    pass
+    finally:
+        generic._Reader._tree = original  # type: ignore[method-assign]
+    return walked
+
+
+def test_leaves_are_inert_to_the_walk():
+    for leaf in generic._LEAVES:
+        assert generic._role_of(leaf) == generic._INERT, leaf
+
+
+def _realistic(n: Optional[int] = None) -> List[str]:
+    queries = _generic_queries(random.Random(0))
+    scripts = [";\n".join(queries[i : i + 12]) for i in range(0, 240, 12)]
+    return queries[:n] + scripts
+
+
+@pytest.mark.parametrize("source", ["corpus", "realistic"])
+def test_the_walk_skips_only_leaves_that_hold_no_node(source):
+    texts = [c.sql for c in CORPUS if len(c.sql) < 20_000] if source == "corpus" else _realistic(600)
+    trees = _trees(texts)
+    skipped = sum(_check_tree(tree) for tree in trees)
+    assert len(trees) > 1_000 and skipped > 1_000, (len(trees), skipped)  # the check saw real trees
+
+
+@PROPERTY_SETTINGS
+@given(sql=script_with_denied_statements())
+def test_the_walk_on_generated_scripts_with_denied_statements(sql):
+    for tree in _trees([sql], (None, "mysql", "sqlite")):
+        _check_tree(tree)
+
+
+@PROPERTY_SETTINGS
+@given(sql=safe_script())
+def test_the_walk_on_generated_safe_scripts(sql):
+    for tree in _trees([sql], (None, "mysql", "sqlite")):
+        _check_tree(tree)
