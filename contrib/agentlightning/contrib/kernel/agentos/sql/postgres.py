@@ -208,7 +208,9 @@ _REFUSED_IN_STATEMENT: Dict[str, Tuple[str, ...]] = {
 _PLAIN_KEYS: Dict[str, str] = {'{"' + node_type[:-3]: node_type for node_type in _PLAIN_STATEMENTS}
 #: A call's name, right after ``{"FuncCall":``, when it is one unqualified identifier with no
 #: escaped character (anything else, such as ``pg_catalog.f`` or a quoted name holding ``"``, is walked).
-_PLAIN_CALL_NAME = re.compile(r'\{"funcname":\[\{"String":\{"sval":"([^"\\]*)"\}\}\]')
+#: Every call, with that name (empty when it is not one such identifier, or when the identifier
+#: is empty: neither is on the list).
+_PLAIN_CALL = re.compile(r'\{"FuncCall":(?:\{"funcname":\[\{"String":\{"sval":"([^"\\]*)"\}\}\])?')
 #: The table an INSERT or UPDATE writes: its first field, ``relation``, a RangeVar written in place.
 _PLAIN_RELATION = re.compile(
     r'\{"relation":\{(?:"catalogname":"[^"\\]*",)?(?:"schemaname":"[^"\\]*",)?"relname":"([^"\\]*)"'
@@ -257,6 +259,12 @@ def _plain_statements(raw_tree: str) -> Optional[List[_PlainStatement]]:
     for the field), told by the piece's last characters; a key of another name ending in ``tmt``
     sends the text to the walk."""
     keys = raw_tree.split('tmt":')
+    if len(keys) == 3 and keys[0].endswith('{"s'):  # one statement, no other such key: the usual text
+        node_type = _PLAIN_KEYS.get(keys[1], "")
+        if not node_type:
+            return None
+        start = len(keys[0]) + 5
+        return [(node_type, start, start + len(keys[1]) + 5, len(raw_tree), False, False)]
     found: List[_PlainStatement] = []
     at = 0
     start = -1  # where the current statement's list entry starts; -1 before the first
@@ -290,19 +298,14 @@ def _plain_statements(raw_tree: str) -> Optional[List[_PlainStatement]]:
 def _plain_calls_known(raw_tree: str) -> Optional[bool]:
     """Whether every call in the tree is one the walk finds known (an unqualified name on the
     curated list): True, or False when one is not (the text is then walked); None when the text
-    has no ``"FuncCall"`` at all (the walk's own test for visiting every node).
-
-    One split at ``"FuncCall"``: a call is where the text before ends with ``{`` and the text
-    after starts with ``:`` (``{"FuncCall":``); elsewhere it is a string's value."""
-    pieces = raw_tree.split('"FuncCall"')
-    if len(pieces) == 1:
-        return None
-    for index in range(1, len(pieces)):
-        call = pieces[index]
-        if call[:1] == ":" and pieces[index - 1][-1:] == "{":
-            name = _PLAIN_CALL_NAME.match(call, 1)
-            if name is None or not is_known_function(name.group(1).lower(), "postgres"):
-                return False
+    has no ``"FuncCall"`` at all (the walk's own test for visiting every node: with no call, a
+    string's value can still be ``FuncCall``)."""
+    calls = _PLAIN_CALL.findall(raw_tree)
+    if not calls:
+        return True if '"FuncCall"' in raw_tree else None
+    for name in calls:
+        if not name or not is_known_function(name.lower(), "postgres"):
+            return False
     return True
 
 
@@ -339,19 +342,6 @@ def _built_analysis(statements: Tuple[SQLStatement, ...]) -> SQLAnalysis:
     analysis = _new_object(SQLAnalysis)
     _set_attribute(analysis, "__dict__", {"statements": statements, "error": None, "unverifiable": None})
     return analysis
-
-
-def _one_line_snippet(text: str) -> str:
-    """:func:`.effects.snippet` of a statement's text, told to be on one line already by three
-    searches where it can be: ASCII text that ``isprintable`` (so with no whitespace but the
-    space) and no two spaces together nor one at either end is its own ``" ".join(text.split())``."""
-    if text.isascii() and text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
-        return text if len(text) <= _SNIPPET_LIMIT else text[: _SNIPPET_LIMIT - 3] + "..."
-    return snippet(text)
-
-
-#: How many characters :func:`.effects.snippet` keeps, "..." included (its default ``limit``).
-_SNIPPET_LIMIT = 120
 
 
 def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
@@ -411,7 +401,7 @@ def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
         else:
             length = length or len(encoded) - location
             shown = encoded[location : location + length].decode("utf-8", "replace")
-        statements.append(_built_statement(_one_line_snippet(shown), kinds, because, writes))
+        statements.append(_built_statement(snippet(shown), kinds, because, writes))
     return _built_analysis(tuple(statements))
 
 
