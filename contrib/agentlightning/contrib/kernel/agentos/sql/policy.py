@@ -282,9 +282,10 @@ _SHORT_QUERY_CHARS = 10_000
 
 def _checked_analysis(query: str, dialect: Optional[str]) -> _Reading:
     """The reading of a text, or why it is not text a database reads as the parser does."""
-    junk = _not_sql_text(query)
-    if junk is not None:
-        return _Reading(SQLAnalysis((), junk))
+    if "\x00" in query or not query.isascii():  # else _not_sql_text has nothing to say
+        junk = _not_sql_text(query)
+        if junk is not None:
+            return _Reading(SQLAnalysis((), junk))
     return _read(query, dialect)
 
 
@@ -616,7 +617,12 @@ class SQLPolicy(Policy):
                 value = args[name]
                 start = value[:1] if type(value) is str else None
                 if name in self._whole_args and start is not None and not start.isspace() and start not in ("[", "{"):
-                    return [self.violation(v.description, severity=v.severity) for v in self.check_sql(value)]
+                    if len(value) > self.max_query_chars:
+                        found = self.check_sql(value)
+                    else:  # check_sql of plain text within the limit
+                        reading = self._analyze(value)
+                        found = self._judge(reading.shown(value) if reading.hint_wanted else reading.analysis)
+                    return [self.violation(v.description, severity=v.severity) for v in found]
         sql_args: Tuple[str, ...] = ()
         found: List[PolicyViolation] = []
         listed = action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys

@@ -208,9 +208,9 @@ _REFUSED_IN_STATEMENT: Dict[str, Tuple[str, ...]] = {
 _PLAIN_KEYS: Dict[str, str] = {'{"' + node_type[:-3]: node_type for node_type in _PLAIN_STATEMENTS}
 #: A call's name, right after ``{"FuncCall":``, when it is one unqualified identifier with no
 #: escaped character (anything else, such as ``pg_catalog.f`` or a quoted name holding ``"``, is walked).
-#: Every call, with that name (empty when it is not one such identifier, or when the identifier
-#: is empty: neither is on the list).
-_PLAIN_CALL = re.compile(r'\{"FuncCall":(?:\{"funcname":\[\{"String":\{"sval":"([^"\\]*)"\}\}\])?')
+#: A call's name, right after ``{"FuncCall":``, when it is one unqualified identifier with no
+#: escaped character (anything else, such as ``pg_catalog.f`` or a quoted name holding ``"``, is walked).
+_PLAIN_CALL_NAME = re.compile(r'\{"funcname":\[\{"String":\{"sval":"([^"\\]*)"\}\}\]')
 #: The table an INSERT or UPDATE writes: its first field, ``relation``, a RangeVar written in place.
 _PLAIN_RELATION = re.compile(
     r'\{"relation":\{(?:"catalogname":"[^"\\]*",)?(?:"schemaname":"[^"\\]*",)?"relname":"([^"\\]*)"'
@@ -298,15 +298,28 @@ def _plain_statements(raw_tree: str) -> Optional[List[_PlainStatement]]:
 def _plain_calls_known(raw_tree: str) -> Optional[bool]:
     """Whether every call in the tree is one the walk finds known (an unqualified name on the
     curated list): True, or False when one is not (the text is then walked); None when the text
-    has no ``"FuncCall"`` at all (the walk's own test for visiting every node: with no call, a
-    string's value can still be ``FuncCall``)."""
-    calls = _PLAIN_CALL.findall(raw_tree)
-    if not calls:
-        return True if '"FuncCall"' in raw_tree else None
-    for name in calls:
-        if not name or not is_known_function(name.lower(), "postgres"):
-            return False
+    has no ``"FuncCall"`` at all (the walk's own test for visiting every node).
+
+    One split at ``"FuncCall"``: a call is where the text before ends with ``{`` and the text
+    after starts with ``:`` (``{"FuncCall":``); elsewhere it is a string's value."""
+    pieces = raw_tree.split('"FuncCall"')
+    if len(pieces) == 1:
+        return None
+    before = pieces[0]
+    for call in pieces[1:]:
+        if call[:1] == ":" and before[-1:] == "{":
+            name = _PLAIN_CALL_NAME.match(call, 1)
+            if name is None or not _known_call(name.group(1)):
+                return False
+        before = call
     return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _known_call(name: str) -> bool:
+    """Whether a call of ``name`` (as written, unqualified) is on the curated list, as the walk
+    looks it up; kept for the few names agents call over and over."""
+    return is_known_function(name.lower(), "postgres")
 
 
 def _statement_numbers(raw_tree: str, start: int, end: int) -> Tuple[int, int]:
@@ -318,6 +331,32 @@ def _statement_numbers(raw_tree: str, start: int, end: int) -> Tuple[int, int]:
         return 0, 0
     numbers = dict(_STATEMENT_FIELD.findall(raw_tree, tail, end))
     return int(numbers.get("location", 0)), int(numbers.get("len", 0))
+
+
+def _snippet(text: str) -> str:
+    """:func:`.effects.snippet` of a statement's text (compared with it in the tests), told to
+    be on one line already by searches of one or two characters, one function call fewer."""
+    if (
+        text.isascii()
+        and "  " not in text
+        and text[:1] != " "
+        and text[-1:] != " "
+        and "\n" not in text
+        and "\t" not in text
+        and "\r" not in text
+        and "\x0b" not in text
+        and "\x0c" not in text
+        and "\x1c" not in text
+        and "\x1d" not in text
+        and "\x1e" not in text
+        and "\x1f" not in text
+    ):
+        return text if len(text) <= _SNIPPET_LIMIT else text[: _SNIPPET_LIMIT - 3] + "..."
+    return snippet(text)
+
+
+#: How many characters :func:`.effects.snippet` keeps, "..." included (its default ``limit``).
+_SNIPPET_LIMIT = 120
 
 
 #: A frozen dataclass's ``__init__`` sets each field with ``object.__setattr__``; the plain
@@ -401,7 +440,7 @@ def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
         else:
             length = length or len(encoded) - location
             shown = encoded[location : location + length].decode("utf-8", "replace")
-        statements.append(_built_statement(snippet(shown), kinds, because, writes))
+        statements.append(_built_statement(_snippet(shown), kinds, because, writes))
     return _built_analysis(tuple(statements))
 
 
