@@ -622,7 +622,7 @@ class SQLPolicy(Policy):
                     else:  # check_sql of plain text within the limit
                         reading = self._analyze(value)
                         found = self._judge(reading.shown(value) if reading.hint_wanted else reading.analysis)
-                    return [self.violation(v.description, severity=v.severity) for v in found]
+                    return [self.violation(v.description, severity=v.severity) for v in found] if found else []
         sql_args: Tuple[str, ...] = ()
         found: List[PolicyViolation] = []
         listed = action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys

@@ -224,11 +224,14 @@ _STATEMENT_FIELD = re.compile(r'"stmt_(location|len)":(\d+)')
 _FRAMES_PER_LEVEL = 3
 
 
-@functools.lru_cache(maxsize=None)
+#: :func:`_plain_statement` by (type, reads), filled as they are met (six at most).
+_PLAIN_KINDS: Dict[Tuple[str, bool], Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...]]] = {}
+
+
 def _plain_statement(node_type: str, reads: bool) -> Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...]]:
     """The kinds and reasons the walk gives a plain statement of ``node_type`` with none of the
     fields of :data:`_PLAIN_STATEMENTS`, and a SELECT visited under it when ``reads``: the same
-    rules applied in the walk's order (the statement first), computed once."""
+    rules applied in the walk's order (the statement first), computed once (:data:`_PLAIN_KINDS`)."""
     kinds = KindSet()
     kind = _node_kind(node_type, {})
     for rule in rules.pglast_rules(node_type, {}) or ():
@@ -237,6 +240,7 @@ def _plain_statement(node_type: str, reads: bool) -> Tuple[FrozenSet[str], Tuple
         for rule in rules.pglast_rules("SelectStmt", {}) or ():
             kinds.apply(EFFECT_BY_NAME[rule.effect], rule.keyword or "SELECT")
     statement = kinds.statement("")
+    _PLAIN_KINDS[node_type, reads] = statement.kinds, statement.because
     return statement.kinds, statement.because
 
 
@@ -361,26 +365,9 @@ _SNIPPET_LIMIT = 120
 
 #: A frozen dataclass's ``__init__`` sets each field with ``object.__setattr__``; the plain
 #: reading builds its statements and analysis with their fields' dict at once (the same
-#: values, equal and hashed alike), which is a third of the instructions of a first-seen check
-#: beyond the parse otherwise spent on construction.
+#: values, equal and hashed alike: a third of the instructions of ``__init__``).
 _new_object = object.__new__
 _set_attribute = object.__setattr__
-
-
-def _built_statement(text: str, kinds: FrozenSet[str], because: Any, writes: Tuple[str, ...]) -> SQLStatement:
-    """``SQLStatement(text, kinds, because, (), writes)``, built with its fields at once."""
-    statement = _new_object(SQLStatement)
-    _set_attribute(
-        statement, "__dict__", {"text": text, "kinds": kinds, "because": because, "unknown": (), "writes": writes}
-    )
-    return statement
-
-
-def _built_analysis(statements: Tuple[SQLStatement, ...]) -> SQLAnalysis:
-    """``SQLAnalysis(statements)``, built with its fields at once."""
-    analysis = _new_object(SQLAnalysis)
-    _set_attribute(analysis, "__dict__", {"statements": statements, "error": None, "unverifiable": None})
-    return analysis
 
 
 def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
@@ -433,15 +420,26 @@ def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
             # An INSERT's rows come from a SELECT (VALUES included) the walk always visits; other
             # SELECTs sit in expressions, visited only when the walk visits everything.
             reads = (node_type == "InsertStmt" and rows) or (walks_all and selects)
-        kinds, because = _plain_statement(node_type, reads)
-        location, length = _statement_numbers(raw_tree, start, end)
+        kinds, because = _PLAIN_KINDS.get((node_type, reads)) or _plain_statement(node_type, reads)
+        if raw_tree.find('"stmt_l', end - _STATEMENT_TAIL, end) < 0:  # neither: the usual one statement
+            location = length = 0
+        else:
+            location, length = _statement_numbers(raw_tree, start, end)
         if encoded is None:
             shown = text[location : location + length] if length else text[location:]
         else:
             length = length or len(encoded) - location
             shown = encoded[location : location + length].decode("utf-8", "replace")
-        statements.append(_built_statement(_snippet(shown), kinds, because, writes))
-    return _built_analysis(tuple(statements))
+        statement = _new_object(SQLStatement)  # SQLStatement(_snippet(shown), kinds, because, (), writes)
+        _set_attribute(
+            statement,
+            "__dict__",
+            {"text": _snippet(shown), "kinds": kinds, "because": because, "unknown": (), "writes": writes},
+        )
+        statements.append(statement)
+    analysis = _new_object(SQLAnalysis)  # SQLAnalysis(tuple(statements))
+    _set_attribute(analysis, "__dict__", {"statements": tuple(statements), "error": None, "unverifiable": None})
+    return analysis
 
 
 def read_postgres(text: str, routines: Optional[Set[str]] = None) -> SQLAnalysis:
