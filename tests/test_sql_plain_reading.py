@@ -17,7 +17,7 @@ import pytest
 from pglast import parser as pg_parser
 
 from agentlightning.contrib.kernel.agentos.sql import postgres
-from agentlightning.contrib.kernel.agentos.sql.effects import SQLAnalysis, _on_one_line, snippet
+from agentlightning.contrib.kernel.agentos.sql.effects import SQLAnalysis, SQLStatement, _on_one_line, snippet
 
 from .sql_corpus import CORPUS
 
@@ -52,6 +52,18 @@ EDGES = {
     "DELETE FROM t": False,
     "SELECT 1; DROP TABLE t": False,
     "SELECT * FROM (" * 120 + "SELECT 1" + ") a" * 120: False,  # too deep for the plain reading
+    # One split at 'tmt":' and one at '"FuncCall"': the keys and calls it must tell apart.
+    "SELECT 'FuncCall', count(*) FROM t": True,  # a string's value next to a call
+    'SELECT "FuncCall" FROM t': True,  # a column named FuncCall: no call, the walk visits all
+    'SELECT "FuncCall"(1)': False,  # a call of an unknown function named FuncCall
+    "SELECT (SELECT (SELECT max(a) FROM t))": True,
+    "INSERT INTO t SELECT max(a) FROM u; UPDATE v SET b = (SELECT 1)": True,
+    "INSERT INTO t SELECT * FROM (WITH x AS (SELECT 1) SELECT * FROM x) s": False,  # a WITH in the INSERT
+    "SELECT 1; WITH x AS (SELECT 1) UPDATE t SET a = 1": False,
+    "SELECT 1 INTO t UNION SELECT 2": False,  # INTO in a set operation's left side (no SelectStmt key)
+    "SELECT 1; SELECT 2 INTO t": False,
+    "SELECT 1; SELECT 'stmt_location'; select 3": True,
+    "SELECT 'stmt_len', '\"stmt\":'": True,
 }
 
 
@@ -110,3 +122,25 @@ def test_one_line_test_matches_the_split() -> None:
             assert snippet(text) == " ".join(text.split())[:120], repr(text)
     assert _on_one_line("SELECT a FROM t WHERE b = 'x'")
     assert not _on_one_line("SELECT  a") and not _on_one_line(" SELECT a") and not _on_one_line("SELECT\ta")
+
+
+def test_statement_snippet_matches_snippet() -> None:
+    """The plain reading's own one-line test gives what ``snippet`` gives."""
+    for code in range(0x300):
+        for text in (f"a{chr(code)}b", chr(code), f"a {chr(code)}", f"{chr(code)}{chr(code)}", "x" * 119 + chr(code)):
+            assert postgres._snippet(text) == snippet(text), repr(text)
+    for text in ("SELECT a FROM t WHERE b = 'x'", "s" * 120, "s" * 121, "SELECT  a", " SELECT a", "SELECT\ta"):
+        assert postgres._snippet(text) == snippet(text), repr(text)
+
+
+def test_plain_statements_are_the_dataclasses_themselves() -> None:
+    """Built with their fields at once, the plain reading's statements and analysis are equal to,
+    hash like and print like the ones ``__init__`` builds."""
+    text = "INSERT INTO t SELECT max(a) FROM u; SELECT 1"
+    plain = _plain(text)
+    assert plain is not None
+    rebuilt = SQLAnalysis(
+        tuple(SQLStatement(s.text, s.kinds, s.because, s.unknown, s.writes) for s in plain.statements)
+    )
+    assert plain == rebuilt and hash(plain.statements) == hash(rebuilt.statements)
+    assert repr(plain) == repr(rebuilt) and plain.error is None and plain.unverifiable is None

@@ -282,9 +282,10 @@ _SHORT_QUERY_CHARS = 10_000
 
 def _checked_analysis(query: str, dialect: Optional[str]) -> _Reading:
     """The reading of a text, or why it is not text a database reads as the parser does."""
-    junk = _not_sql_text(query)
-    if junk is not None:
-        return _Reading(SQLAnalysis((), junk))
+    if "\x00" in query or not query.isascii():  # else _not_sql_text has nothing to say
+        junk = _not_sql_text(query)
+        if junk is not None:
+            return _Reading(SQLAnalysis((), junk))
     return _read(query, dialect)
 
 
@@ -461,6 +462,8 @@ class SQLPolicy(Policy):
         self.dialect = _dialect(dialect)
         self.detect = bool(detect)
         self._detect_args = tuple(dict.fromkeys((arg,) + SQL_ARG_NAMES))
+        #: The SQL names :func:`_only_whole_sql` takes as judged whole (word characters only).
+        self._whole_args = frozenset(name for name in self._detect_args if _WORD.fullmatch(name))
         self.severities: Dict[str, Severity] = {}
         for keyword, sev in (severities or {}).items():
             (key,) = _keywords("severities", [keyword]) or ()
@@ -552,6 +555,15 @@ class SQLPolicy(Policy):
             return [
                 self.violation(f"{prefix}cannot verify: {analysis.unverifiable}", severity=self.unparseable_severity)
             ]
+        if self._schema is None and self.allow is None:
+            # Nothing the statements set off, no allow-list: a statement adds a finding only by
+            # an unknown construct or a denied kind. Told first, the usual answer costs no list.
+            deny = self.deny
+            for statement in analysis.statements:
+                if statement.unknown or not deny.isdisjoint(statement.kinds):
+                    break
+            else:
+                return []
         findings: List[Tuple[str, str]] = []  # (keyword, message)
         try:
             statements = self._with_triggers(analysis.statements)
@@ -597,6 +609,20 @@ class SQLPolicy(Policy):
         ``detect=True``) on any other, is judged as SQL when it reads as SQL, and as the
         statements it would add if pasted into SQL (see :meth:`_detected`). One violation at
         most, naming everything found."""
+        args = action.args
+        if len(args) == 1 and action.tool_name in self.tools:
+            # The usual call: a listed tool with one plain string under one of its SQL names,
+            # judged whole and nothing else to judge (what the general path below finds for it).
+            for name in args:
+                value = args[name]
+                start = value[:1] if type(value) is str else None
+                if name in self._whole_args and start is not None and not start.isspace() and start not in ("[", "{"):
+                    if len(value) > self.max_query_chars:
+                        found = self.check_sql(value)
+                    else:  # check_sql of plain text within the limit
+                        reading = self._analyze(value)
+                        found = self._judge(reading.shown(value) if reading.hint_wanted else reading.analysis)
+                    return [self.violation(v.description, severity=v.severity) for v in found] if found else []
         sql_args: Tuple[str, ...] = ()
         found: List[PolicyViolation] = []
         listed = action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys

@@ -194,6 +194,20 @@ _PLAIN_STATEMENTS: Dict[str, Tuple[str, ...]] = {
     "InsertStmt": ('"intoClause":', '"onConflictClause":', '"withClause":'),
     "UpdateStmt": ('"intoClause":', '"withClause":'),
 }
+#: Fields every plain type refuses: searched once in the whole text (which is its statements).
+_REFUSED_EVERYWHERE: Tuple[str, ...] = tuple(
+    field for field in _PLAIN_STATEMENTS["SelectStmt"] if all(field in f for f in _PLAIN_STATEMENTS.values())
+)
+#: The others, searched in the statement of that type only.
+_REFUSED_IN_STATEMENT: Dict[str, Tuple[str, ...]] = {
+    node_type: tuple(f for f in fields if f not in _REFUSED_EVERYWHERE)
+    for node_type, fields in _PLAIN_STATEMENTS.items()
+}
+#: The text split at ``tmt":`` leaves a plain statement's key as this piece right after the
+#: statement list's ``{"stmt":`` (``{"stmt":{"SelectStmt":{...``).
+_PLAIN_KEYS: Dict[str, str] = {'{"' + node_type[:-3]: node_type for node_type in _PLAIN_STATEMENTS}
+#: A call's name, right after ``{"FuncCall":``, when it is one unqualified identifier with no
+#: escaped character (anything else, such as ``pg_catalog.f`` or a quoted name holding ``"``, is walked).
 #: A call's name, right after ``{"FuncCall":``, when it is one unqualified identifier with no
 #: escaped character (anything else, such as ``pg_catalog.f`` or a quoted name holding ``"``, is walked).
 _PLAIN_CALL_NAME = re.compile(r'\{"funcname":\[\{"String":\{"sval":"([^"\\]*)"\}\}\]')
@@ -201,20 +215,23 @@ _PLAIN_CALL_NAME = re.compile(r'\{"funcname":\[\{"String":\{"sval":"([^"\\]*)"\}
 _PLAIN_RELATION = re.compile(
     r'\{"relation":\{(?:"catalogname":"[^"\\]*",)?(?:"schemaname":"[^"\\]*",)?"relname":"([^"\\]*)"'
 )
-_DIGITS = re.compile(r"\d+")
 #: A statement's own fields follow its tree, within these last characters of its JSON text
 #: (``,"stmt_location":N,"stmt_len":M}]}``, two numbers of at most ten digits).
 _STATEMENT_TAIL = 64
+_STATEMENT_FIELD = re.compile(r'"stmt_(location|len)":(\d+)')
 #: Frames the walk takes per level of the JSON tree, at most: the dict's own walk, the node's
 #: visit, and the walk of the copy of a query statement's fields (``_Reader.node``).
 _FRAMES_PER_LEVEL = 3
 
 
-@functools.lru_cache(maxsize=None)
+#: :func:`_plain_statement` by (type, reads), filled as they are met (six at most).
+_PLAIN_KINDS: Dict[Tuple[str, bool], Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...]]] = {}
+
+
 def _plain_statement(node_type: str, reads: bool) -> Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...]]:
     """The kinds and reasons the walk gives a plain statement of ``node_type`` with none of the
     fields of :data:`_PLAIN_STATEMENTS`, and a SELECT visited under it when ``reads``: the same
-    rules applied in the walk's order (the statement first), computed once."""
+    rules applied in the walk's order (the statement first), computed once (:data:`_PLAIN_KINDS`)."""
     kinds = KindSet()
     kind = _node_kind(node_type, {})
     for rule in rules.pglast_rules(node_type, {}) or ():
@@ -223,54 +240,162 @@ def _plain_statement(node_type: str, reads: bool) -> Tuple[FrozenSet[str], Tuple
         for rule in rules.pglast_rules("SelectStmt", {}) or ():
             kinds.apply(EFFECT_BY_NAME[rule.effect], rule.keyword or "SELECT")
     statement = kinds.statement("")
+    _PLAIN_KINDS[node_type, reads] = statement.kinds, statement.because
     return statement.kinds, statement.because
 
 
-def _statement_number(part: str, key: str) -> int:
-    """A statement's ``stmt_location`` or ``stmt_len`` from the end of its JSON text (0 when
-    absent: libpg_query leaves out a zero; no node below a statement has these fields)."""
-    at = part.rfind(key, len(part) - _STATEMENT_TAIL)
-    if at < 0:
-        return 0
-    return int(_DIGITS.match(part, at + len(key)).group())  # type: ignore[union-attr]
+#: Where one statement of the list sits in the JSON text, and what is below it: its type, where
+#: its list entry starts (just after ``{"stmt":``), where its fields start (just after its own key,
+#: ``{"InsertStmt":``), where the next ``{"stmt":`` starts (or the text ends), whether a SELECT
+#: node is below it, and whether it is an INSERT whose rows are a SELECT
+#: (``"selectStmt":{"SelectStmt":``). A plain tuple: one is built per statement of every text.
+_PlainStatement = Tuple[str, int, int, int, bool, bool]
 
 
-def _plain_calls_known(raw_tree: str) -> bool:
-    """Whether every call in the tree is one the walk finds known: an unqualified name on the
-    curated list (anything else is left to the walk)."""
-    calls = raw_tree.split('{"FuncCall":')
-    for call in calls[1:]:
-        name = _PLAIN_CALL_NAME.match(call)
-        if name is None or not is_known_function(name.group(1).lower(), "postgres"):
-            return False
+def _plain_statements(raw_tree: str) -> Optional[List[_PlainStatement]]:
+    """The statements of the list, when every key ending in ``Stmt`` in the text is a plain
+    statement's at the top of the list (:data:`_PLAIN_KEYS`), a SELECT below one, or an INSERT's
+    field ``selectStmt``; None when any other is there (a statement of another type anywhere, an
+    INSERT or UPDATE below a statement).
+
+    One split at ``tmt":`` finds them all, in order: each piece but the last ends with such a
+    key (``...{"s`` for the list's ``{"stmt":``, ``...{"SelectS`` for a SELECT node, ``..."selectS``
+    for the field), told by the piece's last characters; a key of another name ending in ``tmt``
+    sends the text to the walk."""
+    keys = raw_tree.split('tmt":')
+    if len(keys) == 3 and keys[0].endswith('{"s'):  # one statement, no other such key: the usual text
+        node_type = _PLAIN_KEYS.get(keys[1], "")
+        if not node_type:
+            return None
+        start = len(keys[0]) + 5
+        return [(node_type, start, start + len(keys[1]) + 5, len(raw_tree), False, False)]
+    found: List[_PlainStatement] = []
+    at = 0
+    start = -1  # where the current statement's list entry starts; -1 before the first
+    node_type = ""
+    fields = 0
+    selects = rows = opened = after_rows = False
+    for index in range(len(keys) - 1):
+        key = keys[index]
+        at += len(key) + 5
+        if opened:  # the statement's own key, right after {"stmt":
+            node_type = _PLAIN_KEYS.get(key, "")
+            if not node_type:
+                return None
+            fields, selects, rows, opened = at, False, False, False
+        elif key.endswith('{"s'):  # the list's "stmt": a statement starts
+            if start >= 0:
+                found.append((node_type, start, fields, at - 8, selects, rows))
+            start, opened = at, True
+        elif key.endswith('{"SelectS') and start >= 0:
+            selects = True
+            rows = rows or (after_rows and key == '{"SelectS')
+        elif not key.endswith('"selectS'):
+            return None  # another statement type, or an INSERT or UPDATE below a statement
+        after_rows = key.endswith('"selectS')
+    if start < 0 or opened:
+        return None
+    found.append((node_type, start, fields, len(raw_tree), selects, rows))
+    return found
+
+
+def _plain_calls_known(raw_tree: str) -> Optional[bool]:
+    """Whether every call in the tree is one the walk finds known (an unqualified name on the
+    curated list): True, or False when one is not (the text is then walked); None when the text
+    has no ``"FuncCall"`` at all (the walk's own test for visiting every node).
+
+    One split at ``"FuncCall"``: a call is where the text before ends with ``{`` and the text
+    after starts with ``:`` (``{"FuncCall":``); elsewhere it is a string's value."""
+    pieces = raw_tree.split('"FuncCall"')
+    if len(pieces) == 1:
+        return None
+    before = pieces[0]
+    for call in pieces[1:]:
+        if call[:1] == ":" and before[-1:] == "{":
+            name = _PLAIN_CALL_NAME.match(call, 1)
+            if name is None or not _known_call(name.group(1)):
+                return False
+        before = call
     return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _known_call(name: str) -> bool:
+    """Whether a call of ``name`` (as written, unqualified) is on the curated list, as the walk
+    looks it up; kept for the few names agents call over and over."""
+    return is_known_function(name.lower(), "postgres")
+
+
+def _statement_numbers(raw_tree: str, start: int, end: int) -> Tuple[int, int]:
+    """A statement's ``stmt_location`` and ``stmt_len`` from the end of its JSON text,
+    ``raw_tree[start:end]`` (libpg_query leaves out a zero; no node below a statement has these
+    fields): one search tells a statement with neither (one with no ``;`` after it, at the start)."""
+    tail = max(start, end - _STATEMENT_TAIL)
+    if raw_tree.find('"stmt_l', tail, end) < 0:
+        return 0, 0
+    numbers = dict(_STATEMENT_FIELD.findall(raw_tree, tail, end))
+    return int(numbers.get("location", 0)), int(numbers.get("len", 0))
+
+
+def _snippet(text: str) -> str:
+    """:func:`.effects.snippet` of a statement's text (compared with it in the tests), told to
+    be on one line already by searches of one or two characters, one function call fewer."""
+    if (
+        text.isascii()
+        and "  " not in text
+        and text[:1] != " "
+        and text[-1:] != " "
+        and "\n" not in text
+        and "\t" not in text
+        and "\r" not in text
+        and "\x0b" not in text
+        and "\x0c" not in text
+        and "\x1c" not in text
+        and "\x1d" not in text
+        and "\x1e" not in text
+        and "\x1f" not in text
+    ):
+        return text if len(text) <= _SNIPPET_LIMIT else text[: _SNIPPET_LIMIT - 3] + "..."
+    return snippet(text)
+
+
+#: How many characters :func:`.effects.snippet` keeps, "..." included (its default ``limit``).
+_SNIPPET_LIMIT = 120
+
+
+#: A frozen dataclass's ``__init__`` sets each field with ``object.__setattr__``; the plain
+#: reading builds its statements and analysis with their fields' dict at once (the same
+#: values, equal and hashed alike: a third of the instructions of ``__init__``).
+_new_object = object.__new__
+_set_attribute = object.__setattr__
 
 
 def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
     """The analysis of ``text`` read from libpg_query's JSON text when every statement in it is
     a plain SELECT, INSERT or UPDATE (:data:`_PLAIN_STATEMENTS`) and every call one of the
     curated functions; None for anything else (the tree is then loaded and walked)."""
-    # Keys ending in Stmt: the statements' types, and an INSERT's field ``selectStmt`` (its rows).
-    statement_keys = raw_tree.count('Stmt":') - raw_tree.count('"selectStmt":')
-    selects = raw_tree.count('{"SelectStmt":')
-    writing = 0
-    if statement_keys != selects:
-        writing = raw_tree.count('{"InsertStmt":') + raw_tree.count('{"UpdateStmt":')
-        if statement_keys != selects + writing:
-            return None  # a statement of another type, anywhere
+    plain = _plain_statements(raw_tree)
+    if plain is None:
+        return None
     # The walk visits every node when the text has a call ('"FuncCall"' anywhere, as it tests).
-    walks_all = '"FuncCall"' in raw_tree
-    if walks_all and not _plain_calls_known(raw_tree):
+    calls_known = _plain_calls_known(raw_tree)
+    if calls_known is False:
         return None
-    parts = raw_tree.split('{"stmt":')[1:]
-    if not parts:
-        return None
+    walks_all = calls_known is not None
+    for field in _REFUSED_EVERYWHERE:
+        if field in raw_tree:
+            return None
     # The walk would run out of stack where the tree is too deep: such text is walked (and fails
     # as the walk does). libpg_query writes a list's items as nodes (``{}`` for none; a list in a
     # list is a ``List`` node) or as numbers, so on any path down the tree a list is followed by a
     # dict or ends it: a statement's depth is at most twice its number of ``{``, plus one (and
     # the statement list, the statement and its wrapper above it).
-    deepest = 2 * max(part.count("{") for part in parts) + 4
+    most = 0
+    for statement in plain:
+        braces = raw_tree.count("{", statement[1], statement[3])
+        if braces > most:
+            most = braces
+    deepest = 2 * most + 4
     height = sys.getrecursionlimit() - _FRAMES_PER_LEVEL * deepest - _JSON_STACK_SLACK
     if height <= 0:
         return None
@@ -281,36 +406,40 @@ def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
         pass
     encoded = None if text.isascii() else text.encode("utf-8")
     statements: List[SQLStatement] = []
-    for part in parts:
-        node_type = part[2 : part.index('"', 2)]
-        refused = _PLAIN_STATEMENTS.get(node_type)
-        if refused is None or any(field in part for field in refused):
-            return None
+    for node_type, start, fields, end, selects, rows in plain:
+        for field in _REFUSED_IN_STATEMENT[node_type]:
+            if raw_tree.find(field, start, end) >= 0:
+                return None
         writes: Tuple[str, ...] = ()
         reads = False
         if node_type != "SelectStmt":
-            writing -= 1  # an INSERT or UPDATE only as a statement of its own, not nested in one
-            relation = _PLAIN_RELATION.match(part, len(node_type) + 4)
+            relation = _PLAIN_RELATION.match(raw_tree, fields, end)
             if relation is None:
                 return None
             writes = (relation.group(1).lower(),) if relation.group(1) else ()
             # An INSERT's rows come from a SELECT (VALUES included) the walk always visits; other
             # SELECTs sit in expressions, visited only when the walk visits everything.
-            reads = (node_type == "InsertStmt" and '"selectStmt":{"SelectStmt":' in part) or (
-                walks_all and '{"SelectStmt":' in part
-            )
-        kinds, because = _plain_statement(node_type, reads)
-        start = _statement_number(part, '"stmt_location":')
-        length = _statement_number(part, '"stmt_len":')
-        if encoded is None:
-            shown = text[start : start + length] if length else text[start:]
+            reads = (node_type == "InsertStmt" and rows) or (walks_all and selects)
+        kinds, because = _PLAIN_KINDS.get((node_type, reads)) or _plain_statement(node_type, reads)
+        if raw_tree.find('"stmt_l', end - _STATEMENT_TAIL, end) < 0:  # neither: the usual one statement
+            location = length = 0
         else:
-            length = length or len(encoded) - start
-            shown = encoded[start : start + length].decode("utf-8", "replace")
-        statements.append(SQLStatement(snippet(shown), kinds, because, (), writes))
-    if writing:
-        return None
-    return SQLAnalysis(tuple(statements))
+            location, length = _statement_numbers(raw_tree, start, end)
+        if encoded is None:
+            shown = text[location : location + length] if length else text[location:]
+        else:
+            length = length or len(encoded) - location
+            shown = encoded[location : location + length].decode("utf-8", "replace")
+        statement = _new_object(SQLStatement)  # SQLStatement(_snippet(shown), kinds, because, (), writes)
+        _set_attribute(
+            statement,
+            "__dict__",
+            {"text": _snippet(shown), "kinds": kinds, "because": because, "unknown": (), "writes": writes},
+        )
+        statements.append(statement)
+    analysis = _new_object(SQLAnalysis)  # SQLAnalysis(tuple(statements))
+    _set_attribute(analysis, "__dict__", {"statements": tuple(statements), "error": None, "unverifiable": None})
+    return analysis
 
 
 def read_postgres(text: str, routines: Optional[Set[str]] = None) -> SQLAnalysis:
