@@ -47,7 +47,6 @@ import portpicker  # noqa: E402
 import agentlightning as agl  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
-from agentlightning.tracer.agentops import AgentOpsTracer  # noqa: E402
 from common import (  # noqa: E402
     check_positive,
     config_record,
@@ -67,6 +66,7 @@ from agentlightning.contrib.env.agentos.sql_world import SQLWorld  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
 from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy  # noqa: E402
+from agentlightning.contrib.runner.agentos.tracing import ImportSafeAgentOpsTracer  # noqa: E402
 
 ARMS = ("governed", "ungoverned")
 
@@ -183,7 +183,7 @@ def run_arm(arm: str, world: SQLWorld, config: TabularRecipeConfig) -> Dict[str,
             poll_interval=0.05,
         )
     else:
-        runner = agl.LitAgentRunner(AgentOpsTracer(), poll_interval=0.05)
+        runner = agl.LitAgentRunner(ImportSafeAgentOpsTracer(), poll_interval=0.05)
     agent = SQLAgent(str(world.db_path), config.world_seed, governed=arm == "governed")
     started = time.perf_counter()
     train(algorithm, runner, agent, config)

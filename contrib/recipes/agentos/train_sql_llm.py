@@ -308,14 +308,15 @@ def parse_args(argv: Optional[List[str]] = None) -> LLMRecipeConfig:
 def make_runner(arm: str, config: LLMRecipeConfig) -> "agl.LitAgentRunner":
     """The arm's runner: AgentOSRunner + PolicyReward (governed) or the plain LitAgentRunner."""
     import agentlightning as agl
-    from agentlightning.tracer.agentops import AgentOpsTracer
     from common import sql_kernel
 
     from agentlightning.contrib.reward.agentos import LagrangianPenalty, PolicyReward, RewardConfig
     from agentlightning.contrib.runner.agentos import AgentOSRunner
+    from agentlightning.contrib.runner.agentos.tracing import ImportSafeAgentOpsTracer
 
     if arm == "ungoverned":
-        return agl.LitAgentRunner(AgentOpsTracer(), poll_interval=config.runner_poll_s)
+        # The tracer AgentOSRunner guards, so both arms record one span per model call.
+        return agl.LitAgentRunner(ImportSafeAgentOpsTracer(), poll_interval=config.runner_poll_s)
     kernel = sql_kernel()
     if arm == "governed-constrained":
         # The multiplier each rollout is priced at is stamped on it by the algorithm; this one is only the fallback.

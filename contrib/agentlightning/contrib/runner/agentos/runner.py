@@ -65,6 +65,7 @@ from .agents import (
 from .attempt import RolloutGovernance, RolloutOutcome, propagate_rollout_to_threads
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 from .tools import PolicyViolationError
+from .tracing import keep_relative_imports_from_agentops
 
 __all__ = ["AgentError", "AgentOSRunner", "GovernedAgent", "GovernedRunner", "GovernedRollout"]
 
@@ -398,6 +399,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 "shared. Pass audit_dir=... to AgentOSRunner so each runner process writes its own file."
             )
         super().init_worker(worker_id, store, **kwargs)
+        # The tracer has started AgentOps: one LLM call must stay one span whatever the agent imports later.
+        keep_relative_imports_from_agentops()
 
     def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
         if self.kernel.audit is not None:
