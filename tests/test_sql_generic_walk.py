@@ -109,11 +109,11 @@ def test_the_walk_on_generated_safe_scripts(sql):
 
 
 def test_a_leaf_built_around_a_node_is_visited_with_what_it_holds():
-    """The skip is not taken on trust: an identifier or literal holding anything but plain
-    values (as no sqlglot parser builds today) is walked like any other node."""
+    """The skip is not taken on trust: an identifier or literal whose text slot (``this``) holds
+    a node (as no sqlglot parser builds today) is walked like any other node."""
     call = exp.Anonymous(this="lo_unlink", expressions=[exp.Literal.number(1)])
     odd_literal = exp.Literal(this=call, is_string=False)
-    odd_identifier = exp.Identifier(this="x", quoted=[exp.Anonymous(this="pg_sleep")])
+    odd_identifier = exp.Identifier(this=exp.Anonymous(this="pg_sleep"), quoted=False)
     tree = exp.Select(expressions=[odd_literal, exp.column("a"), odd_identifier])
     walked = generic._walk(tree)
     assert any(node is odd_literal for node in walked) and any(node is call for node in walked)
