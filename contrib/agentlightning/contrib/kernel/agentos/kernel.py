@@ -86,7 +86,7 @@ class _Plan(NamedTuple):
     releasers: Tuple[Tuple[int, Policy], ...]
 
 
-_ALLOWED = Verdict.ALLOWED
+_ALLOWED, _BLOCKED = Verdict.ALLOWED, Verdict.BLOCKED
 #: The remembered answer of pure policies that found nothing.
 _NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
 
@@ -516,7 +516,9 @@ class GovernanceKernel:
         """:meth:`check` past the action's snapshot: the policies asked (a pure one's remembered
         answer used instead when there is one), the verdict, commits and releases."""
         configuration = CONFIGURATION_CHANGES[0]
-        violations: List[PolicyViolation] = [self._failure(policy, what) for policy, what in plan.note_failures]
+        violations: List[PolicyViolation] = (
+            [self._failure(policy, what) for policy, what in plan.note_failures] if plan.note_failures else []
+        )
         policies = plan.policies
         answers: List[Tuple[PolicyViolation, ...]] = []
         remember = fingerprint is not None and remembered is None
@@ -532,14 +534,14 @@ class GovernanceKernel:
                 if found is None or len(violations) != before:  # a failure is not an answer to remember
                     remember = False
                 else:
-                    answers.append(tuple(_fresh(v) for v in found))  # the memo's own copies
-            if found is not None:
+                    answers.append(tuple([_fresh(v) for v in found]) if found else ())  # the memo's own copies
+            if found:
                 violations.extend(found)
         if remember:
             self._remember(fingerprint, action, tuple(answers), configuration)
-        verdict = self._verdict(violations)
-        committed = len(policies) if verdict is not Verdict.BLOCKED else 0
-        if verdict is not Verdict.BLOCKED:
+        verdict = self._verdict(violations) if violations else _ALLOWED
+        committed = len(policies) if verdict is not _BLOCKED else 0
+        if verdict is not _BLOCKED and plan.committers:
             for index, policy in plan.committers:
                 if not self._committed(policy, action, context, violations):
                     committed = index
@@ -669,7 +671,7 @@ class GovernanceKernel:
         notes: Tuple[str, ...] = (),
     ) -> Decision:
         """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
-        signals = self._send_signals(violations, context) if verdict is Verdict.BLOCKED else ()
+        signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
         decision_id = self._id_prefix + hex(next(self._id_counter))
         decision = Decision.of_kernel(
             action,
@@ -683,7 +685,7 @@ class GovernanceKernel:
             (perf_counter() - started) * 1e6,
             notes,
         )
-        return self._record(decision)
+        return decision if self.audit is None else self._record(decision)
 
     def _policies_for(self, tool_name: str) -> Tuple[Policy, ...]:
         """The policies that apply to ``tool_name``, in kernel order (asked once per tool name)."""
@@ -770,10 +772,28 @@ class GovernanceKernel:
     def _run(
         self, policy: Policy, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]
     ) -> Any:
-        """Call ``policy.<method>`` under the kernel's fail-closed rules; failures go to ``sink``."""
+        """Call ``policy.<method>`` under the kernel's fail-closed rules; failures go to ``sink``.
+
+        An inline policy is called here, timed; any other on a daemon thread under the timeout
+        (:meth:`_call_on_thread`)."""
         fn = getattr(policy, method)
         try:
-            return self._checked_result(policy, method, self._call(policy, fn, method, action, context, sink), sink)
+            if policy.runs_inline:
+                gc_pauses = self._gc_pauses
+                gc_before = gc_pauses.total_s
+                started = perf_counter()
+                result = fn(action, context)
+                # A garbage collection that ran meanwhile paused the policy; it is not its time.
+                if perf_counter() - started - (gc_pauses.total_s - gc_before) > self.policy_timeout_s:
+                    sink.append(
+                        self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s")
+                    )
+                    return None
+                if type(result) is list and not result and method == "evaluate":  # the common answer
+                    return result
+            else:
+                result = self._call_on_thread(policy, fn, method, action, context, sink)
+            return self._checked_result(policy, method, result, sink)
         except Exception as err:  # noqa: BLE001 - any policy failure must block, not propagate
             logger.exception("policy %s.%s raised", policy.name, method)
             sink.append(self._failure(policy, f"{method} raised {type(err).__name__}: {err}"))
@@ -781,21 +801,10 @@ class GovernanceKernel:
 
     _NO_RESULT = object()
 
-    def _call(
+    def _call_on_thread(
         self, policy: Policy, fn: Any, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]
     ) -> Any:
-        """``fn(action, context)`` inline or on a daemon thread, under the timeout."""
-        if policy.runs_inline:
-            gc_before = self._gc_pauses.total_s
-            started = time.perf_counter()
-            result = fn(action, context)
-            # A garbage collection that ran meanwhile paused the policy; it is not its time.
-            if time.perf_counter() - started - (self._gc_pauses.total_s - gc_before) > self.policy_timeout_s:
-                sink.append(
-                    self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s")
-                )
-                return self._NO_RESULT
-            return result
+        """``fn(action, context)`` on a daemon thread, under the timeout (a failure in ``sink``)."""
         try:
             # A generator is drained on the policy's thread too: it can hang or raise mid-way.
             return _call_on_daemon_thread(
