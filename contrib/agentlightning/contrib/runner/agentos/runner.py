@@ -65,7 +65,7 @@ from .agents import (
 from .attempt import RolloutGovernance, RolloutOutcome, propagate_rollout_to_threads
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 from .tools import PolicyViolationError
-from .tracing import keep_relative_imports_from_agentops
+from .tracing import keep_relative_imports_from_agentops, refuse_double_instrumentation
 
 __all__ = ["AgentError", "AgentOSRunner", "GovernedAgent", "GovernedRunner", "GovernedRollout"]
 
@@ -401,6 +401,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
         super().init_worker(worker_id, store, **kwargs)
         # The tracer has started AgentOps: one LLM call must stay one span whatever the agent imports later.
         keep_relative_imports_from_agentops()
+        # What the guard cannot undo (AgentOps started and misread an import before this runner existed)
+        # is refused, not repaired: see refuse_double_instrumentation for why a repair cannot be trusted.
+        refuse_double_instrumentation()
 
     def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
         if self.kernel.audit is not None:
