@@ -19,7 +19,10 @@ from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
 
-from .agents import as_agent
+# Absolute, not `from .agents import`: AgentOps' import monitor reads that relative import as the OpenAI
+# Agents SDK and uninstruments OpenAI, if this is imported after an AgentOps tracer started (tracing.py).
+from agentlightning.contrib.runner.agentos.agents import as_agent
+
 from .runner import AgentOSRunner, GovernedRollout, GovernedRunner
 from .tools import ActionBlockedError, PolicyViolationError, governed_tool
 

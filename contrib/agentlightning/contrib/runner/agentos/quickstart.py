@@ -17,7 +17,9 @@ from agentlightning.litagent import LitAgent
 from agentlightning.store.memory import InMemoryLightningStore
 from agentlightning.types import PromptTemplate
 
-from .agents import describe, needs_resource
+# Absolute, not `from .agents import`: AgentOps' import monitor reads that relative import as the OpenAI
+# Agents SDK and uninstruments OpenAI, if this is imported after an AgentOps tracer started (tracing.py).
+from agentlightning.contrib.runner.agentos.agents import describe, needs_resource
 
 __all__ = ["RESOURCES_HINT", "is_action_policy", "normalize_mode", "on_demand_store"]
 

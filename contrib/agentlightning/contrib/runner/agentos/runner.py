@@ -51,7 +51,9 @@ from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
-from .agents import (
+# Absolute, not `from .agents import`: AgentOps' import monitor reads that relative import as the OpenAI
+# Agents SDK and uninstruments OpenAI, if this is imported after an AgentOps tracer started (tracing.py).
+from agentlightning.contrib.runner.agentos.agents import (
     AgentError,
     GovernedAgent,
     TaskActionAgent,
@@ -62,6 +64,7 @@ from .agents import (
     needs_resource,
     task_action,
 )
+
 from .attempt import RolloutGovernance, RolloutOutcome, propagate_rollout_to_threads
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 from .tools import PolicyViolationError

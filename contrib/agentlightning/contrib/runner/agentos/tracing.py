@@ -123,7 +123,8 @@ class DoubledMethod:
     layers: Tuple[str, ...]  # each wrapper function's module.qualname, outermost first
 
     def __str__(self) -> str:
-        return f"{self.method} ({len(self.layers)} layers: {', '.join(self.layers)})"
+        count = f"{len(self.layers)} layer{'s' if len(self.layers) > 1 else ''}"
+        return f"{self.method} ({count}: {', '.join(self.layers)})"
 
 
 def _method_attributes(owners: Iterable[type]) -> Iterator[Tuple[str, Any]]:
@@ -164,7 +165,8 @@ def _openai_api_classes() -> List[type]:
     """The classes of the OpenAI client's API modules imported so far (none before ``import openai``)."""
     classes = []
     for module_name, module in list(sys.modules.items()):
-        if module is None or not (module_name == OPENAI_API_MODULES or module_name.startswith(OPENAI_API_MODULES + ".")):
+        in_api = module_name == OPENAI_API_MODULES or module_name.startswith(OPENAI_API_MODULES + ".")
+        if module is None or not in_api:
             continue
         classes.extend(
             value
@@ -184,8 +186,8 @@ def _agentops_monitor_reached() -> bool:
     instrumentation = sys.modules.get("agentops.instrumentation")
     if instrumentation is None:
         return False
-    hook = builtins.__import__
-    return hook is instrumentation._import_monitor or getattr(hook, "__wrapped__", None) is instrumentation._import_monitor
+    monitor, hook = instrumentation._import_monitor, builtins.__import__
+    return hook is monitor or getattr(hook, "__wrapped__", None) is monitor
 
 
 def openai_rewrap_pending() -> List[DoubledMethod]:
