@@ -3,15 +3,16 @@
 agentlightning's ``AgentOpsTracer`` starts AgentOps (``init_worker`` calls ``agentops.init``),
 which replaces ``builtins.__import__`` with a monitor that instruments a library when it is
 imported. AgentOps (0.4) takes the name of an import statement for the library's name even when
-the statement is relative: ``from .autogen import ...`` inside torch (``torch.distributed.tensor``,
-which peft and transformers' tensor-parallel code import) reads as the AG2 library ``autogen``,
-and ``from .agents import ...`` (this package has an ``agents`` module) as the OpenAI Agents SDK
-``agents``. An agentic library makes AgentOps uninstrument the LLM providers; its OpenAI
-instrumentor then leaves the chat-completion wrappers in place, the library it looked for is not
-installed, and the next ``import openai`` anywhere in the process instruments OpenAI again over
-the old wrapper. From then on every chat completion is recorded twice (two nested
-``openai.chat.completion`` spans, the second the parent of the first), so an adapter that builds
-triplets from the LLM spans sees two calls where the agent made one.
+the statement is relative: ``from .autogen import ...`` inside torch
+(``torch.distributed.tensor``, which peft and transformers' tensor-parallel code import) reads as
+the AG2 library ``autogen``, and ``from .agents import ...`` as the OpenAI Agents SDK ``agents``
+(this package has an ``agents`` module, which it therefore imports by its absolute name). An
+agentic library makes AgentOps uninstrument the LLM providers; its OpenAI instrumentor then leaves
+the chat-completion wrappers in place, the library it looked for is not installed, and the next
+``import openai`` anywhere in the process instruments OpenAI again over the old wrapper. From then
+on every chat completion is recorded twice (two nested ``openai.chat.completion`` spans, the
+second the parent of the first), so an adapter that builds triplets from the LLM spans sees two
+calls where the agent made one.
 
 A relative import always names a module of the importing package, never a library AgentOps
 instruments, so :func:`keep_relative_imports_from_agentops` lets those bypass the monitor; the
@@ -21,9 +22,12 @@ whichever tracer it was given.
 
 The guard cannot undo what happened before it: a process in which an AgentOps tracer started, and
 such an import ran, before the runner's ``init_worker`` already has OpenAI's methods wrapped twice
-(or will have them wrapped again by its next ``import openai``). :func:`doubled_wrappers` reads
-that from wrapt's wrapper chain, and :func:`refuse_double_instrumentation` (called by
-``AgentOSRunner.init_worker`` after the guard) raises :class:`DoubleInstrumentationError` for it.
+(or will have them wrapped again by its next ``import openai``). :func:`doubled_openai_methods`
+reads that from wrapt's wrapper chains (every ``FunctionWrapper`` layer on every method of the
+OpenAI client's API classes, whichever methods the installed AgentOps wraps),
+:func:`openai_rewrap_pending` from AgentOps' state, and :func:`refuse_double_instrumentation`
+(called by ``AgentOSRunner.init_worker`` after the guard, once per worker, never per call) raises
+:class:`DoubleInstrumentationError` for either.
 
 >>> tracer = ImportSafeAgentOpsTracer()
 >>> isinstance(tracer, AgentOpsTracer)
