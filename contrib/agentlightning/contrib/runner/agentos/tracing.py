@@ -242,8 +242,9 @@ def refuse_double_instrumentation() -> None:
         f"adapters read as several calls. Cause: an AgentOps tracer (agentlightning's plain AgentOpsTracer, "
         f"or agentops.init) started in this process before this runner, and then a relative import AgentOps "
         f"mistakes for an agentic library ran (`from .autogen import` in torch.distributed.tensor, which "
-        f"peft imports; `from .agents import`). This process cannot be repaired. Fix: in a fresh process, "
-        f"start the AgentOSRunner (its init_worker) before any plain AgentOpsTracer, or give the other "
-        f"runners ImportSafeAgentOpsTracer() from agentlightning.contrib.runner.agentos.tracing in place "
-        f"of AgentOpsTracer()."
+        f"peft imports; `from .agents import`); or two different instrumentations patch the same methods "
+        f"(the layers above name them). This process cannot be repaired. Fix: in a fresh process, start the "
+        f"AgentOSRunner (its init_worker) before any plain AgentOpsTracer, or give the other runners "
+        f"ImportSafeAgentOpsTracer() from agentlightning.contrib.runner.agentos.tracing in place of "
+        f"AgentOpsTracer(); keep one OpenAI instrumentation."
     )
