@@ -218,3 +218,29 @@ def test_wrapper_layers_count_wrapt_layers_only():
     assert doubled.method.endswith("Completions.create") and len(doubled.layers) == 3
     assert all(layer.endswith("record") for layer in doubled.layers)
     assert doubled_wrappers([Completions], at_least=4) == []
+
+
+def test_no_relative_import_in_the_plugin_reads_as_a_library_agentops_instruments():
+    """AgentOps' monitor reads an import statement's module name, and ``name.item`` for each item of
+    ``from name import item``, without regard to the leading dots; a plugin module imported after an
+    AgentOps tracer started must not look like one of its libraries (``from .agents import`` did)."""
+    import ast
+    from pathlib import Path
+
+    from agentops.instrumentation import TARGET_PACKAGES
+
+    def instrumented(name: str) -> bool:
+        return any(name == target or name.startswith(target + ".") for target in TARGET_PACKAGES)
+
+    plugin = Path(__file__).resolve().parents[1] / "contrib"
+    misread = []
+    for path in sorted(plugin.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                module = node.module or ""
+                read_as = [module] + [f"{module}.{alias.name}" for alias in node.names]
+                misread += [
+                    f"{path.relative_to(plugin)}:{node.lineno} {name}" for name in read_as if instrumented(name)
+                ]
+    assert len(TARGET_PACKAGES) > 5 and "agents" in TARGET_PACKAGES  # the list this test reads is still there
+    assert misread == [], f"relative imports AgentOps takes for a library it instruments: {misread}"

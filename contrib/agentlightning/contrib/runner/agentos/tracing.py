@@ -6,13 +6,13 @@ imported. AgentOps (0.4) takes the name of an import statement for the library's
 the statement is relative: ``from .autogen import ...`` inside torch
 (``torch.distributed.tensor``, which peft and transformers' tensor-parallel code import) reads as
 the AG2 library ``autogen``, and ``from .agents import ...`` as the OpenAI Agents SDK ``agents``
-(this package has an ``agents`` module, which it therefore imports by its absolute name). An
-agentic library makes AgentOps uninstrument the LLM providers; its OpenAI instrumentor then leaves
-the chat-completion wrappers in place, the library it looked for is not installed, and the next
-``import openai`` anywhere in the process instruments OpenAI again over the old wrapper. From then
-on every chat completion is recorded twice (two nested ``openai.chat.completion`` spans, the
-second the parent of the first), so an adapter that builds triplets from the LLM spans sees two
-calls where the agent made one.
+(this package has an ``agents`` module, which it therefore imports as ``from . import agents``, a
+form AgentOps does not misread). An agentic library makes AgentOps uninstrument the LLM providers;
+its OpenAI instrumentor then leaves the chat-completion wrappers in place, the library it looked
+for is not installed, and the next ``import openai`` anywhere in the process instruments OpenAI
+again over the old wrapper. From then on every chat completion is recorded twice (two nested
+``openai.chat.completion`` spans, the second the parent of the first), so an adapter that builds
+triplets from the LLM spans sees two calls where the agent made one.
 
 A relative import always names a module of the importing package, never a library AgentOps
 instruments, so :func:`keep_relative_imports_from_agentops` lets those bypass the monitor; the
