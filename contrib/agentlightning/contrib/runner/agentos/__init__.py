@@ -19,9 +19,14 @@ from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
 
-from .agents import as_agent
+# `from . import agents`, never `from .agents import ...`: AgentOps' import monitor reads the latter as the
+# OpenAI Agents SDK and uninstruments OpenAI when this package is imported after an AgentOps tracer started
+# (tracing.py). Relative all the same, so that the package never loads this module under a second name.
+from . import agents
 from .runner import AgentOSRunner, GovernedRollout, GovernedRunner
 from .tools import ActionBlockedError, PolicyViolationError, governed_tool
+
+as_agent = agents.as_agent
 
 __all__ = [
     "ActionBlockedError",

@@ -17,7 +17,10 @@ from agentlightning.litagent import LitAgent
 from agentlightning.store.memory import InMemoryLightningStore
 from agentlightning.types import PromptTemplate
 
-from .agents import describe, needs_resource
+# `from . import agents`, never `from .agents import ...`: AgentOps' import monitor reads the latter as the
+# OpenAI Agents SDK and uninstruments OpenAI when this package is imported after an AgentOps tracer started
+# (tracing.py). Relative all the same, so that the package never loads this module under a second name.
+from . import agents
 
 __all__ = ["RESOURCES_HINT", "is_action_policy", "normalize_mode", "on_demand_store"]
 
@@ -65,15 +68,15 @@ async def on_demand_store(agent: LitAgent[Any], resources: Any) -> InMemoryLight
     """The store ``step`` creates for ``agent`` when none was given: in memory, with the resources
     the agent needs (none; a pass-through ``{task}`` prompt template for a function that takes a
     ``prompt_template``). An agent that takes an ``llm`` is told to pass one: none can be made up."""
-    if resources is None and needs_resource(agent, "llm"):
+    if resources is None and agents.needs_resource(agent, "llm"):
         raise ValueError(
-            f"the agent ({describe(agent)}) takes an `llm`, and there is no LLM to create on demand: pass "
+            f"the agent ({agents.describe(agent)}) takes an `llm`, and there is no LLM to create on demand: pass "
             f"step(task, resources={{'main_llm': agl.LLM(endpoint=..., model=...)}}), or set up a store "
             f"with that resource and runner.init_worker(0, store)"
         )
     store = InMemoryLightningStore()
     named: Dict[str, Any] = {}
-    if needs_resource(agent, "prompt_template"):
+    if agents.needs_resource(agent, "prompt_template"):
         named["prompt_template"] = PromptTemplate(template="{task}", engine="f-string")
     await store.add_resources(named)
     return store

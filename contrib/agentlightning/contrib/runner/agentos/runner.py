@@ -51,21 +51,18 @@ from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
-from .agents import (
-    AgentError,
-    GovernedAgent,
-    TaskActionAgent,
-    as_agent,
-    describe,
-    govern_task,
-    is_plain_result,
-    needs_resource,
-    task_action,
-)
+# `from . import agents`, never `from .agents import ...`: AgentOps' import monitor reads the latter as the
+# OpenAI Agents SDK and uninstruments OpenAI when this package is imported after an AgentOps tracer started
+# (tracing.py). Relative all the same, so that the package never loads this module under a second name.
+from . import agents
 from .attempt import RolloutGovernance, RolloutOutcome, propagate_rollout_to_threads
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 from .tools import PolicyViolationError
-from .tracing import keep_relative_imports_from_agentops
+from .tracing import keep_relative_imports_from_agentops, refuse_double_instrumentation
+
+AgentError, GovernedAgent, TaskActionAgent = agents.AgentError, agents.GovernedAgent, agents.TaskActionAgent
+as_agent, describe, govern_task, task_action = agents.as_agent, agents.describe, agents.govern_task, agents.task_action
+is_plain_result, needs_resource = agents.is_plain_result, agents.needs_resource
 
 __all__ = ["AgentError", "AgentOSRunner", "GovernedAgent", "GovernedRunner", "GovernedRollout"]
 
@@ -401,6 +398,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
         super().init_worker(worker_id, store, **kwargs)
         # The tracer has started AgentOps: one LLM call must stay one span whatever the agent imports later.
         keep_relative_imports_from_agentops()
+        # What the guard cannot undo (AgentOps started and misread an import before this runner existed)
+        # is refused, not repaired: see refuse_double_instrumentation for why a repair cannot be trusted.
+        refuse_double_instrumentation()
 
     def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
         if self.kernel.audit is not None:
