@@ -244,3 +244,14 @@ def test_no_relative_import_in_the_plugin_reads_as_a_library_agentops_instrument
                 ]
     assert len(TARGET_PACKAGES) > 5 and "agents" in TARGET_PACKAGES  # the list this test reads is still there
     assert misread == [], f"relative imports AgentOps takes for a library it instruments: {misread}"
+
+
+def test_an_agentops_release_without_the_internals_read_is_refused_with_a_clear_error(monkeypatch):
+    import types
+
+    from agentlightning.contrib.runner.agentos import tracing
+
+    stripped = types.ModuleType("agentops.instrumentation")  # a release that renamed its internals
+    monkeypatch.setitem(sys.modules, "agentops.instrumentation", stripped)
+    with pytest.raises(tracing.DoubleInstrumentationError, match="no _import_monitor in the installed AgentOps"):
+        tracing._agentops_monitor_reached()

@@ -190,8 +190,21 @@ def _agentops_monitor_reached() -> bool:
     instrumentation = sys.modules.get("agentops.instrumentation")
     if instrumentation is None:
         return False
-    monitor, hook = instrumentation._import_monitor, builtins.__import__
+    monitor, hook = _agentops_internal(instrumentation, "_import_monitor"), builtins.__import__
     return hook is monitor or getattr(hook, "__wrapped__", None) is monitor
+
+
+def _agentops_internal(instrumentation: Any, name: str) -> Any:
+    """AgentOps' module-level ``name``; a release without it is refused with a clear error (the
+    check cannot tell whether OpenAI is instrumented twice without it)."""
+    try:
+        return getattr(instrumentation, name)
+    except AttributeError:
+        raise DoubleInstrumentationError(
+            f"agentops.instrumentation has no {name} in the installed AgentOps release, so AgentOSRunner cannot "
+            f"tell whether OpenAI calls will be recorded once. Install the AgentOps release agentlightning 0.3 "
+            f"was built with (0.4.x)."
+        ) from None
 
 
 def openai_rewrap_pending() -> List[DoubledMethod]:
@@ -205,7 +218,9 @@ def openai_rewrap_pending() -> List[DoubledMethod]:
     if "openai" not in sys.modules or not _agentops_monitor_reached():
         return []
     instrumentation = sys.modules["agentops.instrumentation"]
-    if instrumentation._has_agentic_library or instrumentation._is_package_instrumented("openai"):
+    if _agentops_internal(instrumentation, "_has_agentic_library") or _agentops_internal(
+        instrumentation, "_is_package_instrumented"
+    )("openai"):
         return []
     return doubled_openai_methods(at_least=1)
 
