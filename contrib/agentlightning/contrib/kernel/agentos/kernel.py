@@ -721,19 +721,21 @@ class GovernanceKernel:
         """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
         signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
         decision_id = self._id_prefix + hex(next(self._id_counter))
-        decision = Decision.of_kernel(
-            action,
-            verdict,
-            tuple(violations),
-            signals,
-            context,
-            decision_id,
-            original,
-            decision_id if self.audit is not None else None,
-            (perf_counter() - started) * 1e6,
-            notes,
-        )
-        return decision if self.audit is None else self._record(decision)
+        audit = self.audit
+        # Decision.of_kernel, inline (as in check): every decision is built here or there.
+        decision = _DecisionBeingBuilt()
+        decision.action = action
+        decision.verdict = verdict
+        decision.violations = tuple(violations)
+        decision.signals = signals
+        decision.context = context
+        decision.decision_id = decision_id
+        decision.original_action = original
+        decision.audit_id = None if audit is None else decision_id
+        decision.elapsed_us = (perf_counter() - started) * 1e6
+        decision.notes = notes
+        decision.__class__ = Decision
+        return decision if audit is None else self._record(decision)
 
     def _policies_for(self, tool_name: str) -> Tuple[Policy, ...]:
         """The policies that apply to ``tool_name``, in kernel order (asked once per tool name)."""
