@@ -468,7 +468,6 @@ class GovernanceKernel:
         """
         fingerprint = None
         remembered = None
-        plan = None  # set by the common call's remembered path, which skips the general one below
         # The common call: a tool name, one plain str argument and no cost. The caller's dict is
         # read once, into locals (the name's type checked before the name is looked up, so no
         # key's own __hash__ runs; a dict changed by another thread meanwhile takes the full
@@ -486,65 +485,81 @@ class GovernanceKernel:
                 entry = self._remembered.get(fingerprint)
                 if entry is not None:
                     # Remembered, so no rewriting policy (a kernel with one remembers nothing).
+                    shared, remembered = entry
                     plan = self._plans.get(action) or self._plan(action)
-                    action, remembered = entry
                     if context is None:
                         context = _current_context.get()
                     elif type(context) is not ActionContext and not isinstance(context, ActionContext):
                         raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
                     started = perf_counter()
+                    if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
+                        # Every policy is pure and found nothing in this very action before:
+                        # allowed, so no signals. Decision.of_kernel, inline (its call cost a
+                        # twentieth of the check).
+                        decision_id = self._id_prefix + hex(next(self._id_counter))
+                        audit = self.audit
+                        decision = _DecisionBeingBuilt()
+                        decision.action = shared
+                        decision.verdict = _ALLOWED
+                        decision.violations = ()
+                        decision.signals = ()
+                        decision.context = context
+                        decision.decision_id = decision_id
+                        decision.original_action = None
+                        decision.audit_id = None if audit is None else decision_id
+                        decision.elapsed_us = (perf_counter() - started) * 1e6
+                        decision.notes = plan.notes
+                        decision.__class__ = Decision
+                        return decision if audit is None else self._record(decision)
+                    return self._ask(shared, context, plan, fingerprint, remembered, started)
+                built = action_of_one_str_argument(action, name, value)
+                if built is None:  # a tool name out of bounds: the constructor below names it
+                    fingerprint = None
                 else:
-                    built = action_of_one_str_argument(action, name, value)
-                    if built is None:  # a tool name out of bounds: the constructor below names it
-                        fingerprint = None
-                    else:
-                        action = built
-        if plan is None:
-            if fingerprint is None:
-                built_pair = plain_call(action, args, cost_usd) if type(action) is str else None
-                if built_pair is not None:
-                    action, fingerprint = built_pair
-                    if fingerprint is not None:
-                        if self._remembered_for != CONFIGURATION_CHANGES[0]:
-                            self._forget()
-                        entry = self._remembered.get(fingerprint)
-                        if entry is not None:
-                            action, remembered = entry  # the same content: the action already judged
-                elif not isinstance(action, Action):
-                    action = Action.of_call(action, {} if args is None else args, cost_usd)
-                elif args is not None:
-                    raise TypeError("pass args only together with a tool name, not with an Action")
-            if context is None:
-                context = _current_context.get()
-            elif not isinstance(context, ActionContext):
-                raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
-            if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
-                return self.refuse(action, action.refusal, context=context)
-            started = perf_counter()
-            if self._remembered_for != CONFIGURATION_CHANGES[0]:  # (not looked up above for every call)
-                self._forget()
-            if self._rewriters:
-                return self._check_rewritten(action, context, started)
-            plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
-            if plan.all_impure:
-                fingerprint = remembered = None
-        if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-            # Every policy is pure and found nothing in this very action before: allowed, so no
-            # signals. Decision.of_kernel, inline (its call cost a twentieth of the check).
+                    action = built
+        if fingerprint is None:
+            built_pair = plain_call(action, args, cost_usd) if type(action) is str else None
+            if built_pair is not None:
+                action, fingerprint = built_pair
+                if fingerprint is not None:
+                    if self._remembered_for != CONFIGURATION_CHANGES[0]:
+                        self._forget()
+                    entry = self._remembered.get(fingerprint)
+                    if entry is not None:
+                        action, remembered = entry  # the same content: the action already judged
+            elif not isinstance(action, Action):
+                action = Action.of_call(action, {} if args is None else args, cost_usd)
+            elif args is not None:
+                raise TypeError("pass args only together with a tool name, not with an Action")
+        if context is None:
+            context = _current_context.get()
+        elif not isinstance(context, ActionContext):
+            raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
+        if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
+            return self.refuse(action, action.refusal, context=context)
+        started = perf_counter()
+        if self._remembered_for != CONFIGURATION_CHANGES[0]:  # (not looked up above for every call)
+            self._forget()
+        if self._rewriters:
+            return self._check_rewritten(action, context, started)
+        plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
+        if plan.all_impure:
+            fingerprint = remembered = None
+        elif remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
             decision_id = self._id_prefix + hex(next(self._id_counter))
             audit = self.audit
-            decision = _DecisionBeingBuilt()
-            decision.action = action
-            decision.verdict = _ALLOWED
-            decision.violations = ()
-            decision.signals = ()
-            decision.context = context
-            decision.decision_id = decision_id
-            decision.original_action = None
-            decision.audit_id = None if audit is None else decision_id
-            decision.elapsed_us = (perf_counter() - started) * 1e6
-            decision.notes = plan.notes
-            decision.__class__ = Decision
+            decision = Decision.of_kernel(
+                action,
+                Verdict.ALLOWED,
+                (),
+                (),
+                context,
+                decision_id,
+                None,
+                None if audit is None else decision_id,
+                (perf_counter() - started) * 1e6,
+                plan.notes,
+            )
             return decision if audit is None else self._record(decision)
         return self._ask(action, context, plan, fingerprint, remembered, started)
 
