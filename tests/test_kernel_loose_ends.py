@@ -5,6 +5,7 @@ error where it is configured; never an exception with no record."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, List
 
 import pytest
@@ -359,3 +360,22 @@ def test_a_rewrite_to_an_action_subclass_is_its_plain_action(kernel_with_trail):
     decision = kernel.check("search", {"q": "x"})
     assert decision.verdict.value == "modified" and type(decision.action) is Action
     assert decision.action.args == {"q": "safe"}
+
+
+class EndlessList(list):
+    def __iter__(self):
+        threading.Event().wait()  # never set: this answer can never be read
+        return iter(())
+
+
+class ReturnsEndlessList(Policy):
+    """Runs on a thread of its own (not inline): its answer's __iter__ never ends."""
+
+    def evaluate(self, action, context):
+        return EndlessList()
+
+
+def test_a_threaded_policy_answer_that_never_ends_times_out_on_its_own_thread(kernel_with_trail):
+    kernel = GovernanceKernel([ReturnsEndlessList()], policy_timeout_s=0.2)
+    decision = kernel.check("search", {"q": "x"})
+    assert decision.blocked and "timed out after 0.2s" in decision.reason

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
@@ -240,10 +240,21 @@ def _call_on_daemon_thread(fn: Any, action: Action, context: ActionContext, time
 
 
 def _drained(result: Any) -> Any:
-    """A generator's items as a list (so it runs to the end where it was called)."""
-    if isinstance(result, Iterator):
+    """A generator's items as a list (so it runs to the end where it was called), and so the
+    items of any other iterable but a plain list: a list subclass's own ``__iter__`` could hang
+    or raise, and it runs here, on the policy's thread under the timeout, not on the checking
+    thread. What is not iterable is left as it is (the caller names it)."""
+    if result is None or type(result) in _READ_ON_THE_CHECKING_THREAD or isinstance(result, PolicyViolation):
+        return result
+    try:
         return list(result)
-    return result
+    except TypeError:  # not iterable: the checking thread names what it is
+        return result
+
+
+#: Answers whose items the checking thread reads itself: built-in types, whose iteration runs no
+#: code of the policy's (a str or dict is named as what it is, not as the list of its items).
+_READ_ON_THE_CHECKING_THREAD = frozenset({list, tuple, set, frozenset, str, bytes, dict})
 
 
 def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, AgentSignal]:
