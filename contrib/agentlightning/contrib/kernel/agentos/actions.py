@@ -50,12 +50,13 @@ class Action:
     refusal: Optional[str] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tool_name, str) or not self.tool_name.strip():
-            raise TypeError(f"Action.tool_name must be a non-empty str, got {self.tool_name!r}")
-        if len(self.tool_name) > MAX_TOOL_NAME_CHARS:
-            raise ValueError(
-                f"Action.tool_name is {len(self.tool_name)} characters; the limit is {MAX_TOOL_NAME_CHARS}"
-            )
+        # A str subclass is read as the plain str it holds first: its own strip, len, __eq__ or
+        # __hash__ are never called (they could raise, or tell the checks one name and the tool another).
+        tool_name = str.__str__(self.tool_name) if isinstance(self.tool_name, str) else self.tool_name
+        if not isinstance(tool_name, str) or not tool_name.strip():
+            raise TypeError(f"Action.tool_name must be a non-empty str, got {tool_name!r}")
+        if len(tool_name) > MAX_TOOL_NAME_CHARS:
+            raise ValueError(f"Action.tool_name is {len(tool_name)} characters; the limit is {MAX_TOOL_NAME_CHARS}")
         if type(self.args) is not dict and not isinstance(self.args, Mapping):
             raise TypeError(
                 f"Action.args must be a mapping of argument name to value, got {type(self.args).__name__}; "
@@ -64,15 +65,12 @@ class Action:
         bad_keys = [k for k in self.args if not isinstance(k, str)]
         if bad_keys:
             raise TypeError(f"Action.args keys must be str, got {bad_keys[:3]!r}")
-        if isinstance(self.cost_usd, bool) or not isinstance(self.cost_usd, (int, float)):
-            raise TypeError(f"Action.cost_usd must be a number, got {type(self.cost_usd).__name__}")
-        if not math.isfinite(self.cost_usd) or self.cost_usd < 0:
-            raise ValueError(f"Action.cost_usd must be finite and >= 0, got {self.cost_usd}")
+        cost = plain_cost("Action.cost_usd", self.cost_usd)
         # A snapshot of plain values, so that nothing (the caller's mapping, a mutable value, a
         # str subclass, a later policy) can change the decided action afterwards.
-        object.__setattr__(self, "tool_name", str.__str__(self.tool_name))
+        object.__setattr__(self, "tool_name", tool_name)
         object.__setattr__(self, "args", freeze_arguments(self.args))
-        object.__setattr__(self, "cost_usd", float(self.cost_usd))
+        object.__setattr__(self, "cost_usd", cost)
 
     @property
     def tool_key(self) -> str:
@@ -93,15 +91,23 @@ class Action:
         plain = _plain_call(tool_name, args, cost_usd)
         if plain is not None:
             return plain
+        try:
+            plain_cost("cost_usd", cost_usd)
+        except (TypeError, ValueError) as err:
+            # A cost that is not one (negative, NaN, too large for a float, not a number) makes the
+            # call unreadable like an argument that cannot be snapshot: refused, with a record.
+            action = cls.of_call(tool_name, args)
+            refusal = str(err) if action.refusal is None else f"{err}; {action.refusal}"
+            return replace(action, refusal=refusal)
         # Read the caller's mapping once, into a dict of our own, before anything iterates it: a
         # dict's copy is one step no other thread can interleave with (iterating the caller's dict
         # while another thread resized it raised, and the check ended with no record); a mapping
         # that cannot even be read is refused and recorded like any argument that cannot be snapshot.
-        if type(args) is dict:
-            args = args.copy()
-        elif isinstance(args, Mapping):
+        # (A dict's copy can run its keys' own __eq__: a copy of a dict with deleted entries
+        # inserts every key anew, comparing keys of equal hash.)
+        if isinstance(args, Mapping):
             try:
-                args = dict(args)
+                args = args.copy() if type(args) is dict else dict(args)
             except Exception as err:  # noqa: BLE001 - an unreadable action is refused, with a record
                 return cls(
                     tool_name, {}, cost_usd, refusal=f"the arguments could not be read: {type(err).__name__}: {err}"
@@ -123,6 +129,35 @@ class Action:
     def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = 0.0) -> "Action":
         """An SQL action in the shape :class:`SQLPolicy` checks by default."""
         return cls(tool_name, {"query": query}, cost_usd)
+
+
+def plain_cost(name: str, cost: Any) -> float:
+    """``cost`` as the plain ``float`` an :class:`Action` holds: a number (not a ``bool``),
+    finite and >= 0, read as the value it holds (a subclass's own methods are not called); else
+    a ``TypeError`` or ``ValueError`` naming ``name`` (an ``int`` too large for a float too,
+    never an ``OverflowError``).
+
+    >>> plain_cost("cost_usd", 2), plain_cost("cost_usd", 0.5)
+    (2.0, 0.5)
+    >>> plain_cost("cost_usd", 10**400)
+    Traceback (most recent call last):
+    ...
+    ValueError: cost_usd must be finite and >= 0, got an int of 1329 bits (too large for a float)
+    """
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(cost).__name__}")
+    if isinstance(cost, float):
+        value = float.__float__(cost)
+    else:
+        try:
+            value = int.__float__(cost)
+        except OverflowError:
+            raise ValueError(
+                f"{name} must be finite and >= 0, got an int of {int.bit_length(cost)} bits (too large for a float)"
+            ) from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+    return value
 
 
 _PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes})
@@ -187,12 +222,21 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
         or not 0 <= cost_usd < _INFINITY
     ):
         return None
-    cost = cost_usd if type(cost_usd) is float else float(cost_usd)
+    if type(cost_usd) is float:
+        cost = cost_usd
+    else:
+        try:
+            cost = float(cost_usd)
+        except OverflowError:  # an int too large for a float: the constructor's path names it
+            return None
     if cost == 0.0 and math.copysign(1.0, cost) < 0:
         # -0.0 equals 0.0 (so their fingerprints would too, and the kernel would hand one call the
         # other's action); it keeps the constructor's path, which keeps its sign.
         return None
-    frozen = FrozenArgs(args)
+    try:
+        frozen = FrozenArgs(args)
+    except Exception:  # noqa: BLE001 - a key's own __eq__ raised: Action.of_call refuses it, with a record
+        return None
     if len(frozen) == 1:  # the common call: its one name and value, without an items view
         for name in frozen:
             pass

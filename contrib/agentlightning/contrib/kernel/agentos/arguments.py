@@ -133,8 +133,11 @@ def freeze_arguments(args: Mapping[str, Any]) -> FrozenArgs:
         # The common call: flat plain values, nothing to convert. The copy is taken first and its
         # values checked after: checking the caller's dict and then copying it would let another
         # thread put an unchecked value in between.
-        copied = FrozenArgs(args)
-        if all(type(v) in _SCALARS and type(k) is str for k, v in copied.items()):
+        try:
+            copied = FrozenArgs(args)
+        except Exception:  # noqa: BLE001 - a key's own __eq__ raised: read below as the text it holds
+            copied = None
+        if copied is not None and all(type(v) in _SCALARS and type(k) is str for k, v in copied.items()):
             return copied
     budget = [MAX_ARGUMENT_NODES]
     frozen = {}

@@ -6,6 +6,7 @@ import dataclasses
 import gc
 import itertools
 import logging
+import math
 import os
 import threading
 import time
@@ -15,7 +16,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
@@ -97,6 +98,34 @@ def _fresh(violation: PolicyViolation) -> PolicyViolation:
     copy.__dict__.update(violation.__dict__)
     copy.timestamp = datetime.now(timezone.utc)
     return copy
+
+
+#: What each field of a violation the kernel decides and records with must hold (exact types:
+#: a subclass's own methods could raise where nothing catches them, or say one thing and record another).
+_VIOLATION_FIELD_CHECKS: Tuple[Tuple[str, Any, str], ...] = (
+    ("violation_type", lambda v: type(v) is ViolationType, "a ViolationType"),
+    ("policy_name", lambda v: type(v) is str and v != "", "a non-empty str"),
+    ("description", lambda v: type(v) is str, "a str"),
+    ("severity", lambda v: type(v) is Severity, "a Severity"),
+    ("timestamp", lambda v: isinstance(v, datetime), "a datetime"),
+    ("action_blocked", lambda v: type(v) is bool, "a bool"),
+    ("penalty", lambda v: type(v) is float and math.isfinite(v), "a finite float"),
+    ("penalty_is_explicit", lambda v: type(v) is bool, "a bool"),
+)
+
+
+def _plain_violation(violation: PolicyViolation) -> Tuple[PolicyViolation, Optional[str]]:
+    """A policy's violation as the decision holds it: a plain :class:`PolicyViolation` of its
+    own (the policy cannot change it after the decision), and what is wrong with it, if a field
+    was changed after it was built to something the kernel cannot decide and record with."""
+    copy = object.__new__(PolicyViolation)
+    fields = copy.__dict__
+    for name, holds, what in _VIOLATION_FIELD_CHECKS:
+        value = getattr(violation, name)
+        if not holds(value):
+            return copy, f"{name} is {type(value).__name__}, not {what}"
+        fields[name] = value
+    return copy, None
 
 
 def _own(policy: Policy, hook: str) -> bool:
@@ -211,10 +240,21 @@ def _call_on_daemon_thread(fn: Any, action: Action, context: ActionContext, time
 
 
 def _drained(result: Any) -> Any:
-    """A generator's items as a list (so it runs to the end where it was called)."""
-    if isinstance(result, Iterator):
+    """A generator's items as a list (so it runs to the end where it was called), and so the
+    items of any other iterable but a plain list: a list subclass's own ``__iter__`` could hang
+    or raise, and it runs here, on the policy's thread under the timeout, not on the checking
+    thread. What is not iterable is left as it is (the caller names it)."""
+    if result is None or type(result) in _READ_ON_THE_CHECKING_THREAD or isinstance(result, PolicyViolation):
+        return result
+    try:
         return list(result)
-    return result
+    except TypeError:  # not iterable: the checking thread names what it is
+        return result
+
+
+#: Answers whose items the checking thread reads itself: built-in types, whose iteration runs no
+#: code of the policy's (a str or dict is named as what it is, not as the list of its items).
+_READ_ON_THE_CHECKING_THREAD = frozenset({list, tuple, set, frozenset, str, bytes, dict})
 
 
 def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, AgentSignal]:
@@ -230,6 +270,38 @@ def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, Agent
             raise TypeError(f"signals values must be agent_os.AgentSignal or its name, got {signal!r}")
         parsed[Severity.parse(severity)] = signal
     return parsed
+
+
+def _checked_policies(policies: Union[Policy, Iterable[Policy]]) -> Tuple[Policy, ...]:
+    """``policies`` as the kernel keeps them; a clear error for anything it cannot check with."""
+    if isinstance(policies, Policy):
+        policies = [policies]
+    if isinstance(policies, (str, bytes)) or not isinstance(policies, Iterable):
+        raise TypeError(f"policies must be a list of Policy objects, got {type(policies).__name__}")
+    checked = tuple(policies)
+    for p in checked:
+        if not isinstance(p, Policy):
+            hint = " (wrap an agent_os.PolicyEngine in AgentOSPolicy)" if isinstance(p, PolicyEngine) else ""
+            raise TypeError(f"every policy must be a Policy, got {type(p).__name__}{hint}")
+    names = [p.name for p in checked]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise GovernanceConfigError(
+            f"policy names must be unique (they label violations); duplicated: {duplicates}; pass name=..."
+        )
+    if any(isinstance(p, AgentOSPolicy) and p.defer_sql for p in checked) and not any(
+        isinstance(p, SQLPolicy) for p in checked
+    ):
+        raise GovernanceConfigError(
+            "AgentOSPolicy(defer_sql=True) leaves SQL to SQLPolicy, but the kernel has no SQLPolicy: "
+            "add SQLPolicy(deny=[...]) or pass AgentOSPolicy(..., defer_sql=False)"
+        )
+    return checked
+
+
+def _rewriters(policies: Sequence[Policy]) -> Tuple[Policy, ...]:
+    """The policies that may rewrite an action (their own ``rewrite``)."""
+    return tuple(p for p in policies if type(p).rewrite is not Policy.rewrite)
 
 
 def _audit_trail(recorder: Union[AuditTrail, FlightRecorder, str, Path]) -> AuditTrail:
@@ -284,28 +356,7 @@ class GovernanceKernel:
             if policies:
                 raise GovernanceConfigError("pass policies either positionally or as policy=, not both")
             policies = policy
-        if isinstance(policies, Policy):
-            policies = [policies]
-        if isinstance(policies, (str, bytes)) or not isinstance(policies, Iterable):
-            raise TypeError(f"policies must be a list of Policy objects, got {type(policies).__name__}")
-        self.policies: Tuple[Policy, ...] = tuple(policies)
-        for p in self.policies:
-            if not isinstance(p, Policy):
-                hint = " (wrap an agent_os.PolicyEngine in AgentOSPolicy)" if isinstance(p, PolicyEngine) else ""
-                raise TypeError(f"every policy must be a Policy, got {type(p).__name__}{hint}")
-        names = [p.name for p in self.policies]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise GovernanceConfigError(
-                f"policy names must be unique (they label violations); duplicated: {duplicates}; pass name=..."
-            )
-        if any(isinstance(p, AgentOSPolicy) and p.defer_sql for p in self.policies) and not any(
-            isinstance(p, SQLPolicy) for p in self.policies
-        ):
-            raise GovernanceConfigError(
-                "AgentOSPolicy(defer_sql=True) leaves SQL to SQLPolicy, but the kernel has no SQLPolicy: "
-                "add SQLPolicy(deny=[...]) or pass AgentOSPolicy(..., defer_sql=False)"
-            )
+        self._policies = _checked_policies(policies)
         if (
             isinstance(policy_timeout_s, bool)
             or not isinstance(policy_timeout_s, (int, float))
@@ -319,7 +370,7 @@ class GovernanceKernel:
         self._gc_pauses = _gc_clock()
         self.signal_map = _parse_signals(signals)
         self.audit: Optional[AuditTrail] = None if recorder is None else _audit_trail(recorder)
-        self._rewriters = tuple(p for p in self.policies if type(p).rewrite is not Policy.rewrite)
+        self._rewriters = _rewriters(self._policies)
         self._dispatchers: "OrderedDict[str, SignalDispatcher]" = OrderedDict()
         self._dispatchers_lock = threading.Lock()
         self._new_id_prefix()
@@ -359,6 +410,23 @@ class GovernanceKernel:
         on the hot path than a uuid4 per decision."""
         self._id_prefix = uuid.uuid4().hex[:16] + "-"
         self._id_counter = itertools.count(1)
+
+    @property
+    def policies(self) -> Tuple[Policy, ...]:
+        """The policies every action is checked against, in order."""
+        return self._policies
+
+    @policies.setter
+    def policies(self, policies: Union[Policy, Iterable[Policy]]) -> None:
+        """Check against other policies from the next check on, checked as the constructor checks
+        them. Everything worked out from the previous ones (which apply to each tool, their notes,
+        the remembered answers) is forgotten, in every thread: a removed policy is asked no more,
+        an added one from the next check on."""
+        checked = _checked_policies(policies)
+        with self._remembered_lock:
+            self._policies = checked
+            self._rewriters = _rewriters(checked)
+            CONFIGURATION_CHANGES[0] += 1  # every check forgets what it worked out before this
 
     @property
     def policy_names(self) -> List[str]:
@@ -481,6 +549,8 @@ class GovernanceKernel:
         if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
             return self.refuse(action, action.refusal, context=context)
         started = perf_counter()
+        if self._remembered_for != CONFIGURATION_CHANGES[0]:  # (not looked up above for every call)
+            self._forget()
         if self._rewriters:
             return self._check_rewritten(action, context, started)
         plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
@@ -581,6 +651,7 @@ class GovernanceKernel:
 
     def _plan(self, tool_name: str) -> _Plan:
         """What to ask about ``tool_name`` (kept for up to ``_MAX_CACHED_TOOL_NAMES`` names)."""
+        configuration = CONFIGURATION_CHANGES[0]
         policies = self._policies_for(tool_name)
         notes, note_failures = self._notes_and_failures(tool_name, policies)
         pure = tuple(is_pure(p) for p in policies)
@@ -595,8 +666,7 @@ class GovernanceKernel:
             tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_allowed")),
             tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_blocked")),
         )
-        if len(self._plans) < _MAX_CACHED_TOOL_NAMES:
-            self._plans[tool_name] = plan
+        self._keep(self._plans, tool_name, plan, configuration)
         return plan
 
     def _remember(
@@ -620,10 +690,14 @@ class GovernanceKernel:
                 del self._remembered[next(iter(self._remembered))]  # the earliest remembered
 
     def _forget(self) -> None:
-        """Forget every remembered answer (a pure policy's configuration changed), and the plans,
-        which say which policies are pure (a policy set ``pure = False`` must be asked every time)."""
+        """Forget every remembered answer (a pure policy's configuration, or the kernel's list of
+        policies, changed), the plans, which say which policies are pure (a policy set
+        ``pure = False`` must be asked every time), and which policies apply to each tool and
+        what they note about it (a policy set ``detect = True`` applies to more tools)."""
         self._remembered = {}
         self._plans = {}
+        self._by_tool = {}
+        self._notes_by_tool = {}
         self._remembered_for = CONFIGURATION_CHANGES[0]
 
     def _committed(
@@ -673,28 +747,38 @@ class GovernanceKernel:
         """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
         signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
         decision_id = self._id_prefix + hex(next(self._id_counter))
-        decision = Decision.of_kernel(
-            action,
-            verdict,
-            tuple(violations),
-            signals,
-            context,
-            decision_id,
-            original,
-            decision_id if self.audit is not None else None,
-            (perf_counter() - started) * 1e6,
-            notes,
-        )
-        return decision if self.audit is None else self._record(decision)
+        audit = self.audit
+        # Decision.of_kernel, inline (as in check): every decision is built here or there.
+        decision = _DecisionBeingBuilt()
+        decision.action = action
+        decision.verdict = verdict
+        decision.violations = tuple(violations)
+        decision.signals = signals
+        decision.context = context
+        decision.decision_id = decision_id
+        decision.original_action = original
+        decision.audit_id = None if audit is None else decision_id
+        decision.elapsed_us = (perf_counter() - started) * 1e6
+        decision.notes = notes
+        decision.__class__ = Decision
+        return decision if audit is None else self._record(decision)
 
     def _policies_for(self, tool_name: str) -> Tuple[Policy, ...]:
         """The policies that apply to ``tool_name``, in kernel order (asked once per tool name)."""
         policies = self._by_tool.get(tool_name)
         if policies is None:
+            configuration = CONFIGURATION_CHANGES[0]
             policies = tuple(p for p in self.policies if _applies(p, tool_name))
-            if len(self._by_tool) < _MAX_CACHED_TOOL_NAMES:  # agents can invent tool names
-                self._by_tool[tool_name] = policies
+            self._keep(self._by_tool, tool_name, policies, configuration)
         return policies
+
+    def _keep(self, cache: Dict[str, Any], tool_name: str, worked_out: Any, configuration: int) -> None:
+        """Keep what was worked out about ``tool_name`` under ``configuration`` in ``cache``,
+        unless the configuration has changed since (then it may be stale) or the cache is full
+        (agents can invent tool names)."""
+        with self._remembered_lock:  # the policies' setter changes the configuration under it
+            if configuration == CONFIGURATION_CHANGES[0] and len(cache) < _MAX_CACHED_TOOL_NAMES:
+                cache[tool_name] = worked_out
 
     def _notes_for(self, tool_name: str, policies: Sequence[Policy], sink: List[PolicyViolation]) -> Tuple[str, ...]:
         """What ``policies`` note about ``tool_name`` (:meth:`_notes_and_failures`); the failures
@@ -713,6 +797,7 @@ class GovernanceKernel:
         be stated is not skipped silently)."""
         cached = self._notes_by_tool.get(tool_name)
         if cached is None:
+            configuration = CONFIGURATION_CHANGES[0]
             notes: List[str] = []
             failures: List[Tuple[Policy, str]] = []
             for policy in policies:
@@ -726,11 +811,12 @@ class GovernanceKernel:
                     continue
                 if note is not None and not isinstance(note, str):
                     failures.append((policy, f"note_for returned {type(note).__name__}, not a str or None"))
-                elif note:
-                    notes.append(f"{policy.name}: {note}")
+                elif note is not None:
+                    note = str.__str__(note)  # the text it holds: a str subclass's own methods could raise
+                    if note:
+                        notes.append(f"{policy.name}: {note}")
             cached = (tuple(notes), tuple(failures))
-            if len(self._notes_by_tool) < _MAX_CACHED_TOOL_NAMES:
-                self._notes_by_tool[tool_name] = cached
+            self._keep(self._notes_by_tool, tool_name, cached, configuration)
         return cached
 
     @staticmethod
@@ -832,6 +918,10 @@ class GovernanceKernel:
             if result is not None and not isinstance(result, Action):
                 sink.append(self._failure(policy, f"rewrite returned {type(result).__name__}, not an Action or None"))
                 return None
+            if result is not None and type(result) is not Action:
+                # An Action subclass's own methods (__eq__, properties) could raise or lie later,
+                # where nothing catches them: the plain action of its fields (its snapshot) instead.
+                result = Action(result.tool_name, result.args, result.cost_usd)
             return result
         if result is None:
             sink.append(
@@ -852,7 +942,14 @@ class GovernanceKernel:
                 self._failure(policy, f"evaluate returned {type(result).__name__}, not a list of PolicyViolation")
             )
             return None
-        return found
+        plain = []
+        for violation in found:
+            copy, problem = _plain_violation(violation)
+            if problem is not None:
+                sink.append(self._failure(policy, f"evaluate returned a PolicyViolation whose {problem}"))
+                return None
+            plain.append(copy)
+        return plain
 
     def _send_signals(self, violations: Sequence[PolicyViolation], context: ActionContext) -> Tuple[str, ...]:
         if not self.signal_map:

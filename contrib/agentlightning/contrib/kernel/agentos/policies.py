@@ -14,7 +14,7 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any, ClassVar, Dict, Iterable, List, Literal, Optional, Tuple, Union
 
-from .actions import Action, ActionContext
+from .actions import Action, ActionContext, plain_cost
 from .arguments import tool_key
 from .violations import GovernanceConfigError, PolicyViolation, Severity, ViolationType
 
@@ -216,13 +216,13 @@ class CostControlPolicy(Policy):
         **kwargs,
     ) -> None:
         super().__init__(severity=severity, **kwargs)
-        if isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)):
-            raise TypeError(f"max_cost_usd must be a number, got {type(max_cost_usd).__name__}")
-        if not max_cost_usd >= 0 or max_cost_usd == float("inf"):
-            raise GovernanceConfigError(f"max_cost_usd must be finite and >= 0, got {max_cost_usd}")
+        try:
+            limit = plain_cost("max_cost_usd", max_cost_usd)  # a TypeError for a non-number
+        except ValueError as err:  # negative, NaN, infinite, an int too large for a float
+            raise GovernanceConfigError(str(err)) from None
         if scope not in ("rollout", "run"):
             raise GovernanceConfigError(f"unknown budget scope {scope!r}; use 'rollout' or 'run'")
-        self.max_cost_usd = float(max_cost_usd)
+        self.max_cost_usd = limit
         self.scope = scope
         self._limit = Decimal(repr(self.max_cost_usd))
         self._spent: Dict[str, Decimal] = {}
@@ -279,13 +279,15 @@ class CostControlPolicy(Policy):
 
     def report_cost(self, cost_usd: float, context: Optional[ActionContext] = None) -> None:
         """Add a cost already incurred outside a governed action (e.g. an LLM call)."""
-        if isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)) or not cost_usd >= 0:
-            raise ValueError(f"cost_usd must be a number >= 0, got {cost_usd!r}")
-        self._add(self._key(context or ActionContext()), cost_usd)
+        try:
+            cost = plain_cost("cost_usd", cost_usd)
+        except TypeError as err:  # a ValueError, as it always was for a cost that is not a number
+            raise ValueError(str(err)) from None
+        self._add(self._key(context or ActionContext()), cost)
 
     def _add(self, key: str, cost_usd: float) -> None:
         with self._lock:
-            self._spent[key] = self._spent.get(key, Decimal(0)) + Decimal(repr(float(cost_usd)))
+            self._spent[key] = self._spent.get(key, Decimal(0)) + Decimal(repr(cost_usd))
 
     def end_rollout(self, rollout_id: str) -> None:
         if self.scope == "rollout":

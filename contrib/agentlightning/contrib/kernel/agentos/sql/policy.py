@@ -131,18 +131,23 @@ def _read(query: str, name: Optional[str]) -> _Reading:
     if name is not None:
         return _Reading(read_generic(query, name))
     analysis = read_generic(query, None)
-    readings = _other_readings(query)
     if analysis.error is not None:
         return _Reading(analysis, hint_wanted=True)
     if analysis.unverifiable is not None:
         return _Reading(analysis)
+    upper = query.upper()  # one copy for both tests below
+    readings = _other_readings(query, upper)
+    postgres_may_differ = _postgres_may_differ(query, upper)
+    if not readings and not postgres_may_differ:
+        # The usual text: the generic reading is the only one, its analysis the answer as it is.
+        return _Reading(analysis if analysis.statements else SQLAnalysis((), EMPTY_SQL))
     statements = list(analysis.statements)
     for reading in readings:
         other = read_generic(query, reading)
         if other.problem is not None:
             return _Reading(other)
         statements.extend(s for s in other.statements if s not in statements)
-    if _postgres_may_differ(query):
+    if postgres_may_differ:
         postgres = read_postgres(query)
         if postgres.unverifiable is not None:
             return _Reading(postgres)
@@ -175,17 +180,29 @@ _POSTGRES_WORDS = ("DO", "FUNCTION", "PROCEDURE", "TRIGGER", "RULE", "PREPARE", 
 _POSTGRES_WORDS_UPPER = re.compile(rf"\b(?:{'|'.join(_POSTGRES_WORDS)})\b")
 
 
-def _postgres_may_differ(query: str) -> bool:
+def _postgres_may_differ(query: str, upper: str) -> bool:
     """Whether the PostgreSQL reading can find something the generic reading does not; when the
-    text has none of these, both read the same tokens into the same statements."""
+    text has none of these, both read the same tokens into the same statements. ``upper`` is
+    ``query.upper()``.
+
+    A substring test costs a few instructions per character, a regex search several hundred:
+    the regexes run only on text the substring tests found a mark in, and the words are tested
+    one by one, not in a generator (whose steps cost as much as the short tests themselves)."""
     if not query.isascii():
         return _POSTGRES_MARKS.search(query) is not None
     if "$" in query or "\r" in query:
         return True
-    upper = query.upper()
-    return ("E'" in upper and _POSTGRES_E_QUOTE_UPPER.search(upper) is not None) or (
-        any(word in upper for word in _POSTGRES_WORDS) and _POSTGRES_WORDS_UPPER.search(upper) is not None
-    )
+    if "E'" in upper and _POSTGRES_E_QUOTE_UPPER.search(upper) is not None:
+        return True
+    return (
+        "DO" in upper
+        or "FUNCTION" in upper
+        or "PROCEDURE" in upper
+        or "TRIGGER" in upper
+        or "RULE" in upper
+        or "PREPARE" in upper
+        or "EXECUTE" in upper
+    ) and _POSTGRES_WORDS_UPPER.search(upper) is not None
 
 
 @functools.lru_cache(maxsize=64)
@@ -210,10 +227,9 @@ class _FlatCommentsDialect(sqlglot.Dialect):
 
 
 _DASH_DASH_WITHOUT_SPACE = re.compile(r"--[^\s]")
-_MYSQL_MARKS = ("\\", "#", "`", "/*!", "/*M!")
 
 
-def _other_readings(query: str) -> List[Any]:
+def _other_readings(query: str, upper: str) -> List[Any]:
     """The readings under which ``query`` may split into different statements than under the
     generic one, when the database is not known. Each is read only when the text has what makes
     them differ, so ordinary queries are parsed once by sqlglot.
@@ -223,14 +239,23 @@ def _other_readings(query: str) -> List[Any]:
       ``DELIMITER`` line -- MySQL: ``\\'`` escapes a quote, ``#`` starts a comment, ``--1`` is
       minus minus one, ``/*! */`` is code.
     * ``[`` -- SQLite and T-SQL: ``[...]`` is a quoted identifier.
+
+    ``upper`` is ``query.upper()``. One-character tests (``memchr``, a fraction of a longer
+    substring's test) come first, and the regex runs only on text with ``--`` (see
+    :func:`_postgres_may_differ` for what each costs); an executable comment starts with
+    ``/*``, so it is looked for only in text that has one.
     """
     readings: List[Any] = []
-    if "/*" in query:
+    block_comment = "/" in query and "/*" in query
+    if block_comment:
         readings.append(_FlatCommentsDialect)
     if (
-        any(mark in query for mark in _MYSQL_MARKS)
-        or _DASH_DASH_WITHOUT_SPACE.search(query)
-        or "DELIMITER" in query.upper()
+        "\\" in query
+        or "#" in query
+        or "`" in query
+        or (block_comment and ("/*!" in query or "/*M!" in query))
+        or ("-" in query and "--" in query and _DASH_DASH_WITHOUT_SPACE.search(query) is not None)
+        or "DELIMITER" in upper
     ):
         readings.append("mariadb")
     if "[" in query:
