@@ -157,3 +157,10 @@ def test_load_hooks_one_subclass_rule_and_the_way_around_it(tmp_path: Path):
     )
     loaded = load_hooks(str(by_module))
     assert (type(loaded).__name__, loaded.missing_base_reward) == ("MyHooks", -1.0)
+
+
+@pytest.mark.parametrize("value", [10**400, float("nan"), True, "1.0"])
+def test_an_agent_reward_that_is_not_a_finite_number_is_a_clear_error(value):
+    hooks = GovernanceHooks(config())
+    with pytest.raises(ValueError, match="the agent's reward event has no finite value"):
+        hooks.base_reward([event("reward", {"value": value, "source": "agent"})])

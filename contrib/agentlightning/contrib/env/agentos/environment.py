@@ -22,6 +22,7 @@ from agentlightning.contrib.kernel.agentos import (
     as_kernel,
     governance_context,
 )
+from agentlightning.contrib.kernel.agentos.violations import finite_float
 
 from .config import EnvironmentConfig, config_from_kwargs
 from .records import EpisodeMetrics, EpisodeRecord, StepRecord, violation_info
@@ -339,9 +340,10 @@ class GovernedEnvironment(gym.Env):
             self.kernel.record_outcome(decision, error=error, execution_time_ms=(time.perf_counter() - started) * 1e3)
             return None, error, 0.0
         self.kernel.record_outcome(decision, result=result, execution_time_ms=(time.perf_counter() - started) * 1e3)
-        task_reward = float(self._task_reward(self._state, value, result))
-        if not math.isfinite(task_reward):
-            raise ValueError(f"reward_fn returned a non-finite reward {task_reward!r}")
+        raw_reward = self._task_reward(self._state, value, result)
+        task_reward = finite_float(raw_reward) if isinstance(raw_reward, (int, float)) else float(raw_reward)
+        if task_reward is None or not math.isfinite(task_reward):
+            raise ValueError(f"reward_fn returned a non-finite reward {raw_reward!r}")
         return result, None, task_reward
 
     def _finish_episode(self, how: str) -> None:

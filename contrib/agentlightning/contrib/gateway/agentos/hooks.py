@@ -35,7 +35,6 @@ This module uses absolute imports only: ``load_hooks`` executes it outside its p
 
 from __future__ import annotations
 
-import math
 import os
 import traceback
 from types import SimpleNamespace
@@ -55,6 +54,7 @@ from agentlightning.contrib.gateway.agentos.events import (
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, RewardConfig
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
+from agentlightning.contrib.kernel.agentos.violations import finite_float
 
 __all__ = ["GovernanceHooks"]
 
@@ -131,7 +131,7 @@ class GovernanceHooks(RolloutHooks):
             if data.get("source") == REWARD_SOURCE:
                 continue
             value = data.get("value")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if finite_float(value) is None:
                 raise ValueError(f"the agent's reward event has no finite value: {dict(data)!r}")
             return float(value)
         return float(self.missing_base_reward)

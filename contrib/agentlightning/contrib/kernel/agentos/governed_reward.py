@@ -18,7 +18,6 @@ agentlightning 0.3 ``Span``) is built in :mod:`.reward_span`, which only the 0.3
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Mapping, Optional
 
@@ -28,7 +27,7 @@ from .semconv import (
     REWARD_FINAL,
     REWARD_POLICY_PENALTY,
 )
-from .violations import GovernanceConfigError, PolicyViolation, Severity, constraint_cost
+from .violations import GovernanceConfigError, PolicyViolation, Severity, constraint_cost, finite_float
 
 __all__ = [
     "GovernedReward",
@@ -171,7 +170,7 @@ def shape_governed_reward(
     >>> shape_governed_reward(1.0, [drop], table, lagrange_multiplier=0.5).policy_penalty
     -5.0
     """
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base):
+    if finite_float(base) is None:
         raise TypeError(f"the base reward must be a finite number, got {type(base).__name__}: {base!r}")
     base = float(base)
     violations = list(violations)

@@ -31,13 +31,20 @@ budget, the price relaxes (never below zero), so safe behaviour is not over-pena
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .governed_reward import GovernedReward, clamp_reward, shape_governed_reward
 from .semconv import AGENTOS_LAGRANGE_MULTIPLIER
-from .violations import GovernanceConfigError, PolicyViolation, Severity, SeverityTable, finite_number, penalty_number
+from .violations import (
+    GovernanceConfigError,
+    PolicyViolation,
+    Severity,
+    SeverityTable,
+    finite_float,
+    finite_number,
+    penalty_number,
+)
 
 __all__ = ["LagrangianPenalty", "RewardConfig", "shape_reward"]
 
@@ -191,7 +198,7 @@ def shape_reward(
 
 
 def _finite(name: str, value: Any, low: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
+    if finite_float(value) is None or value < low:
         raise GovernanceConfigError(f"LagrangianPenalty.{name} must be a finite number >= {low}, got {value!r}")
     return float(value)
 

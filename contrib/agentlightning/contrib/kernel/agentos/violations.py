@@ -114,18 +114,18 @@ def finite_number(name: str, value: Any) -> float:
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
-    number = _finite_float(value)
+    number = finite_float(value)
     if number is None:
         raise GovernanceConfigError(f"{name} must be finite, got {_shown_number(value)}")
     return number
 
 
-def _finite_float(value: Any) -> Optional[float]:
+def finite_float(value: Any) -> Optional[float]:
     """``value`` as a plain finite float, or None: not a number (a ``bool`` is not one), NaN,
     infinite, or an ``int`` too large for a float (``float()`` of which raises ``OverflowError``).
     A subclass is read as the value it holds, without calling its own methods.
 
-    >>> _finite_float(3), _finite_float(10**400), _finite_float(float("nan")), _finite_float(True)
+    >>> finite_float(3), finite_float(10**400), finite_float(float("nan")), finite_float(True)
     (3.0, None, None, None)
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -140,7 +140,7 @@ def _finite_float(value: Any) -> Optional[float]:
 def _shown_number(value: Any) -> str:
     """``value`` for an error message: an ``int`` too large for a float by its size (its digits
     could be too many even to print), anything else as its ``repr``."""
-    if isinstance(value, int) and not isinstance(value, bool) and _finite_float(value) is None:
+    if isinstance(value, int) and not isinstance(value, bool) and finite_float(value) is None:
         return f"an int of {int.bit_length(value)} bits (too large for a float)"
     return repr(float.__float__(value)) if isinstance(value, float) else repr(value)
 
@@ -356,7 +356,7 @@ def _boolean(value: Any) -> Optional[str]:
 
 
 def _finite(value: Any) -> Optional[str]:
-    if _finite_float(value) is None:
+    if finite_float(value) is None:
         return f"must be a finite number, got {_shown_number(value)}"
     return None
 
@@ -583,7 +583,7 @@ def constraint_cost(violations: Iterable["PolicyViolation"], weights: Optional[M
     """
     table = dict(DEFAULT_SEVERITY_COSTS)
     for key, weight in (weights or {}).items():
-        number = _finite_float(weight)
+        number = finite_float(weight)
         if number is None or number < 0:
             raise GovernanceConfigError(
                 f"cost weight for {key!r} must be a finite number >= 0, got {_shown_number(weight)}"

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, List, Sequence, Tuple
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation
 from agentlightning.contrib.kernel.agentos.governed_reward import penalty_from_table
 from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
+from agentlightning.contrib.kernel.agentos.violations import finite_float
 
 from .config import RewardConfig
 
@@ -116,7 +117,7 @@ class CompositeReward:
                 raise TypeError(
                     f"CompositeReward component {index}: reward_fn must be callable, got {type(fn).__name__}"
                 )
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+            if finite_float(weight) is None:
                 raise GovernanceConfigError(
                     f"CompositeReward component {index}: weight must be a finite number, got {weight!r}"
                 )
@@ -137,7 +138,7 @@ class CompositeReward:
         for index, (fn, weight) in enumerate(self.components):
             value = fn(rollout)
             value = getattr(value, "final", value)  # a GovernedReward counts by its final value
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if finite_float(value) is None:
                 raise TypeError(
                     f"CompositeReward component {index} ({getattr(fn, '__name__', fn)!r}) "
                     f"returned {value!r}, not a finite number"
