@@ -268,6 +268,9 @@ def _keyword_of(node: exp.Expression) -> Optional[str]:
     return keyword
 
 
+#: What a parsed statement may be: a placed node, a command, or a parenthesized query.
+_STATEMENT_NODES = rules.SQLGLOT_PLACED + (exp.Subquery,)
+
 _TOKEN_TYPE = operator.attrgetter("token_type")
 _TOKEN_TEXT = operator.attrgetter("text")
 
@@ -275,7 +278,19 @@ _TOKEN_TEXT = operator.attrgetter("text")
 def _upper_words(tokens: Sequence[Token]) -> str:
     """The tokens' texts, upper case, in one string: a word no token is can be ruled out with
     one substring test (the upper case of joined texts is the join of their upper cases, so
-    every token whose :func:`_word` is ``W`` puts ``W`` in it)."""
+    every token whose :func:`_word` is ``W`` puts ``W`` in it).
+
+    For tokens read from a text, the upper case of the text they span serves the same test
+    without a join (:meth:`_Reader.statements` passes it): a word without spaces that is part of
+    a token's :func:`_word` is in that span's upper case. The tokenizer gives a token that is not
+    data the source characters it covers (``sql[start:end + 1]``, or the one character of a
+    one-character token), except a keyword of several words, whose text is its words upper-cased
+    with each run of whitespace between them made one space (each word is still source characters
+    in a row), and the type name it adds after a number with a type suffix (``1L`` is read as
+    ``1 :: BIGINT``: a type name, never a word the prefilters search). ``str.upper`` maps each
+    character on its own, so the upper case of a part of the span is a part of the span's upper
+    case. ``tests/test_sql_generic_prefilter.py`` checks it on every statement of the corpus, the
+    realistic queries and generated scripts."""
     return " ".join(map(_TOKEN_TEXT, tokens)).upper()
 
 
@@ -410,16 +425,15 @@ def _walk(root: exp.Expression) -> List[exp.Expression]:
     append, leaves, expression = nodes.append, _LEAVES, exp.Expr
     for node in nodes:  # grows while it is read: a queue with no pops
         for value in node.args.values():
-            if type(value) is list:
+            if isinstance(value, expression):  # the usual arg first: a node, then a list, else a plain value
+                if type(value) not in leaves or type(value.args.get("this")) is not str:
+                    append(value)
+            elif type(value) is list:
                 for item in value:
                     if isinstance(item, expression) and (
                         type(item) not in leaves or type(item.args.get("this")) is not str
                     ):
                         append(item)
-            elif isinstance(value, expression) and (
-                type(value) not in leaves or type(value.args.get("this")) is not str
-            ):
-                append(value)
     return nodes
 
 
@@ -443,12 +457,15 @@ class _Reader:
         # A text with no ";" has no semicolon token: it is one statement (or none).
         split = _split_statements(tokens) if ";" in self.text else [tokens] if tokens else []
         for statement_tokens in split:
-            kinds = self.statement(statement_tokens)
-            shown = snippet(self.text[statement_tokens[0].start : statement_tokens[-1].end + 1])
-            result.append(kinds.statement(shown))
+            source = self.text[statement_tokens[0].start : statement_tokens[-1].end + 1]
+            kinds = self.statement(statement_tokens, source.upper())
+            result.append(kinds.statement(snippet(source)))
         return result
 
-    def statement(self, tokens: List[Token]) -> KindSet:
+    def statement(self, tokens: List[Token], upper: Optional[str] = None) -> KindSet:
+        """The kinds of one statement's ``tokens``. ``upper``, when the tokens were read from this
+        reader's text, is the upper case of the text they span (:meth:`statements`), which the
+        keyword prefilters below search instead of the tokens' joined texts (see :func:`_upper_words`)."""
         kinds = KindSet()
         first = _word(tokens[0]).split(" ", 1)[0]  # sqlglot keeps some pairs as one token (LOCK TABLES)
         if first == "REPLACE" and len(tokens) > 1:
@@ -458,7 +475,8 @@ class _Reader:
             kinds.merge([self._reread("INSERT " + tail).statement("")], _RUNS.why)
             kinds.apply(EFFECT_BY_NAME["replace rows"], "REPLACE")
             return kinds
-        upper = _upper_words(tokens)
+        if upper is None:  # tokens of another text (an inner statement): their own texts
+            upper = _upper_words(tokens)
         if (
             self.mysql_family
             and any(w in upper for w in _MARIADB_ONLY)
@@ -506,7 +524,7 @@ class _Reader:
         for node in nodes:
             if node is None or isinstance(node, exp.Semicolon):
                 continue
-            if not isinstance(node, rules.SQLGLOT_PLACED + (exp.Subquery,)):
+            if not isinstance(node, _STATEMENT_NODES):
                 raise SqlglotError(f"not an SQL statement: {snippet(node.sql(dialect=self.dialect_name))}")
             if isinstance(node, exp.Command):
                 self._command(tokens, kinds)
