@@ -279,17 +279,10 @@ def snippet(text: str, limit: int = 120) -> str:
 
 def _on_one_line(text: str) -> bool:
     """Whether ``" ".join(text.split())`` is ``text`` itself, told without splitting: ASCII
-    text whose only whitespace is single spaces between words."""
-    if not text.isascii() or "  " in text or text[:1] == " " or text[-1:] == " ":
-        return False
-    for space in _OTHER_ASCII_SPACES:  # each a search for one character: a memchr
-        if space in text:
-            return False
-    return True
-
-
-#: ASCII whitespace other than the space (``str.split`` splits at these too).
-_OTHER_ASCII_SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
+    text whose only whitespace is single spaces between words. Every ASCII whitespace character
+    but the space is a control character, which ``str.isprintable`` refuses (so does it other
+    control characters: such text is split, which gives the same value)."""
+    return text.isascii() and text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "
 
 
 class Unverifiable(Exception):

@@ -501,7 +501,7 @@ class _Reader:
             upper = _upper_words(tokens)
         if (
             self.mysql_family
-            and any(w in upper for w in _MARIADB_ONLY)
+            and ("NEXT" in upper or "PREVIOUS" in upper or "EXAMINED" in upper)  # _MARIADB_ONLY's words
             and _MARIADB_ONLY.intersection(_word(t) for t in tokens)
         ):
             return self._reread(self._raw(tokens, _mariadb_rewrite(tokens)))
