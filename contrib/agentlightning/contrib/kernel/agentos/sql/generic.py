@@ -22,7 +22,6 @@ frozenset({'SHOW'})
 
 from __future__ import annotations
 
-import collections
 import contextvars
 import functools
 import logging
@@ -456,11 +455,8 @@ def _release(nodes: List[exp.Expression]) -> None:
     trees in place, ``set``, ``replace``, ``transform(copy=False)``, which a node shared between
     parses would not survive). ``tests/test_sql_generic_walk.py`` checks that reading leaves no
     cyclic garbage behind and that every tree is walked before it is emptied."""
-    _consume(map(dict.clear, map(_ARGS, nodes)))  # for node in nodes: node.args.clear(), in C
-
-
-_ARGS = operator.attrgetter("args")
-_consume = collections.deque(maxlen=0).extend
+    for node in nodes:
+        node.args.clear()
 
 
 class _Reader:
@@ -599,15 +595,14 @@ class _Reader:
             if role is _INERT:
                 continue
             if role is _CALL:
-                if rules.sqlglot_function_known(node, self.function_dialect):
-                    continue  # (asked first: the usual call, and a pure look-up)
                 if isinstance(node.parent, exp.Pragma) or (
                     isinstance(node.parent, exp.EQ) and isinstance(node.parent.parent, exp.Pragma)
                 ):
                     continue  # PRAGMA name(arg) names the pragma: judged by the pragma rule
-                name = rules.function_name(node)
-                if name not in self.routines and not node.find_ancestor(exp.Hint):
-                    kinds.not_placed("function", name, f"{name}()")
+                if not rules.sqlglot_function_known(node, self.function_dialect):
+                    name = rules.function_name(node)
+                    if name not in self.routines and not node.find_ancestor(exp.Hint):
+                        kinds.not_placed("function", name, f"{name}()")
                 continue
             if role is _COMMAND:
                 command = node.sql(dialect=self.dialect_name)
