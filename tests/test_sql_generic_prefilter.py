@@ -122,3 +122,54 @@ def test_the_inline_prefilter_names_every_mariadb_only_word():
     """``_Reader.statement`` spells the words of ``_MARIADB_ONLY`` out in its prefilter (no generator
     per statement): they must stay the same words."""
     assert generic._MARIADB_ONLY == {"NEXT", "PREVIOUS", "EXAMINED"}
+
+
+def _split_by_types(tokens: list) -> List[list]:
+    """The split by reading every token's type (what ``generic._split_statements`` gives)."""
+    statements: List[list] = []
+    types = [t.token_type for t in tokens]
+    semicolon, start, end = generic.TokenType.SEMICOLON, 0, len(tokens)
+    while start < end:
+        if types[start] is not semicolon and generic._starts_compound(tokens[start]):
+            statements.extend(generic._split_compound(tokens[start:]))
+            break
+        stop = types.index(semicolon, start) if semicolon in types[start:] else end
+        if stop > start:
+            statements.append(list(tokens[start:stop]))
+        start = stop + 1
+    return statements
+
+
+def _check_split(texts: Iterable[str], dialects=DIALECTS) -> int:
+    split = 0
+    for text in texts:
+        for dialect in dialects:
+            prepared = generic.prepare_mysql_text(text) if dialect in generic.MYSQL_FAMILY else text
+            try:
+                tokens = generic._dialect_and_parser("mysql" if dialect == "mariadb" else dialect)[2].tokenize(prepared)
+            except Exception:  # noqa: BLE001 - text this dialect cannot tokenize: the reader reports it
+                continue
+            found = generic._split_statements(tokens, prepared)
+            assert [[id(t) for t in s] for s in found] == [[id(t) for t in s] for s in _split_by_types(tokens)], text
+            split += len(found)
+    return split
+
+
+def test_semicolons_found_from_the_text_split_as_the_token_types_do():
+    """``_split_statements`` finds semicolon tokens from the ``;`` of the text (a semicolon token
+    starts at one); a ``;`` in a string, a quoted name or a comment is no semicolon token."""
+    corpus = [c.sql for c in CORPUS if len(c.sql) < 20_000]
+    odd = [
+        "SELECT ';' ; SELECT `a;b` FROM t; -- ; x\nSELECT 1 /* ; */ ;; ;",
+        "SELECT 1;",
+        ";",
+        "a;;b",
+        "SELECT $$;$$; DROP t",
+    ]
+    assert _check_split(corpus + _realistic(200) + odd) > 5_000
+
+
+@PROPERTY_SETTINGS
+@given(sql=script_with_denied_statements())
+def test_semicolons_of_generated_scripts(sql):
+    _check_split([sql], (None, "mysql", "mariadb", "sqlite"))
