@@ -22,6 +22,7 @@ frozenset({'SHOW'})
 
 from __future__ import annotations
 
+import bisect
 import contextvars
 import functools
 import logging
@@ -268,14 +269,30 @@ def _keyword_of(node: exp.Expression) -> Optional[str]:
     return keyword
 
 
+#: What a parsed statement may be: a placed node, a command, or a parenthesized query.
+_STATEMENT_NODES = rules.SQLGLOT_PLACED + (exp.Subquery,)
+
 _TOKEN_TYPE = operator.attrgetter("token_type")
 _TOKEN_TEXT = operator.attrgetter("text")
+_TOKEN_START = operator.attrgetter("start")
 
 
 def _upper_words(tokens: Sequence[Token]) -> str:
     """The tokens' texts, upper case, in one string: a word no token is can be ruled out with
     one substring test (the upper case of joined texts is the join of their upper cases, so
-    every token whose :func:`_word` is ``W`` puts ``W`` in it)."""
+    every token whose :func:`_word` is ``W`` puts ``W`` in it).
+
+    For tokens read from a text, the upper case of the text they span serves the same test
+    without a join (:meth:`_Reader.statements` passes it): a word without spaces that is part of
+    a token's :func:`_word` is in that span's upper case. The tokenizer gives a token that is not
+    data the source characters it covers (``sql[start:end + 1]``, or the one character of a
+    one-character token), except a keyword of several words, whose text is its words upper-cased
+    with each run of whitespace between them made one space (each word is still source characters
+    in a row), and the type name it adds after a number with a type suffix (``1L`` is read as
+    ``1 :: BIGINT``: a type name, never a word the prefilters search). ``str.upper`` maps each
+    character on its own, so the upper case of a part of the span is a part of the span's upper
+    case. ``tests/test_sql_generic_prefilter.py`` checks it on every statement of the corpus, the
+    realistic queries and generated scripts."""
     return " ".join(map(_TOKEN_TEXT, tokens)).upper()
 
 
@@ -284,23 +301,40 @@ def _starts_compound(token: Token) -> bool:
     return token.token_type is TokenType.CREATE or _word(token) in ("BEGIN", "ALTER")
 
 
-def _split_statements(tokens: Sequence[Token]) -> List[List[Token]]:
-    """Top-level statements; a routine's or trigger's ``BEGIN ... END`` keeps its semicolons.
+def _split_statements(tokens: Sequence[Token], text: str) -> List[List[Token]]:
+    """Top-level statements of ``tokens`` (read from ``text``); a routine's or trigger's ``BEGIN ... END``
+    keeps its semicolons.
 
     A statement that cannot hold a compound body ends at the next semicolon: those are cut
     where the semicolons are; from the first statement that may hold one on, every token is
-    read by :func:`_split_compound`."""
+    read by :func:`_split_compound`.
+
+    The semicolons are found from the text, not by reading every token's type (an attribute read
+    per token, about 25 k instructions a statement): a semicolon token is the one character ``;``
+    at its ``start``, so every semicolon token starts at a ``;`` of the text; each ``;`` of the text
+    is looked up among the tokens by ``start`` (they are in the order of the text; the rest of a
+    command, kept as one string token, can carry the start of the semicolon after it, so every token
+    starting there is asked) and counts when a semicolon token starts there (a ``;`` in a string, a
+    quoted name or a comment does not). ``tests/test_sql_generic_prefilter.py`` checks that this
+    split is the split by token types on the corpus, the realistic queries and generated scripts."""
     statements: List[List[Token]] = []
-    types = list(map(_TOKEN_TYPE, tokens))
     semicolon, start, end = TokenType.SEMICOLON, 0, len(tokens)
+    at = text.find(";")
     while start < end:
-        if types[start] is not semicolon and _starts_compound(tokens[start]):
+        first = tokens[start]
+        if first.token_type is not semicolon and _starts_compound(first):
             statements.extend(_split_compound(tokens[start:]))
             break
-        try:
-            stop = types.index(semicolon, start)
-        except ValueError:
-            stop = end
+        stop = end
+        while at >= 0:
+            index = bisect.bisect_left(tokens, at, start, end, key=_TOKEN_START)
+            while index < end and tokens[index].start == at and tokens[index].token_type is not semicolon:
+                index += 1  # another token with the same start (a command's rest, kept as one string)
+            found = index < end and tokens[index].start == at
+            at = text.find(";", at + 1)
+            if found:
+                stop = index
+                break
         if stop > start:
             statements.append(list(tokens[start:stop]))
         start = stop + 1
@@ -410,17 +444,38 @@ def _walk(root: exp.Expression) -> List[exp.Expression]:
     append, leaves, expression = nodes.append, _LEAVES, exp.Expr
     for node in nodes:  # grows while it is read: a queue with no pops
         for value in node.args.values():
-            if type(value) is list:
+            if isinstance(value, expression):  # the usual arg first: a node, then a list, else a plain value
+                if type(value) not in leaves or type(value.args.get("this")) is not str:
+                    append(value)
+            elif type(value) is list:
                 for item in value:
                     if isinstance(item, expression) and (
                         type(item) not in leaves or type(item.args.get("this")) is not str
                     ):
                         append(item)
-            elif isinstance(value, expression) and (
-                type(value) not in leaves or type(value.args.get("this")) is not str
-            ):
-                append(value)
     return nodes
+
+
+def _release(nodes: List[exp.Expression]) -> None:
+    """Empty the args of a walked tree's nodes, once the walk has read all of them, so the tree
+    is freed when the reader drops it.
+
+    Why: a parsed tree is one big reference cycle (every node links its children through its
+    args and its parent through ``parent``), so dropping it frees nothing until Python's cycle
+    collector passes; those passes cost about 0.1 M instructions per statement of a script
+    (callgrind), more than the walk. With the visited nodes' args empty, what is left of the
+    tree links only upwards (``parent``; a leaf the walk skipped holds no node, see
+    :data:`_LEAVES`), and reference counting frees it at once.
+
+    Why it changes no decision: it runs after the walk has looked up every node (:meth:`_Reader._tree`
+    calls it last; a walk that raises leaves its tree to the collector). Nothing reads the tree
+    afterwards: an analysis holds strings, kinds and rule results, never a node. And the tree is
+    this parse's own: sqlglot's parsers build new nodes for every parse (its API changes parsed
+    trees in place, ``set``, ``replace``, ``transform(copy=False)``, which a node shared between
+    parses would not survive). ``tests/test_sql_generic_walk.py`` checks that reading leaves no
+    cyclic garbage behind and that every tree is walked before it is emptied."""
+    for node in nodes:
+        node.args.clear()
 
 
 class _Reader:
@@ -441,14 +496,17 @@ class _Reader:
         tokens = self.tokenize(self.text)
         result = []
         # A text with no ";" has no semicolon token: it is one statement (or none).
-        split = _split_statements(tokens) if ";" in self.text else [tokens] if tokens else []
+        split = _split_statements(tokens, self.text) if ";" in self.text else [tokens] if tokens else []
         for statement_tokens in split:
-            kinds = self.statement(statement_tokens)
-            shown = snippet(self.text[statement_tokens[0].start : statement_tokens[-1].end + 1])
-            result.append(kinds.statement(shown))
+            source = self.text[statement_tokens[0].start : statement_tokens[-1].end + 1]
+            kinds = self.statement(statement_tokens, source.upper())
+            result.append(kinds.statement(snippet(source)))
         return result
 
-    def statement(self, tokens: List[Token]) -> KindSet:
+    def statement(self, tokens: List[Token], upper: Optional[str] = None) -> KindSet:
+        """The kinds of one statement's ``tokens``. ``upper``, when the tokens were read from this
+        reader's text, is the upper case of the text they span (:meth:`statements`), which the
+        keyword prefilters below search instead of the tokens' joined texts (see :func:`_upper_words`)."""
         kinds = KindSet()
         first = _word(tokens[0]).split(" ", 1)[0]  # sqlglot keeps some pairs as one token (LOCK TABLES)
         if first == "REPLACE" and len(tokens) > 1:
@@ -458,10 +516,11 @@ class _Reader:
             kinds.merge([self._reread("INSERT " + tail).statement("")], _RUNS.why)
             kinds.apply(EFFECT_BY_NAME["replace rows"], "REPLACE")
             return kinds
-        upper = _upper_words(tokens)
+        if upper is None:  # tokens of another text (an inner statement): their own texts
+            upper = _upper_words(tokens)
         if (
             self.mysql_family
-            and any(w in upper for w in _MARIADB_ONLY)
+            and ("NEXT" in upper or "PREVIOUS" in upper or "EXAMINED" in upper)  # _MARIADB_ONLY's words
             and _MARIADB_ONLY.intersection(_word(t) for t in tokens)
         ):
             return self._reread(self._raw(tokens, _mariadb_rewrite(tokens)))
@@ -506,7 +565,7 @@ class _Reader:
         for node in nodes:
             if node is None or isinstance(node, exp.Semicolon):
                 continue
-            if not isinstance(node, rules.SQLGLOT_PLACED + (exp.Subquery,)):
+            if not isinstance(node, _STATEMENT_NODES):
                 raise SqlglotError(f"not an SQL statement: {snippet(node.sql(dialect=self.dialect_name))}")
             if isinstance(node, exp.Command):
                 self._command(tokens, kinds)
@@ -547,7 +606,8 @@ class _Reader:
         what a node's class makes it (:func:`_role_of`) is asked once per class, so the nodes
         that are neither a call nor a statement cost a look-up."""
         roles = _ROLE_BY_TYPE
-        for node in _walk(root):
+        nodes = _walk(root)
+        for node in nodes:
             role = roles.get(type(node))
             if role is None:
                 role = _role_of(type(node))
@@ -589,6 +649,7 @@ class _Reader:
                 continue
             for rule in matched:
                 kinds.apply(EFFECT_BY_NAME[rule.effect], rule.keyword or keyword)
+        _release(nodes)
 
     # ----------------------------------------------------------------------- commands
     def _command(self, tokens: Sequence[Token], kinds: KindSet, source: Optional[str] = None) -> None:
