@@ -164,3 +164,27 @@ def test_a_tree_is_emptied_only_after_its_walk():
         generic._release = original  # type: ignore[assignment]
     assert [u.name for u in analysis.unknown] == ["lo_unlink"] and "DELETE" in analysis.kinds
     assert len(seen) == 2 and exp.Anonymous in seen[0] and exp.Delete in seen[1]
+
+
+def _parsed_reprs(texts: Iterable[str]) -> List[str]:
+    out = []
+    for text in texts:
+        for dialect in DIALECTS:
+            try:
+                out.append(repr(sqlglot.parse(text, read=dialect)))
+            except (SqlglotError, RecursionError, ValueError) as err:
+                out.append(type(err).__name__)
+    return out
+
+
+def test_emptying_read_trees_never_changes_what_sqlglot_parses_afterwards():
+    """The release empties nodes the reader's own parse built. Were any of them shared (a
+    constant node a parser reuses between parses), emptying it would change every later parse in
+    the process, the user's own sqlglot calls included. Every text parses the same after the
+    reader has read (and emptied the trees of) all of them as before."""
+    texts = [c.sql for c in CORPUS if len(c.sql) < 20_000] + _realistic(200)
+    before = _parsed_reprs(texts)
+    for text in texts:
+        for dialect in DIALECTS:
+            generic.read_generic(text, dialect)
+    assert _parsed_reprs(texts) == before
