@@ -27,10 +27,13 @@ import sys
 
 import pytest
 
+from .loopback_chat import LOOPBACK_CHAT_SERVER
+
 # Fresh interpreters importing agentlightning (seconds each): end to end; `pytest -m "not e2e"` leaves it out.
 pytestmark = pytest.mark.e2e
 
-CHILD = """\
+CHILD = (
+    """\
 import asyncio, builtins, json, os, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -46,27 +49,9 @@ from agentlightning.contrib.runner.agentos.tracing import ImportSafeAgentOpsTrac
 RUNNER, LATE_IMPORTS = sys.argv[1], sys.argv[2].split(",")
 
 
-class ChatCompletions(BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        body = json.dumps({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "policy",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "SELECT 1"}}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), ChatCompletions)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-
+"""
+    + LOOPBACK_CHAT_SERVER
+    + """
 
 class LateImportAgent(agl.LitAgent):
     def rollout(self, task, resources, rollout):
@@ -108,6 +93,7 @@ async def main():
 
 asyncio.run(main())
 """
+)
 
 # The two relative imports AgentOps mistakes for libraries, in a package of their own.
 PACKAGE = {
