@@ -19,9 +19,6 @@ on loopback, and imports the governed runner's package only after the plain trac
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 
 import pytest
@@ -29,7 +26,7 @@ import wrapt
 
 from agentlightning.contrib.runner.agentos.tracing import doubled_wrappers, wrapper_layers
 
-from .loopback_chat import LOOPBACK_CHAT_SERVER
+from .loopback_chat import LOOPBACK_CHAT_SERVER, run_child_script
 
 CHILD = (
     """\
@@ -115,26 +112,7 @@ ASYNC_CHAT_CREATE = "openai.resources.chat.completions.completions.AsyncCompleti
 
 
 def run_child(tmp_path, scenario: str, check: bool = True) -> dict:
-    for name, text in PACKAGE.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(tmp_path),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "AGENTOPS_LOGGING_TO_FILE": "False",
-        "AGENTOPS_LOG_LEVEL": "ERROR",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, scenario, "check" if check else "skip"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child_script(tmp_path, CHILD, PACKAGE, scenario, "check" if check else "skip")
 
 
 @pytest.mark.e2e

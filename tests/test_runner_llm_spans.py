@@ -20,14 +20,10 @@ installed), then calls an OpenAI-compatible server on loopback twice with the ``
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from .loopback_chat import LOOPBACK_CHAT_SERVER
+from .loopback_chat import LOOPBACK_CHAT_SERVER, run_child_script
 
 # Fresh interpreters importing agentlightning (seconds each): end to end; `pytest -m "not e2e"` leaves it out.
 pytestmark = pytest.mark.e2e
@@ -109,26 +105,7 @@ if importlib.util.find_spec("torch") is not None:
 
 
 def run_child(tmp_path, runner: str, late_imports: str) -> dict:
-    for name, text in PACKAGE.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(tmp_path),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "AGENTOPS_LOGGING_TO_FILE": "False",
-        "AGENTOPS_LOG_LEVEL": "ERROR",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, runner, late_imports],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child_script(tmp_path, CHILD, PACKAGE, runner, late_imports)
 
 
 @pytest.mark.parametrize("late_imports", LATE_IMPORTS)

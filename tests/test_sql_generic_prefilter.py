@@ -11,9 +11,6 @@ found) is compared with the tokens' own words.
 
 from __future__ import annotations
 
-import random
-import sys
-from pathlib import Path
 from typing import Iterable, List, Optional, Tuple
 
 import pytest
@@ -23,10 +20,7 @@ from agentlightning.contrib.kernel.agentos.sql import generic
 
 from .sql_corpus import CORPUS
 from .test_adversarial_sql import PROPERTY_SETTINGS, safe_script, script_with_denied_statements
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
-
-from bench_text_to_sql import _generic_queries  # noqa: E402
+from .test_sql_generic_walk import _realistic
 
 DIALECTS = (None, "mysql", "mariadb", "sqlite", "tsql", "bigquery", "snowflake", "duckdb")
 #: The words the prefilters search for.
@@ -65,12 +59,6 @@ def _check(tokens: list, upper: str) -> int:
         if any(generic._word(t) == word for t in tokens):
             assert word in upper and word in joined, (word, upper)
     return checked
-
-
-def _realistic(n: int) -> List[str]:
-    queries = _generic_queries(random.Random(0))
-    scripts = [";\n".join(queries[i : i + 12]) for i in range(0, 120, 12)]
-    return queries[:n] + scripts
 
 
 @pytest.mark.parametrize("source", ["corpus", "realistic"])
