@@ -106,12 +106,6 @@ def test_generated_safe_scripts(sql):
         _check(tokens, upper)
 
 
-def test_the_inline_prefilter_names_every_mariadb_only_word():
-    """``_Reader.statement`` spells the words of ``_MARIADB_ONLY`` out in its prefilter (no generator
-    per statement): they must stay the same words."""
-    assert generic._MARIADB_ONLY == {"NEXT", "PREVIOUS", "EXAMINED"}
-
-
 def _split_by_types(tokens: list) -> List[list]:
     """The split by reading every token's type (what ``generic._split_statements`` gives)."""
     statements: List[list] = []

@@ -40,7 +40,7 @@ from ..arguments import string_leaves, tool_key
 from ..policies import Policy
 from ..violations import GovernanceConfigError, PolicyViolation, Severity
 from .effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown
-from .generic import read_generic
+from .generic import any_in, read_generic
 from .postgres import read_postgres
 from .schema import CatalogUnreadable, open_schema
 
@@ -187,22 +187,14 @@ def _postgres_may_differ(query: str, upper: str) -> bool:
 
     A substring test costs a few instructions per character, a regex search several hundred:
     the regexes run only on text the substring tests found a mark in, and the words are tested
-    one by one, not in a generator (whose steps cost as much as the short tests themselves)."""
+    one by one (:func:`any_in`), not in a generator."""
     if not query.isascii():
         return _POSTGRES_MARKS.search(query) is not None
     if "$" in query or "\r" in query:
         return True
     if "E'" in upper and _POSTGRES_E_QUOTE_UPPER.search(upper) is not None:
         return True
-    return (
-        "DO" in upper
-        or "FUNCTION" in upper
-        or "PROCEDURE" in upper
-        or "TRIGGER" in upper
-        or "RULE" in upper
-        or "PREPARE" in upper
-        or "EXECUTE" in upper
-    ) and _POSTGRES_WORDS_UPPER.search(upper) is not None
+    return any_in(upper, _POSTGRES_WORDS) and _POSTGRES_WORDS_UPPER.search(upper) is not None
 
 
 @functools.lru_cache(maxsize=64)
