@@ -1,0 +1,399 @@
+"""The governed 1.0 gateway's security and fairness: who may call it, which rollout a decision is charged to,
+routes and responses the layer cannot place, and one rollout's slow check beside another's.
+
+Against 1.0's real app and proxy, the real kernel and FlightRecorder; only the model's words are scripted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentlightning.server.app import create_app
+
+import agentlightning.contrib.gateway.agentos as gateway_package
+from agentlightning.contrib.gateway.agentos import DECISION_EVENT, GovernanceLayer, create_governed_app
+from agentlightning.contrib.gateway.agentos.govern import UnreadableAction, govern_response
+from agentlightning.contrib.kernel.agentos import (
+    ActionContext,
+    GovernanceConfigError,
+    GovernanceKernel,
+    Policy,
+    SQLPolicy,
+)
+from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
+from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
+
+from .conftest import MODEL_NAME, free_port, gateway_config
+from .scripted_model import ScriptedModel
+from .test_gateway import SCRIPT, of_type
+
+BIN = Path(sys.executable).parent
+KEY = "k3y-" + "x" * 40
+DROP_CALL = {
+    "id": "call_drop",
+    "type": "function",
+    "function": {"name": "run_sql", "arguments": json.dumps({"query": "DROP TABLE users"})},
+}
+READ_CALL = {
+    "id": "call_read",
+    "type": "function",
+    "function": {"name": "run_sql", "arguments": json.dumps({"query": "SELECT 1"})},
+}
+
+
+def chat(question: str) -> dict:
+    return {"model": MODEL_NAME, "messages": [{"role": "user", "content": question}]}
+
+
+def audit_records(tmp_path: Path) -> list:
+    (audit_file,) = (tmp_path / "audit").glob("gateway-*.db")
+    recorder = open_flight_recorder(audit_file)
+    records = [decision_from_record(r) for r in recorder.get_log()]
+    return [r["agentos"] for r in records if r]
+
+
+@pytest.fixture
+def scripted_model():
+    with ScriptedModel(SCRIPT) as model:
+        yield model
+
+
+# -- 1. who may call the gateway ---------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: the packaged gateway.yaml listens on 0.0.0.0")
+def test_the_packaged_configuration_binds_loopback():
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(gateway_package.__file__).parent / "config"), version_base=None):
+        config = compose(config_name="gateway")
+    assert config.host == "127.0.0.1"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: a gateway on 0.0.0.0 starts with an empty key")
+def test_a_gateway_bound_elsewhere_without_a_key_does_not_start(tmp_path):
+    config = gateway_config(free_port(), tmp_path / "audit")
+    config.update(host="0.0.0.0", key="")
+    with pytest.raises(GovernanceConfigError, match="AGL_KEY"):
+        create_governed_app(config)
+    config["key"] = "short"
+    with pytest.raises(GovernanceConfigError, match="at least"):
+        create_governed_app(config)
+
+    # The command a user runs says the same, and exits.
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "AGL_KEY"}
+    command = [str(BIN / "agentos-gateway"), "host=0.0.0.0", f"port={port}", f"hydra.run.dir={tmp_path / 'hydra'}"]
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                served = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                served = False
+            assert not served, "agentos-gateway serves on 0.0.0.0 without a key"
+            time.sleep(0.2)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        output = process.communicate()[0].decode()
+    assert process.returncode not in (0, None)
+    assert "AGL_KEY" in output and "0.0.0.0" in output
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: 1.0 serves /openapi.json and /docs to anyone")
+def test_with_a_key_every_route_but_health_needs_it(start_gateway, scripted_model):
+    gateway = start_gateway(key=KEY, host="0.0.0.0")
+    gateway.register_model(scripted_model.endpoint)
+    rollout_id = gateway.new_rollout()
+    calls = [
+        ("POST", "/api/rollouts", [{"input": {}}]),
+        ("POST", "/api/models", [{"model": MODEL_NAME, "endpoint": "http://127.0.0.1:1/v1"}]),
+        ("POST", f"/api/rollouts/{rollout_id}/attempt/0/events", {"event_type": "reward", "data": {"value": 1e9}}),
+        ("GET", f"/api/rollouts/{rollout_id}/events", None),
+        ("POST", f"/proxy/rollout/{rollout_id}/attempt/0/mode/train/openai/v1/chat/completions", chat("read")),
+        ("POST", "/proxy/pause", {}),
+        ("GET", "/openapi.json", None),
+        ("GET", "/docs", None),
+    ]
+    wrong = "k3y-" + "y" * 40  # the same length: a compare that stops early would tell the difference
+    for method, path, body in calls:
+        for headers in ({}, {"authorization": f"Bearer {wrong}"}, {"x-api-key": wrong}, {"authorization": KEY}):
+            response = httpx.request(method, gateway.url + path, json=body, headers=headers)
+            assert response.status_code == 401, (method, path, headers, response.text)
+            assert "key" in response.json()["detail"]
+    assert scripted_model.requests == []
+    assert of_type(gateway.events(rollout_id), "reward") == []
+    assert httpx.get(f"{gateway.url}/healthz").status_code == 200
+    for headers in ({"authorization": f"Bearer {KEY}"}, {"x-api-key": KEY}):
+        assert httpx.get(f"{gateway.url}/openapi.json", headers=headers).status_code == 200
+        assert httpx.post(f"{gateway.url}/api/rollouts", json=[{"input": {}}], headers=headers).status_code == 201
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: a keyless loopback gateway answers any Host (DNS rebinding)")
+def test_without_a_key_only_loopback_names_are_served(gateway_without_key):
+    gateway = gateway_without_key
+    for host in ("evil.example", "evil.example:80", "127.0.0.1.evil.example"):
+        response = httpx.post(f"{gateway.url}/api/rollouts", json=[{"input": {}}], headers={"host": host})
+        assert response.status_code == 403, host
+        assert "loopback" in response.json()["detail"]
+    port = gateway.url.rsplit(":", 1)[1]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}"):
+        response = httpx.post(f"{gateway.url}/api/rollouts", json=[{"input": {}}], headers={"host": host})
+        assert response.status_code == 201, host
+
+
+@pytest.fixture
+def gateway_without_key(start_gateway, scripted_model):
+    gateway = start_gateway()
+    gateway.register_model(scripted_model.endpoint)
+    return gateway
+
+
+# -- 2. decisions are bound to rollouts the store knows as running -------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: any rollout id and any attempt id is accepted")
+def test_a_model_call_needs_a_running_rollout_and_its_attempt(gateway_without_key, scripted_model, tmp_path):
+    gateway = gateway_without_key
+    queued = gateway.new_rollout(running=False)
+    running = gateway.new_rollout()
+    ended = gateway.new_rollout()
+    gateway.set_state(ended, "succeeded")
+    refused = [
+        (queued, "0", 409, "not running"),
+        (running, "7", 409, "attempt"),
+        (ended, "0", 409, "not running"),
+        ("no-such-rollout", "0", 404, "not found"),
+    ]
+    for rollout_id, attempt_id, status, reason in refused:
+        response = httpx.post(gateway.proxy_url(rollout_id, attempt_id) + "/chat/completions", json=chat("drop"))
+        assert response.status_code == status, (rollout_id, attempt_id, response.text)
+        assert reason in response.json()["detail"]
+    assert scripted_model.requests == []  # refused before the model was asked
+    for rollout_id in (queued, running, ended):
+        assert of_type(gateway.events(rollout_id), DECISION_EVENT) == []
+    # Recorded in the audit trail, charged to no rollout: the ids are only what the caller claimed.
+    refusals = [r for r in audit_records(tmp_path) if r["tool_name"] == "gateway_request"]
+    assert len(refusals) == len(refused)
+    assert {r["rollout_id"] for r in refusals} == {None}
+    assert all(r["verdict"] == "blocked" for r in refusals)
+
+    response = httpx.post(gateway.proxy_url(running, "0") + "/chat/completions", json=chat("drop"))
+    assert response.status_code == 200 and len(of_type(gateway.events(running), DECISION_EVENT)) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: a client can charge another rollout a violation")
+def test_a_client_cannot_charge_another_rollouts_reward(gateway_without_key, scripted_model):
+    gateway = gateway_without_key
+    victim = gateway.new_rollout()
+    gateway.set_state(victim, "succeeded")
+    events_url = f"{gateway.url}/api/rollouts/{victim}/attempt/0/events"
+
+    # After the victim's attempt ended, a DROP in its name is refused, never judged and charged.
+    response = httpx.post(gateway.proxy_url(victim) + "/chat/completions", json=chat("drop"))
+    assert response.status_code == 409
+    # A decision event is the gateway's own: nobody posts one through the API.
+    forged = {"event_type": DECISION_EVENT, "data": {"blocked": True, "violations": []}}
+    response = httpx.post(events_url, json=forged)
+    assert response.status_code == 403 and DECISION_EVENT in response.json()["detail"]
+    # Events go to the rollout's current attempt only (1.0's trainer posts the reward there after the end).
+    response = httpx.post(events_url.replace("/attempt/0/", "/attempt/9/"), json={"event_type": "reward", "data": {}})
+    assert response.status_code == 409 and "attempt" in response.json()["detail"]
+    assert httpx.post(events_url, json={"event_type": "reward", "data": {"value": 1.0}}).status_code == 200
+    assert of_type(gateway.events(victim), DECISION_EVENT) == []
+
+
+# -- 3. default deny for routes -----------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: under a path prefix the layer judges nothing")
+def test_under_a_path_prefix_a_drop_is_still_blocked(start_gateway, scripted_model):
+    gateway = start_gateway(root_path="/agl")
+    gateway.register_model(scripted_model.endpoint)
+    rollout_id = gateway.new_rollout()
+    response = httpx.post(gateway.proxy_url(rollout_id) + "/chat/completions", json=chat("drop"))
+    assert response.status_code == 200, response.text
+    message = response.json()["choices"][0]["message"]
+    assert "tool_calls" not in message
+    assert message["content"].startswith("[agentos] tool call run_sql was blocked")
+    (decision,) = of_type(gateway.events(rollout_id), DECISION_EVENT)
+    assert decision["data"]["blocked"] is True
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: a route the layer does not know is passed unjudged")
+def test_a_route_the_layer_cannot_place_is_not_served(start_gateway, scripted_model, tmp_path):
+    """A later 1.0 adding a route that returns model output (say, the Responses API) gets no unjudged pass."""
+    port = free_port()
+    server_config = gateway_config(port, tmp_path / "audit")
+    server_config.pop("governance")
+    app = create_app(server_config)
+
+    @app.post("/proxy/v2/rollout/{rollout_id}/responses")
+    async def responses(rollout_id: str) -> dict:
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(f"{scripted_model.endpoint}/chat/completions", json=chat("drop"))
+        return {"output": [answer.json()["choices"][0]["message"]]}
+
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"], tools=["run_sql"])], recorder=tmp_path / "audit.db")
+    gateway = start_gateway(GovernanceLayer(app, kernel))
+    gateway.register_model(scripted_model.endpoint)
+    rollout_id = gateway.new_rollout()
+    response = httpx.post(f"{gateway.url}/proxy/v2/rollout/{rollout_id}/responses", json=chat("drop"))
+    assert response.status_code == 404, response.text
+    assert "DROP" not in response.text and "cannot place" in response.json()["detail"]
+    assert scripted_model.requests == []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: an upstream path without choices passes unjudged")
+def test_an_upstream_path_the_layer_cannot_read_is_withheld():
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    response = {"object": "response", "output": [{"type": "function_call", "name": "run_sql", "arguments": "{}"}]}
+    with pytest.raises(UnreadableAction, match="responses"):
+        govern_response(kernel, response, "responses", ActionContext(rollout_id="r1"))
+    with pytest.raises(UnreadableAction, match="choices"):
+        govern_response(kernel, {"object": "chat.completion"}, "chat/completions", ActionContext(rollout_id="r1"))
+
+
+# -- 4. with text_action, every text part and every tool call of every choice is judged ---------------------
+
+
+class ShapedModel(ScriptedModel):
+    """Answers each question with a fixed list of choices' messages, as a model server could shape them."""
+
+    def answer(self, body):
+        question = body["messages"][-1]["content"]
+        messages = SHAPES[question]
+        return {
+            "id": "cmpl-shaped",
+            "object": "chat.completion",
+            "choices": [
+                {"index": i, "message": {"role": "assistant", **m}, "finish_reason": "stop"}
+                for i, m in enumerate(messages)
+            ],
+        }
+
+
+SHAPES = {
+    "text beside a call": [{"content": "DROP TABLE users", "tool_calls": [READ_CALL]}],
+    "parts": [{"content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "DROP TABLE users"}]}],
+    "second choice": [{"content": "SELECT 1"}, {"content": "DROP TABLE users"}],
+    "unplaceable part": [{"content": [{"type": "sql", "sql": "DROP TABLE users"}]}],
+    "unplaceable content": [{"content": {"sql": "DROP TABLE users"}}],
+}
+
+
+@pytest.fixture
+def text_gateway(start_gateway):
+    with ShapedModel({}) as model:
+        gateway = start_gateway(text_action={"tool": "run_sql", "argument": "query"})
+        gateway.register_model(model.endpoint)
+        yield gateway
+
+
+def ask(gateway, question: str):
+    rollout_id = gateway.new_rollout()
+    response = httpx.post(gateway.proxy_url(rollout_id) + "/chat/completions", json=chat(question))
+    events = of_type(gateway.events(rollout_id), DECISION_EVENT)
+    decisions = [(d["data"]["source"], d["data"]["verdict"]) for d in events]
+    return response, decisions
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: text beside a tool call, or in parts, is delivered unjudged")
+def test_every_text_part_and_call_of_every_choice_is_judged(text_gateway):
+    response, decisions = ask(text_gateway, "text beside a call")
+    message = response.json()["choices"][0]["message"]
+    assert message["content"].startswith("[agentos] tool call run_sql was blocked")
+    assert [c["id"] for c in message["tool_calls"]] == ["call_read"]
+    assert sorted(decisions) == [("text", "blocked"), ("tool_call", "allowed")]
+
+    response, decisions = ask(text_gateway, "parts")
+    parts = response.json()["choices"][0]["message"]["content"]
+    assert parts[0] == {"type": "text", "text": "hello"}
+    assert parts[1]["type"] == "text" and parts[1]["text"].startswith("[agentos] tool call run_sql was blocked")
+    assert decisions == [("text", "allowed"), ("text", "blocked")]
+
+    response, decisions = ask(text_gateway, "second choice")
+    choices = response.json()["choices"]
+    assert choices[0]["message"]["content"] == "SELECT 1"
+    assert choices[1]["message"]["content"].startswith("[agentos] tool call run_sql was blocked")
+    assert decisions == [("text", "allowed"), ("text", "blocked")]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: content the layer cannot read is delivered unjudged")
+def test_a_response_the_layer_cannot_place_is_withheld_and_recorded(text_gateway, tmp_path):
+    for question in ("unplaceable part", "unplaceable content"):
+        response, decisions = ask(text_gateway, question)
+        assert response.status_code == 502, response.text
+        assert "DROP" not in response.text
+        assert "withheld" in response.json()["error"]
+        assert decisions == [("response", "blocked")]
+    withheld = [r for r in audit_records(tmp_path) if r["tool_name"] == "unplaceable_response"]
+    assert len(withheld) == 2 and all(r["rollout_id"] for r in withheld)
+
+
+# -- 5. one rollout's slow input does not delay another rollout's check ----------------------------------------
+
+
+class SlowOnRequest(Policy):
+    """Takes ``seconds`` for a query that asks for it (a stand-in for a pathological input's parse time)."""
+
+    runs_inline = True
+    seconds = 6.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list = []
+
+    def evaluate(self, action, context):
+        if "slow" in str(action.args.get("query", "")):
+            self.started.append(context.rollout_id)
+            time.sleep(self.seconds)
+        return []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: two slow checks of one rollout hold every worker")
+def test_one_rollouts_slow_checks_do_not_delay_another_rollouts_check(start_gateway, tmp_path):
+    slow_query = [{"name": "run_sql", "arguments": json.dumps({"query": "SELECT 'slow'"})}]
+    fast_query = [{"name": "run_sql", "arguments": json.dumps({"query": "SELECT 1"})}]
+    port = free_port()
+    server_config = gateway_config(port, tmp_path / "audit")
+    server_config.pop("governance")
+    policy = SlowOnRequest()
+    kernel = GovernanceKernel([policy, SQLPolicy(deny=["DROP"])], recorder=tmp_path / "audit.db", policy_timeout_s=30)
+    with ScriptedModel({"slow": slow_query, "fast": fast_query}) as model:
+        gateway = start_gateway(GovernanceLayer(create_app(server_config), kernel, workers=2))
+        gateway.register_model(model.endpoint)
+        busy, other = gateway.new_rollout(), gateway.new_rollout()
+        url = gateway.proxy_url(busy) + "/chat/completions"
+        slow = [
+            threading.Thread(target=httpx.post, args=(url,), kwargs={"json": chat("slow"), "timeout": 60})
+            for _ in range(2)
+        ]
+        for thread in slow:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while not policy.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)  # both slow requests are in the layer: checked, or waiting for a worker
+        started = time.perf_counter()
+        response = httpx.post(gateway.proxy_url(other) + "/chat/completions", json=chat("fast"), timeout=60)
+        latency = time.perf_counter() - started
+        for thread in slow:
+            thread.join()
+    assert response.status_code == 200
+    assert policy.started[0] == busy
+    # Served beside the slow checks, not after one (6 s); 3 s leaves room for a loaded 2-core machine.
+    assert latency < 3.0, f"another rollout's SELECT 1 waited {latency:.2f} s behind a slow rollout"
+    assert len(of_type(gateway.events(other), DECISION_EVENT)) == 1
+    assert len(of_type(gateway.events(busy), DECISION_EVENT)) == 2
