@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import Request
 
 from agentlightning.server.app import create_app
 
@@ -57,8 +58,11 @@ def chat(question: str) -> dict:
 def audit_records(tmp_path: Path) -> list:
     (audit_file,) = (tmp_path / "audit").glob("gateway-*.db")
     recorder = open_flight_recorder(audit_file)
-    records = [decision_from_record(r) for r in recorder.get_log()]
-    return [r["agentos"] for r in records if r]
+    return [
+        {**decided["agentos"], "tool_name": row["tool_name"]}
+        for row in recorder.get_log()
+        if (decided := decision_from_record(row))
+    ]
 
 
 @pytest.fixture
@@ -70,7 +74,6 @@ def scripted_model():
 # -- 1. who may call the gateway ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: the packaged gateway.yaml listens on 0.0.0.0")
 def test_the_packaged_configuration_binds_loopback():
     from hydra import compose, initialize_config_dir
 
@@ -79,7 +82,6 @@ def test_the_packaged_configuration_binds_loopback():
     assert config.host == "127.0.0.1"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: a gateway on 0.0.0.0 starts with an empty key")
 def test_a_gateway_bound_elsewhere_without_a_key_does_not_start(tmp_path):
     config = gateway_config(free_port(), tmp_path / "audit")
     config.update(host="0.0.0.0", key="")
@@ -92,7 +94,9 @@ def test_a_gateway_bound_elsewhere_without_a_key_does_not_start(tmp_path):
     # The command a user runs says the same, and exits.
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "AGL_KEY"}
-    command = [str(BIN / "agentos-gateway"), "host=0.0.0.0", f"port={port}", f"hydra.run.dir={tmp_path / 'hydra'}"]
+    packaged = Path(gateway_package.__file__).parent / "config"
+    command = [str(BIN / "agentos-gateway"), "--config-dir", str(packaged), "--config-name", "gateway"]
+    command += ["host=0.0.0.0", f"port={port}", f"hydra.run.dir={tmp_path / 'hydra'}"]
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
@@ -111,7 +115,6 @@ def test_a_gateway_bound_elsewhere_without_a_key_does_not_start(tmp_path):
     assert "AGL_KEY" in output and "0.0.0.0" in output
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: 1.0 serves /openapi.json and /docs to anyone")
 def test_with_a_key_every_route_but_health_needs_it(start_gateway, scripted_model):
     gateway = start_gateway(key=KEY, host="0.0.0.0")
     gateway.register_model(scripted_model.endpoint)
@@ -140,7 +143,6 @@ def test_with_a_key_every_route_but_health_needs_it(start_gateway, scripted_mode
         assert httpx.post(f"{gateway.url}/api/rollouts", json=[{"input": {}}], headers=headers).status_code == 201
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: a keyless loopback gateway answers any Host (DNS rebinding)")
 def test_without_a_key_only_loopback_names_are_served(gateway_without_key):
     gateway = gateway_without_key
     for host in ("evil.example", "evil.example:80", "127.0.0.1.evil.example"):
@@ -163,9 +165,9 @@ def gateway_without_key(start_gateway, scripted_model):
 # -- 2. decisions are bound to rollouts the store knows as running -------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: any rollout id and any attempt id is accepted")
 def test_a_model_call_needs_a_running_rollout_and_its_attempt(gateway_without_key, scripted_model, tmp_path):
     gateway = gateway_without_key
+    gateway.app.start_grace_s = 0.5  # how long a queued rollout may take to be marked running
     queued = gateway.new_rollout(running=False)
     running = gateway.new_rollout()
     ended = gateway.new_rollout()
@@ -185,15 +187,24 @@ def test_a_model_call_needs_a_running_rollout_and_its_attempt(gateway_without_ke
         assert of_type(gateway.events(rollout_id), DECISION_EVENT) == []
     # Recorded in the audit trail, charged to no rollout: the ids are only what the caller claimed.
     refusals = [r for r in audit_records(tmp_path) if r["tool_name"] == "gateway_request"]
-    assert len(refusals) == len(refused)
+    assert len(refusals) == 3  # the unknown rollout is 1.0's own 404: there is nothing it could be charged to
     assert {r["rollout_id"] for r in refusals} == {None}
     assert all(r["verdict"] == "blocked" for r in refusals)
 
     response = httpx.post(gateway.proxy_url(running, "0") + "/chat/completions", json=chat("drop"))
     assert response.status_code == 200 and len(of_type(gateway.events(running), DECISION_EVENT)) == 1
 
+    # A rollout its controller marks running within the grace is served (the harness may start first).
+    starting = gateway.new_rollout(running=False)
+    gateway.app.start_grace_s = 30
+    marker = threading.Timer(0.5, gateway.set_state, (starting, "running"), {"last_attempt_id": "0"})
+    marker.start()
+    response = httpx.post(gateway.proxy_url(starting) + "/chat/completions", json=chat("read"), timeout=60)
+    marker.join()
+    assert response.status_code == 200, response.text
+    assert len(of_type(gateway.events(starting), DECISION_EVENT)) == 1
 
-@pytest.mark.xfail(strict=True, reason="issue 32: a client can charge another rollout a violation")
+
 def test_a_client_cannot_charge_another_rollouts_reward(gateway_without_key, scripted_model):
     gateway = gateway_without_key
     victim = gateway.new_rollout()
@@ -217,7 +228,6 @@ def test_a_client_cannot_charge_another_rollouts_reward(gateway_without_key, scr
 # -- 3. default deny for routes -----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: under a path prefix the layer judges nothing")
 def test_under_a_path_prefix_a_drop_is_still_blocked(start_gateway, scripted_model):
     gateway = start_gateway(root_path="/agl")
     gateway.register_model(scripted_model.endpoint)
@@ -231,7 +241,6 @@ def test_under_a_path_prefix_a_drop_is_still_blocked(start_gateway, scripted_mod
     assert decision["data"]["blocked"] is True
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: a route the layer does not know is passed unjudged")
 def test_a_route_the_layer_cannot_place_is_not_served(start_gateway, scripted_model, tmp_path):
     """A later 1.0 adding a route that returns model output (say, the Responses API) gets no unjudged pass."""
     port = free_port()
@@ -240,9 +249,9 @@ def test_a_route_the_layer_cannot_place_is_not_served(start_gateway, scripted_mo
     app = create_app(server_config)
 
     @app.post("/proxy/v2/rollout/{rollout_id}/responses")
-    async def responses(rollout_id: str) -> dict:
+    async def responses(rollout_id: str, request: Request) -> dict:
         async with httpx.AsyncClient() as client:
-            answer = await client.post(f"{scripted_model.endpoint}/chat/completions", json=chat("drop"))
+            answer = await client.post(f"{scripted_model.endpoint}/chat/completions", json=await request.json())
         return {"output": [answer.json()["choices"][0]["message"]]}
 
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"], tools=["run_sql"])], recorder=tmp_path / "audit.db")
@@ -255,7 +264,6 @@ def test_a_route_the_layer_cannot_place_is_not_served(start_gateway, scripted_mo
     assert scripted_model.requests == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: an upstream path without choices passes unjudged")
 def test_an_upstream_path_the_layer_cannot_read_is_withheld():
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
     response = {"object": "response", "output": [{"type": "function_call", "name": "run_sql", "arguments": "{}"}]}
@@ -286,7 +294,7 @@ class ShapedModel(ScriptedModel):
 
 SHAPES = {
     "text beside a call": [{"content": "DROP TABLE users", "tool_calls": [READ_CALL]}],
-    "parts": [{"content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "DROP TABLE users"}]}],
+    "parts": [{"content": [{"type": "text", "text": "SELECT 1"}, {"type": "text", "text": "DROP TABLE users"}]}],
     "second choice": [{"content": "SELECT 1"}, {"content": "DROP TABLE users"}],
     "unplaceable part": [{"content": [{"type": "sql", "sql": "DROP TABLE users"}]}],
     "unplaceable content": [{"content": {"sql": "DROP TABLE users"}}],
@@ -309,7 +317,6 @@ def ask(gateway, question: str):
     return response, decisions
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: text beside a tool call, or in parts, is delivered unjudged")
 def test_every_text_part_and_call_of_every_choice_is_judged(text_gateway):
     response, decisions = ask(text_gateway, "text beside a call")
     message = response.json()["choices"][0]["message"]
@@ -319,7 +326,7 @@ def test_every_text_part_and_call_of_every_choice_is_judged(text_gateway):
 
     response, decisions = ask(text_gateway, "parts")
     parts = response.json()["choices"][0]["message"]["content"]
-    assert parts[0] == {"type": "text", "text": "hello"}
+    assert parts[0] == {"type": "text", "text": "SELECT 1"}
     assert parts[1]["type"] == "text" and parts[1]["text"].startswith("[agentos] tool call run_sql was blocked")
     assert decisions == [("text", "allowed"), ("text", "blocked")]
 
@@ -330,7 +337,6 @@ def test_every_text_part_and_call_of_every_choice_is_judged(text_gateway):
     assert decisions == [("text", "allowed"), ("text", "blocked")]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: content the layer cannot read is delivered unjudged")
 def test_a_response_the_layer_cannot_place_is_withheld_and_recorded(text_gateway, tmp_path):
     for question in ("unplaceable part", "unplaceable content"):
         response, decisions = ask(text_gateway, question)
@@ -362,7 +368,6 @@ class SlowOnRequest(Policy):
         return []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: two slow checks of one rollout hold every worker")
 def test_one_rollouts_slow_checks_do_not_delay_another_rollouts_check(start_gateway, tmp_path):
     slow_query = [{"name": "run_sql", "arguments": json.dumps({"query": "SELECT 'slow'"})}]
     fast_query = [{"name": "run_sql", "arguments": json.dumps({"query": "SELECT 1"})}]

@@ -2,7 +2,8 @@
 
 ``create_governed_app(config)`` takes one configuration: 1.0's server keys (``host``, ``port``,
 ``key``, ``default_proxy``) plus a ``governance`` section, and returns an ASGI app to serve with
-uvicorn, as 1.0's ``agl-server`` serves ``create_app``.
+uvicorn, as 1.0's ``agl-server`` serves ``create_app``. It refuses (``GovernanceConfigError``) a
+configuration that would listen off loopback without a key, or with a short one.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from agentlightning.server.app import create_app
 
-from .config import GovernanceConfig
+from .config import GovernanceConfig, gateway_key
 from .layer import GovernanceLayer
 
 __all__ = ["create_governed_app", "split_config"]
@@ -32,10 +33,12 @@ def create_governed_app(config: Mapping[str, Any] | DictConfig) -> GovernanceLay
     """``agentlightning.server.app.create_app`` of the server keys, behind a :class:`GovernanceLayer`
     built from the ``governance`` section (policies, FlightRecorder in ``recorder_dir``)."""
     server_config, governance = split_config(config)
+    key = gateway_key(server_config)
     return GovernanceLayer(
         create_app(server_config),
         governance.build_kernel(),
         text_action=governance.text_action,
         agent_id=governance.agent_id,
         workers=governance.workers,
+        key=key,
     )

@@ -26,6 +26,7 @@ governance.policies[0]: unknown policy 'sqll'; use one of ['cost_control', 'sql'
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -44,10 +45,73 @@ from agentlightning.contrib.kernel.agentos import (
 
 from .govern import TextAction
 
-__all__ = ["CONFIG_ENV", "GovernanceConfig", "POLICY_BUILDERS"]
+__all__ = [
+    "CONFIG_ENV",
+    "KEY_ENV",
+    "MIN_KEY_LENGTH",
+    "GovernanceConfig",
+    "POLICY_BUILDERS",
+    "gateway_key",
+    "is_loopback",
+]
 
 #: The environment variable naming the gateway's configuration file, read by the hooks.
 CONFIG_ENV = "AGENTOS_GATEWAY_CONFIG"
+#: The environment variable the packaged gateway.yaml reads its key from (1.0's agents get theirs as AGL_KEY too).
+KEY_ENV = "AGL_KEY"
+#: The shortest key the gateway accepts (``secrets.token_urlsafe(32)`` is 43 characters).
+MIN_KEY_LENGTH = 32
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (the address the gateway listens on) reaches this machine only.
+
+    >>> [is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::", "10.0.0.5", "gateway.internal")]
+    [True, True, True, False, False, False, False]
+    """
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # a host name may resolve anywhere
+
+
+def gateway_key(server_config: Mapping[str, Any]) -> str:
+    """The gateway's key from 1.0's server keys (``host``, ``key``), checked before anything listens.
+
+    A key, when set, is required on every route but ``/healthz``, whatever the address. Without one
+    the gateway serves loopback only: off loopback it refuses to start, saying how to set one.
+
+    >>> gateway_key({"host": "127.0.0.1", "key": ""})
+    ''
+    >>> try:
+    ...     gateway_key({"host": "0.0.0.0", "key": ""})
+    ... except GovernanceConfigError as error:
+    ...     print(str(error)[:93])
+    the gateway would listen on '0.0.0.0', which is not a loopback address, without a key: anyone
+    """
+    host = str(server_config.get("host") or "")
+    key = server_config.get("key")
+    key = "" if key is None else str(key)
+    if key and len(key) < MIN_KEY_LENGTH:
+        raise GovernanceConfigError(
+            f"the gateway's key is {len(key)} characters; use at least {MIN_KEY_LENGTH}, for example "
+            f"`export {KEY_ENV}=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')`"
+        )
+    if not key and not is_loopback(host):
+        raise GovernanceConfigError(
+            f"the gateway would listen on {host!r}, which is not a loopback address, without a key: anyone who "
+            "can reach it could create rollouts, register model servers and post rewards. Set a key of at least "
+            f"{MIN_KEY_LENGTH} characters: `export {KEY_ENV}=$(python -c 'import secrets; "
+            'print(secrets.token_urlsafe(32))\')` (the packaged gateway.yaml reads `key: ${oc.env:AGL_KEY,""}`; '
+            "in a file of your own write the same line, or pass 'key=${oc.env:AGL_KEY}' on the command line), "
+            "and give the same key to agl-controller (agl_server.key) and the trainer. Or listen on loopback "
+            "only: host=127.0.0.1."
+        )
+    return key
+
 
 POLICY_BUILDERS: Dict[str, Callable[..., Policy]] = {
     "sql": SQLPolicy,

@@ -12,8 +12,13 @@ rollout and attempt as context:
   object, a duplicated key): refused by the kernel (``kernel.refuse``), recorded and removed.
 
 Text is not an action unless the configuration says which tool it stands for (``text_action``):
-then a choice's text (``message.content`` without tool calls, or a legacy completion's ``text``)
-is judged as that tool's argument and replaced by the refusal when blocked.
+then every text of every choice is judged as that tool's argument and replaced by the refusal when
+blocked: ``message.content`` as a string or each ``text`` part of a list of parts, beside tool calls
+or without them, and a legacy completion's ``text``. Content the layer cannot read as text (a part
+of another type, an object) is unreadable: the whole response is withheld.
+
+Only the two upstream paths 1.0 proxies are read (``chat/completions``, ``completions``), and a
+response to them must carry ``choices``: any other path or shape is unreadable, never passed.
 
 >>> from agentlightning.contrib.kernel.agentos import ActionContext, GovernanceKernel, SQLPolicy
 >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"], tools=["run_sql"], detect=False)])
@@ -50,6 +55,8 @@ __all__ = [
 GATEWAY_POLICY_NAME = "AgentOSGateway"
 #: Tool name under which an unreadable call is recorded when it has no readable name.
 UNREADABLE_TOOL = "unreadable_tool_call"
+#: The upstream paths whose responses the gateway reads (1.0's proxy serves these two).
+READABLE_PATHS = ("chat/completions", "completions")
 
 
 class UnreadableAction(ValueError):
@@ -136,9 +143,42 @@ def _judge_call(kernel: GovernanceKernel, call: Any, context: ActionContext) -> 
     return kernel.check(Action(name, arguments), context=context)
 
 
-def _append_refusals(content: Any, refusals: List[str]) -> str:
+def _append_refusals(content: Any, refusals: List[str]) -> Any:
+    if isinstance(content, list):  # a list of parts stays one: the refusals are text parts after it
+        return content + [{"type": "text", "text": refusal} for refusal in refusals]
     parts = [content] if isinstance(content, str) and content else []
     return "\n".join(parts + refusals)
+
+
+def _judge_text(
+    kernel: GovernanceKernel, text: str, index: int, context: ActionContext, action: TextAction
+) -> Tuple[str, GatewayDecision]:
+    """The text the harness may see (the refusal when blocked) and the decision on it."""
+    decision = kernel.check(Action(action.tool, {action.argument: text}), context=context)
+    return (refusal_text(decision) if decision.blocked else text), GatewayDecision(decision, index, None, "text")
+
+
+def _govern_content(
+    kernel: GovernanceKernel, content: Any, index: int, context: ActionContext, action: TextAction
+) -> Tuple[Any, List[GatewayDecision]]:
+    """Every text of a message's ``content`` judged as ``action``: a string, or each text part of a list."""
+    if content is None or content == "":
+        return content, []
+    if isinstance(content, str):
+        governed, decision = _judge_text(kernel, content, index, context, action)
+        return governed, [decision]
+    if not isinstance(content, list):
+        raise UnreadableAction(f"choice {index}: content is neither text nor a list of parts: {type(content).__name__}")
+    parts, judged = [], []
+    for position, part in enumerate(content):
+        if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            raise UnreadableAction(
+                f"choice {index}: content part {position} is not a text part the gateway can judge: {str(part)[:200]!r}"
+            )
+        governed, decision = _judge_text(kernel, part["text"], index, context, action)
+        parts.append({**part, "text": governed})
+        judged.append(decision)
+    return parts, judged
 
 
 def _govern_message(
@@ -148,6 +188,8 @@ def _govern_message(
     if not isinstance(message, dict):
         raise UnreadableAction(f"choice {index} has no message object")
     judged: List[GatewayDecision] = []
+    if text is not None:
+        message["content"], judged = _govern_content(kernel, message.get("content"), index, context, text)
     calls = message.get("tool_calls")
     legacy = message.get("function_call")
     if legacy is not None:  # the pre-tools OpenAI format acts the same way: judge it as one more call
@@ -175,11 +217,6 @@ def _govern_message(
             choice["finish_reason"] = "stop"
         if refusals:
             message["content"] = _append_refusals(message.get("content"), refusals)
-    elif text is not None and isinstance(message.get("content"), str) and message["content"]:
-        decision = kernel.check(Action(text.tool, {text.argument: message["content"]}), context=context)
-        judged.append(GatewayDecision(decision, index, None, "text"))
-        if decision.blocked:
-            message["content"] = refusal_text(decision)
     return judged
 
 
@@ -194,14 +231,17 @@ def govern_response(
 
     The input is not changed (1.0's proxy has already recorded it as the ``model_request`` event,
     so training sees what the model emitted). Anything that cannot be read raises
-    :class:`UnreadableAction`; the caller then withholds the whole response.
+    :class:`UnreadableAction`; the caller then withholds the whole response. An error body (no
+    ``choices``, status >= 400) is the caller's to pass: it carries no model output.
     """
+    if upstream_path not in READABLE_PATHS:
+        raise UnreadableAction(
+            f"the gateway cannot read responses of upstream path {upstream_path!r} (it reads {list(READABLE_PATHS)})"
+        )
     governed = copy.deepcopy(dict(response))
     choices = governed.get("choices")
-    if choices is None:
-        return governed, []  # an error body: no model output, nothing to act on
     if not isinstance(choices, list):
-        raise UnreadableAction("'choices' is not a list")
+        raise UnreadableAction(f"the response has no 'choices' list to judge: {str(choices)[:200]!r}")
     decisions: List[GatewayDecision] = []
     for position, choice in enumerate(choices):
         if not isinstance(choice, dict):
@@ -210,9 +250,10 @@ def govern_response(
         index = index if isinstance(index, int) else position
         if upstream_path == "chat/completions":
             decisions.extend(_govern_message(kernel, choice, index, context, text))
-        elif text is not None and isinstance(choice.get("text"), str) and choice["text"]:
-            decision = kernel.check(Action(text.tool, {text.argument: choice["text"]}), context=context)
-            decisions.append(GatewayDecision(decision, index, None, "text"))
-            if decision.blocked:
-                choice["text"] = refusal_text(decision)
+        elif text is not None:
+            if not isinstance(choice.get("text"), str):
+                raise UnreadableAction(f"choice {position}: a completion's text is not a string")
+            if choice["text"]:
+                choice["text"], decision = _judge_text(kernel, choice["text"], index, context, text)
+                decisions.append(decision)
     return governed, decisions
