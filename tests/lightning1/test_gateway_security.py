@@ -407,7 +407,6 @@ def test_one_rollouts_slow_checks_do_not_delay_another_rollouts_check(start_gate
 # -- issue 38, item 4: an unkeyed audit trail is said at start -----------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38: the gateway writes an unkeyed trail without a word")
 def test_the_gateway_warns_when_its_audit_trail_is_unkeyed(tmp_path, monkeypatch):
     from structlog.testing import capture_logs
 
