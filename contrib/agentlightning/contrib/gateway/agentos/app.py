@@ -42,7 +42,8 @@ def create_governed_app(config: Mapping[str, Any] | DictConfig) -> GovernanceLay
     key = gateway_key(server_config)
     kernel = governance.build_kernel()
     if kernel.audit is not None and kernel.audit.key is None:
-        log.warning(f"the gateway's audit trail is unkeyed: {UNKEYED_WARNING}", recorder=str(kernel.audit.recorder.db_path))
+        recorder = str(kernel.audit.recorder.db_path)
+        log.warning(f"the gateway's audit trail is unkeyed: {UNKEYED_WARNING}", recorder=recorder)
     return GovernanceLayer(
         create_app(server_config),
         kernel,
