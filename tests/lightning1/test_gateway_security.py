@@ -422,3 +422,34 @@ def test_the_gateway_warns_when_its_audit_trail_is_unkeyed(tmp_path, monkeypatch
     with capture_logs() as logs:
         create_governed_app(gateway_config(free_port(), tmp_path / "keyed")).close()
     assert [entry for entry in logs if "unkeyed" in entry["event"]] == []
+
+
+# -- issue 38, item 3: a stream is judged whole, then re-emitted ---------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 38: a streaming request is refused (400)")
+@pytest.mark.parametrize("include_usage", [False, True])
+def test_a_stream_is_judged_whole_and_re_emitted(gateway_without_key, scripted_model, include_usage):
+    import openai
+
+    gateway = gateway_without_key
+    rollout_id = gateway.new_rollout()
+    client = openai.OpenAI(base_url=gateway.proxy_url(rollout_id), api_key="none")
+    options = {"stream_options": {"include_usage": True}} if include_usage else {}
+    stream = client.chat.completions.create(
+        model=MODEL_NAME, messages=[{"role": "user", "content": "mixed"}], stream=True, **options
+    )
+    chunks = list(stream)
+    deltas = [choice.delta for chunk in chunks for choice in chunk.choices]
+    calls = [call for delta in deltas for call in delta.tool_calls or []]
+    assert [(c.index, c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+        (0, "run_sql", {"query": "SELECT count(*) FROM users"})
+    ]
+    text = "".join(delta.content or "" for delta in deltas)
+    assert text.startswith("[agentos] tool call run_sql was blocked and not executed") and "DROP" in text
+    assert [c.finish_reason for chunk in chunks for c in chunk.choices if c.finish_reason] == ["tool_calls"]
+    assert (chunks[-1].usage is not None) is include_usage
+    # The model was asked for the whole answer; the harness got it as a stream after it was judged.
+    assert scripted_model.requests[0].get("stream") is False
+    verdicts = [d["data"]["verdict"] for d in of_type(gateway.events(rollout_id), DECISION_EVENT)]
+    assert verdicts == ["allowed", "blocked"]
