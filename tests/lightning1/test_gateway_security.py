@@ -427,7 +427,6 @@ def test_the_gateway_warns_when_its_audit_trail_is_unkeyed(tmp_path, monkeypatch
 # -- issue 38, item 3: a stream is judged whole, then re-emitted ---------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38: a streaming request is refused (400)")
 @pytest.mark.parametrize("include_usage", [False, True])
 def test_a_stream_is_judged_whole_and_re_emitted(gateway_without_key, scripted_model, include_usage):
     import openai

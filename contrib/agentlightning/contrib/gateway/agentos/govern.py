@@ -47,6 +47,7 @@ __all__ = [
     "GatewayDecision",
     "TextAction",
     "UnreadableAction",
+    "as_stream_events",
     "govern_response",
     "refusal_text",
 ]
@@ -257,3 +258,54 @@ def govern_response(
                 choice["text"], decision = _judge_text(kernel, choice["text"], index, context, text)
                 decisions.append(decision)
     return governed, decisions
+
+
+def _stream_text(content: Any, index: int) -> Optional[str]:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text" for p in content):
+        return "".join(str(p.get("text", "")) for p in content)
+    raise UnreadableAction(f"choice {index}: content the gateway cannot send as a stream: {str(content)[:200]!r}")
+
+
+def as_stream_events(governed: Mapping[str, Any], upstream_path: str, *, include_usage: bool) -> List[Dict[str, Any]]:
+    """A governed response as the chunks a streaming client reads (each one ``data:`` line of the stream).
+
+    The model was asked for the whole answer and it has been judged: the stream is the governed
+    response, each choice's message as one delta, then its ``finish_reason``, then (when asked for
+    with ``stream_options.include_usage``) the usage.
+
+    >>> response = {"id": "c1", "created": 1, "model": "m", "usage": {"total_tokens": 3}, "choices": [
+    ...     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}]}
+    >>> [e["choices"] for e in as_stream_events(response, "chat/completions", include_usage=True)]
+    [[{'index': 0, 'delta': {'role': 'assistant', 'content': 'hi'}, 'finish_reason': None, 'logprobs': None}], \
+[{'index': 0, 'delta': {}, 'finish_reason': 'stop', 'logprobs': None}], []]
+    """
+    chat = upstream_path == "chat/completions"
+    base = {
+        "id": governed.get("id"),
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "created": governed.get("created", 0),
+        "model": governed.get("model"),
+    }
+    events: List[Dict[str, Any]] = []
+    for position, choice in enumerate(governed["choices"]):
+        index = choice.get("index", position)
+        if chat:
+            message = choice.get("message") or {}
+            delta: Dict[str, Any] = {"role": message.get("role", "assistant")}
+            text = _stream_text(message.get("content"), index)
+            if text is not None:
+                delta["content"] = text
+            if message.get("tool_calls"):
+                delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+            first: Dict[str, Any] = {"index": index, "delta": delta}
+            last: Dict[str, Any] = {"index": index, "delta": {}}
+        else:
+            first = {"index": index, "text": choice.get("text", "")}
+            last = {"index": index, "text": ""}
+        events.append({**base, "choices": [{**first, "finish_reason": None, "logprobs": None}]})
+        events.append({**base, "choices": [{**last, "finish_reason": choice.get("finish_reason"), "logprobs": None}]})
+    if include_usage:
+        events.append({**base, "choices": [], "usage": governed.get("usage")})
+    return events

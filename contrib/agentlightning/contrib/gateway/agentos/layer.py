@@ -18,8 +18,9 @@
    rollout running); a posted event must name the rollout's current attempt, and
    ``agentos.decision`` events are the gateway's own. Refusals are recorded in the audit trail,
    charged to no rollout (the ids are only what the caller claimed);
-4. **governed**: a streaming request is refused before anything is forwarded (a tool call is judged
-   whole before the harness sees any of it); 1.0's proxy forwards the request and records the
+4. **governed**: a streaming request is asked of the model whole (``stream`` false: a tool call is
+   judged whole before the harness sees any of it) and the governed response is re-emitted as a
+   stream of chunks (:func:`~.govern.as_stream_events`); 1.0's proxy forwards the request and records the
    model's original response; every action in it is judged with the kernel, the rollout and attempt
    as context, on a :class:`~.fair_queue.FairQueue` (worker threads, at most one per rollout at a
    time, rollouts served in turn, so one rollout's slow input does not delay another's check);
@@ -52,7 +53,14 @@ from agentlightning.contrib.kernel.agentos import Action, ActionContext, Governa
 
 from .events import DECISION_EVENT, decision_event_data
 from .fair_queue import FairQueue
-from .govern import GATEWAY_POLICY_NAME, GatewayDecision, TextAction, UnreadableAction, govern_response
+from .govern import (
+    GATEWAY_POLICY_NAME,
+    GatewayDecision,
+    TextAction,
+    UnreadableAction,
+    as_stream_events,
+    govern_response,
+)
 
 __all__ = ["GovernanceLayer", "ROUTES"]
 
@@ -217,11 +225,11 @@ class GovernanceLayer:
                 return await receive()  # the client's own channel: 1.0's proxy notices a disconnect
             gate["kind"], gate["name"] = _endpoint_kind(scope)
             try:
-                await self._admit(scope, gate["kind"], gate["name"], raw)
+                body = await self._admit(scope, gate, raw)
             except _Refused as refused:
                 gate["refused"] = refused
                 return {"type": "http.disconnect"}
-            return {"type": "http.request", "body": raw, "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": False}
 
         try:
             status, headers, body = await self._forward(scope, gated_receive)
@@ -234,7 +242,7 @@ class GovernanceLayer:
         if kind in (PUBLIC, SERVED, EVENTS):
             return status, headers, body
         if kind == GOVERNED:
-            return await self._governed(scope, status, headers, body)
+            return await self._governed(scope, status, headers, body, gate.get("stream"))
         if name == "no route" and status >= 400:
             return status, headers, body  # 1.0's router answered 404/405 itself: no endpoint ran
         log.warning("unplaced route; response withheld", path=scope.get("path"), endpoint=name, status=status)
@@ -245,8 +253,11 @@ class GovernanceLayer:
             "it serves only the 1.0 routes it knows, and never passes a response it cannot judge",
         )
 
-    async def _admit(self, scope: Scope, kind: Optional[str], name: str, raw: bytes) -> None:
-        """Refuses (:class:`_Refused`) a request its route or rollout does not allow, before 1.0 serves it."""
+    async def _admit(self, scope: Scope, gate: Dict[str, Any], raw: bytes) -> bytes:
+        """The request body 1.0 is given, or :class:`_Refused` for a request its route or rollout does not
+        allow, before 1.0 serves it. A streaming model call is asked of the model whole (``stream`` false,
+        noted in ``gate``) and re-emitted as a stream once judged."""
+        kind, name = gate["kind"], gate["name"]
         params = scope.get("path_params") or {}
         if kind is None:
             await self._refuse_request(scope, f"route not placed: {name}", params)
@@ -258,14 +269,14 @@ class GovernanceLayer:
         if kind == EVENTS:
             await self._admit_event(scope, params, raw)
         elif kind == GOVERNED:
+            await self._admit_model_call(scope, params)
             request = _json_or_none(raw)
             if isinstance(request, dict) and request.get("stream"):
-                raise _Refused(
-                    400,
-                    "streaming is not supported by the governed gateway: every tool call is judged whole "
-                    "before the harness sees it; send the request with stream=false",
-                )
-            await self._admit_model_call(scope, params)
+                options = request.pop("stream_options", None)
+                gate["stream"] = {"include_usage": isinstance(options, dict) and bool(options.get("include_usage"))}
+                request["stream"] = False  # judged whole: no part of a tool call reaches the harness unjudged
+                return json.dumps(request).encode()
+        return raw
 
     async def _admit_event(self, scope: Scope, params: Dict[str, Any], raw: bytes) -> None:
         event = _json_or_none(raw)
@@ -328,7 +339,14 @@ class GovernanceLayer:
 
     # -- governed ---------------------------------------------------------------------------------
 
-    async def _governed(self, scope: Scope, status: int, headers: List[Tuple[bytes, bytes]], body: bytes) -> Reply:
+    async def _governed(
+        self,
+        scope: Scope,
+        status: int,
+        headers: List[Tuple[bytes, bytes]],
+        body: bytes,
+        stream: Optional[Dict[str, Any]] = None,
+    ) -> Reply:
         params = scope["path_params"]
         content_type = dict(headers).get(b"content-type", b"")
         response = _json_or_none(body) if content_type.startswith(b"application/json") else None
@@ -351,6 +369,7 @@ class GovernanceLayer:
                 context,
                 self.text_action,
             )
+            events = as_stream_events(governed, params["upstream_path"], **stream) if stream else None
         except UnreadableAction as error:
             decision_id = await self._withhold(params, context, body, str(error))
             # The reason (which may quote the response) is in the decision, not in what the harness reads.
@@ -362,8 +381,12 @@ class GovernanceLayer:
                 },
             )
         self._record(params, decisions)
-        new_body = json.dumps(governed).encode()
-        kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+        if events is not None:
+            new_body = "".join([f"data: {json.dumps(event)}\n\n" for event in events] + ["data: [DONE]\n\n"]).encode()
+            kept = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
+        else:
+            new_body = json.dumps(governed).encode()
+            kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
         return status, kept + [(b"content-length", str(len(new_body)).encode())], new_body
 
     async def _withhold(self, params: Dict[str, Any], context: ActionContext, body: bytes, reason: str) -> str:
