@@ -11,8 +11,6 @@ import pytest
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy
 from agentlightning.contrib.kernel.agentos.sql.bounded import ReadingBudget
 
-pytestmark = pytest.mark.xfail(strict=True, reason="issue 32: fails on main before the fix")
-
 DENY = ["DROP", "DELETE", "TRUNCATE"]
 #: Nested past Python's recursion limit (about 1,000 levels).
 DEEP_JSON_DROP = "[" * 1200 + json.dumps("DROP TABLE users") + "]" * 1200
