@@ -9,7 +9,7 @@ import time
 import pytest
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy
-from agentlightning.contrib.kernel.agentos.sql.bounded import ReadingBudget
+from agentlightning.contrib.kernel.agentos.sql import ReadingBudget
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]
 #: Nested past Python's recursion limit (about 1,000 levels).
