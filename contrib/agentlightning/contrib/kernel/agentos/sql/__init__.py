@@ -9,9 +9,12 @@
 * :mod:`.schema` -- the schema-aware mode (``SQLPolicy(database=...)``: what a statement sets off in
   the database, its triggers, rules, cascades and routine bodies), read by :mod:`.schema_sqlite`,
   :mod:`.schema_postgres` and :mod:`.schema_mariadb`;
+* :mod:`.bounded` -- reading in bounded time (:class:`ReadingBudget`: counted limits before
+  parsing, long texts read in a worker process killed at the deadline);
 * :mod:`.policy` -- :class:`SQLPolicy` and :func:`analyze_sql`.
 """
 
+from .bounded import ReadingBudget
 from .effects import EFFECTS, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown, effects_table
 from .policy import (
     DEFAULT_SQL_TOOLS,
@@ -25,6 +28,7 @@ from .policy import (
 
 __all__ = [
     "SQLPolicy",
+    "ReadingBudget",
     "SQLAnalysis",
     "SQLStatement",
     "Unknown",
