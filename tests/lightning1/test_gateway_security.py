@@ -452,3 +452,57 @@ def test_a_stream_is_judged_whole_and_re_emitted(gateway_without_key, scripted_m
     assert scripted_model.requests[0].get("stream") is False
     verdicts = [d["data"]["verdict"] for d in of_type(gateway.events(rollout_id), DECISION_EVENT)]
     assert verdicts == ["allowed", "blocked"]
+
+
+# -- issue 38, item 7: the SQL a text carries is judged; prose is speech ----------------------------------------
+
+CARRIED = {
+    "fenced drop": [{"content": "Let me look.\n```sql\nDROP TABLE users\n```\nDone."}],
+    "fenced read": [{"content": "Counting:\n```sql\nSELECT count(*) FROM users\n```"}],
+    "unterminated fence": [{"content": "Here:\n```sql\nDROP TABLE users"}],
+    "prose": [{"content": "There are 3 users, and I will not drop anything."}],
+    "prefixed drop": [{"content": "Thought: the table is in the way\nSQL: DROP TABLE users"}],
+    "prefixed prose": [{"content": "Thought: I am done; no SQL needed."}],
+}
+
+
+@pytest.fixture
+def shaped_model():
+    SHAPES.update(CARRIED)
+    with ShapedModel({}) as model:
+        yield model
+
+
+@pytest.mark.xfail(strict=True, reason="issue 38: text_action judges a whole text as one SQL argument")
+def test_the_sql_a_text_carries_is_judged_and_prose_is_speech(start_gateway, shaped_model):
+    fenced = start_gateway(text_action={"tool": "run_sql", "argument": "query", "fenced": True})
+    prefixed = start_gateway(text_action={"tool": "run_sql", "argument": "query", "prefix": "SQL:"})
+    for gateway in (fenced, prefixed):
+        gateway.register_model(shaped_model.endpoint)
+
+    def content(gateway, question):
+        response, decisions = ask(gateway, question)
+        assert response.status_code == 200, response.text
+        return response.json()["choices"][0]["message"]["content"], decisions
+
+    text, decisions = content(fenced, "fenced drop")
+    assert text.startswith("[agentos] tool call run_sql was blocked") and decisions == [("text", "blocked")]
+    text, decisions = content(fenced, "unterminated fence")
+    assert text.startswith("[agentos] tool call run_sql was blocked") and decisions == [("text", "blocked")]
+    assert content(fenced, "fenced read") == (CARRIED["fenced read"][0]["content"], [("text", "allowed")])
+    assert content(fenced, "prose") == (CARRIED["prose"][0]["content"], [])
+    text, decisions = content(prefixed, "prefixed drop")
+    assert text.startswith("[agentos] tool call run_sql was blocked") and decisions == [("text", "blocked")]
+    assert content(prefixed, "prefixed prose") == (CARRIED["prefixed prose"][0]["content"], [])
+
+
+@pytest.mark.xfail(strict=True, reason="issue 38: text_action knows no fenced or prefix reading")
+def test_a_text_action_reads_one_way_and_says_so(tmp_path):
+    from agentlightning.contrib.gateway.agentos import GovernanceConfig
+
+    base = gateway_config(0, tmp_path / "audit")["governance"]
+    action = {"tool": "run_sql", "argument": "query"}
+    assert GovernanceConfig.from_mapping({**base, "text_action": {**action, "fenced": True}}).text_action.fenced
+    for bad in ({"fenced": "yes"}, {"prefix": ""}, {"fenced": True, "prefix": "SQL:"}, {"fence": True}):
+        with pytest.raises(GovernanceConfigError, match="text_action"):
+            GovernanceConfig.from_mapping({**base, "text_action": {**action, **bad}})
