@@ -473,7 +473,6 @@ def shaped_model():
         yield model
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38: text_action judges a whole text as one SQL argument")
 def test_the_sql_a_text_carries_is_judged_and_prose_is_speech(start_gateway, shaped_model):
     fenced = start_gateway(text_action={"tool": "run_sql", "argument": "query", "fenced": True})
     prefixed = start_gateway(text_action={"tool": "run_sql", "argument": "query", "prefix": "SQL:"})
@@ -496,7 +495,6 @@ def test_the_sql_a_text_carries_is_judged_and_prose_is_speech(start_gateway, sha
     assert content(prefixed, "prefixed prose") == (CARRIED["prefixed prose"][0]["content"], [])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38: text_action knows no fenced or prefix reading")
 def test_a_text_action_reads_one_way_and_says_so(tmp_path):
     from agentlightning.contrib.gateway.agentos import GovernanceConfig
 

@@ -125,6 +125,30 @@ _KEYS = {"recorder_dir", "policies", "penalties", "text_action", "policy_timeout
 _KERNELS_IN_THIS_PROCESS = itertools.count(1)
 
 
+def _text_action(text: Any) -> TextAction:
+    """``governance.text_action``: ``{tool, argument}``, and at most one of ``fenced: true`` or ``prefix: <text>``."""
+    shape = (
+        "null or {tool: <name>, argument: <name>} with fenced: true or prefix: <text> if the harness runs only those"
+    )
+    if not isinstance(text, Mapping) or not {"tool", "argument"} <= set(text) <= {
+        "tool",
+        "argument",
+        "fenced",
+        "prefix",
+    }:
+        raise GovernanceConfigError(f"governance.text_action must be {shape}, got {text!r}")
+    fenced, prefix = text.get("fenced", False), text.get("prefix")
+    if not isinstance(fenced, bool) or (prefix is not None and (not isinstance(prefix, str) or not prefix.strip())):
+        raise GovernanceConfigError(
+            f"governance.text_action: fenced must be true or false, prefix a non-empty text; got {text!r}"
+        )
+    if fenced and prefix is not None:
+        raise GovernanceConfigError(f"governance.text_action: fenced or prefix, not both; got {text!r}")
+    return TextAction(
+        str(text["tool"]), str(text["argument"]), fenced=fenced, prefix=prefix.strip() if prefix else None
+    )
+
+
 @dataclass
 class GovernanceConfig:
     """The validated ``governance`` section (see the module docstring)."""
@@ -169,11 +193,7 @@ class GovernanceConfig:
             )
         text = section.get("text_action")
         if text is not None:
-            if not isinstance(text, Mapping) or set(text) != {"tool", "argument"}:
-                raise GovernanceConfigError(
-                    f"governance.text_action must be null or {{tool: <name>, argument: <name>}}, got {text!r}"
-                )
-            text = TextAction(str(text["tool"]), str(text["argument"]))
+            text = _text_action(text)
         workers = section.get("workers", 2)
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise GovernanceConfigError(f"governance.workers must be an integer >= 1, got {workers!r}")

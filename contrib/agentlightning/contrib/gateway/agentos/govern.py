@@ -56,6 +56,10 @@ __all__ = [
 GATEWAY_POLICY_NAME = "AgentOSGateway"
 #: Tool name under which an unreadable call is recorded when it has no readable name.
 UNREADABLE_TOOL = "unreadable_tool_call"
+#: Info strings after an opening fence that name the block's language (not code) for ``TextAction.fenced``.
+FENCE_LANGUAGES = frozenset(
+    {"", "sql", "sqlite", "postgres", "postgresql", "psql", "mysql", "mariadb", "bash", "sh", "shell", "python", "py"}
+)
 #: The upstream paths whose responses the gateway reads (1.0's proxy serves these two).
 READABLE_PATHS = ("chat/completions", "completions")
 
@@ -66,10 +70,44 @@ class UnreadableAction(ValueError):
 
 @dataclass(frozen=True)
 class TextAction:
-    """Which tool a choice's text stands for, for harnesses that act through text."""
+    """Which tool a choice's text stands for, for harnesses that act through text, and what of it they run.
+
+    By default the whole text is the tool's argument. A harness that runs only the code a text
+    carries says where it is: ``fenced`` (each fenced code block; an unterminated fence runs to the
+    end of the text) or ``prefix`` (the rest of each line that starts with it, as a ReAct
+    ``Action Input:``). Then each carried piece is judged, and prose that carries none is speech: it
+    is delivered as it is, with no decision.
+
+    >>> TextAction("run_sql", "query", fenced=True).carried("Here:\\n```sql\\nSELECT 1\\n```\\nand ```DROP TABLE t")
+    ['SELECT 1', 'DROP TABLE t']
+    >>> TextAction("run_sql", "query", prefix="SQL:").carried("Thought: count them\\nSQL: SELECT count(*) FROM t")
+    ['SELECT count(*) FROM t']
+    >>> TextAction("run_sql", "query", fenced=True).carried("```DROP\\nTABLE t```")
+    ['DROP\\nTABLE t']
+    >>> TextAction("run_sql", "query").carried("any text at all")
+    ['any text at all']
+    """
 
     tool: str
     argument: str
+    fenced: bool = False
+    prefix: Optional[str] = None
+
+    def carried(self, text: str) -> List[str]:
+        """The pieces of ``text`` the harness would run (see the class docstring)."""
+        if self.fenced:
+            pieces = []
+            for block in text.split("```")[1::2]:  # inside the fences; a last, unterminated one included
+                first, _, rest = block.partition("\n")
+                # A known language tag after the opening fence (```sql) is not code; any other first
+                # line is judged with the rest (```DROP + a new line + TABLE t reads as DROP TABLE t).
+                code = rest if first.strip().lower() in FENCE_LANGUAGES else block
+                pieces.append(code.strip())
+            return [piece for piece in pieces if piece]
+        if self.prefix:
+            lines = (line.strip() for line in text.splitlines())
+            return [line[len(self.prefix) :].strip() for line in lines if line.startswith(self.prefix)]
+        return [text]
 
 
 @dataclass(frozen=True)
@@ -153,10 +191,14 @@ def _append_refusals(content: Any, refusals: List[str]) -> Any:
 
 def _judge_text(
     kernel: GovernanceKernel, text: str, index: int, context: ActionContext, action: TextAction
-) -> Tuple[str, GatewayDecision]:
-    """The text the harness may see (the refusal when blocked) and the decision on it."""
-    decision = kernel.check(Action(action.tool, {action.argument: text}), context=context)
-    return (refusal_text(decision) if decision.blocked else text), GatewayDecision(decision, index, None, "text")
+) -> Tuple[str, List[GatewayDecision]]:
+    """The text the harness may see (the refusals when a piece it carries is blocked) and the decisions on it."""
+    decisions = [
+        kernel.check(Action(action.tool, {action.argument: piece}), context=context) for piece in action.carried(text)
+    ]
+    refusals = [refusal_text(decision) for decision in decisions if decision.blocked]
+    judged = [GatewayDecision(decision, index, None, "text") for decision in decisions]
+    return ("\n".join(refusals) if refusals else text), judged
 
 
 def _govern_content(
@@ -166,8 +208,7 @@ def _govern_content(
     if content is None or content == "":
         return content, []
     if isinstance(content, str):
-        governed, decision = _judge_text(kernel, content, index, context, action)
-        return governed, [decision]
+        return _judge_text(kernel, content, index, context, action)
     if not isinstance(content, list):
         raise UnreadableAction(f"choice {index}: content is neither text nor a list of parts: {type(content).__name__}")
     parts, judged = [], []
@@ -176,9 +217,9 @@ def _govern_content(
             raise UnreadableAction(
                 f"choice {index}: content part {position} is not a text part the gateway can judge: {str(part)[:200]!r}"
             )
-        governed, decision = _judge_text(kernel, part["text"], index, context, action)
+        governed, decisions = _judge_text(kernel, part["text"], index, context, action)
         parts.append({**part, "text": governed})
-        judged.append(decision)
+        judged.extend(decisions)
     return parts, judged
 
 
@@ -255,8 +296,8 @@ def govern_response(
             if not isinstance(choice.get("text"), str):
                 raise UnreadableAction(f"choice {position}: a completion's text is not a string")
             if choice["text"]:
-                choice["text"], decision = _judge_text(kernel, choice["text"], index, context, text)
-                decisions.append(decision)
+                choice["text"], judged = _judge_text(kernel, choice["text"], index, context, text)
+                decisions.extend(judged)
     return governed, decisions
 
 

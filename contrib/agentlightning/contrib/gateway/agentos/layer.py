@@ -40,7 +40,7 @@ import hmac
 import ipaddress
 import json
 import time
-from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, NoReturn, Optional, Tuple
 
 import structlog
 from starlette._utils import get_route_path
@@ -212,8 +212,8 @@ class GovernanceLayer:
 
     async def _serve(self, scope: Scope, receive: Receive) -> Reply:
         # Only what 1.0's router can send to its health check skips the key here (checked again once placed).
-        authorized = not (get_route_path(scope) == "/healthz" and scope.get("method") in ("GET", "HEAD"))
-        if authorized:
+        key_checked = not (get_route_path(scope) == "/healthz" and scope.get("method") in ("GET", "HEAD"))
+        if key_checked:
             self._authorize(scope)
         raw = await self._read_body(receive)
         gate: Dict[str, Any] = {}
@@ -237,7 +237,7 @@ class GovernanceLayer:
             if "refused" in gate:  # whatever 1.0 made of the disconnect it was given, the refusal is the answer
                 raise gate["refused"]
         kind, name = _endpoint_kind(scope)  # endpoints that never read the request are placed here
-        if kind != PUBLIC and not authorized:
+        if kind != PUBLIC and not key_checked:
             self._authorize(scope)
         if kind in (PUBLIC, SERVED, EVENTS):
             return status, headers, body
@@ -245,13 +245,7 @@ class GovernanceLayer:
             return await self._governed(scope, status, headers, body, gate.get("stream"))
         if name == "no route" and status >= 400:
             return status, headers, body  # 1.0's router answered 404/405 itself: no endpoint ran
-        log.warning("unplaced route; response withheld", path=scope.get("path"), endpoint=name, status=status)
-        await self._refuse_request(scope, f"route not placed: {name}", {})
-        raise _Refused(
-            404,
-            f"the governed gateway cannot place {scope.get('method')} {scope.get('path')} (endpoint {name}): "
-            "it serves only the 1.0 routes it knows, and never passes a response it cannot judge",
-        )
+        await self._refuse_unplaced(scope, name, {})  # an endpoint that never read the request: withheld
 
     async def _admit(self, scope: Scope, gate: Dict[str, Any], raw: bytes) -> bytes:
         """The request body 1.0 is given, or :class:`_Refused` for a request its route or rollout does not
@@ -260,12 +254,7 @@ class GovernanceLayer:
         kind, name = gate["kind"], gate["name"]
         params = scope.get("path_params") or {}
         if kind is None:
-            await self._refuse_request(scope, f"route not placed: {name}", params)
-            raise _Refused(
-                404,
-                f"the governed gateway cannot place {scope.get('method')} {scope.get('path')} (endpoint {name}): "
-                "it serves only the 1.0 routes it knows, and never passes a response it cannot judge",
-            )
+            await self._refuse_unplaced(scope, name, params)
         if kind == EVENTS:
             await self._admit_event(scope, params, raw)
         elif kind == GOVERNED:
@@ -277,6 +266,14 @@ class GovernanceLayer:
                 request["stream"] = False  # judged whole: no part of a tool call reaches the harness unjudged
                 return json.dumps(request).encode()
         return raw
+
+    async def _refuse_unplaced(self, scope: Scope, name: str, params: Dict[str, Any]) -> NoReturn:
+        await self._refuse_request(scope, f"route not placed: {name}", params)
+        raise _Refused(
+            404,
+            f"the governed gateway cannot place {scope.get('method')} {scope.get('path')} (endpoint {name}): "
+            "it serves only the 1.0 routes it knows, and never passes a response it cannot judge",
+        )
 
     async def _admit_event(self, scope: Scope, params: Dict[str, Any], raw: bytes) -> None:
         event = _json_or_none(raw)
