@@ -1,4 +1,4 @@
-"""Fail closed on every path, in bounded time (issue 32, the kernel's half): text the guard cannot
+"""Fail closed on every path, in bounded time (the kernel's part): text the guard cannot
 read to the end blocks wherever it sits, every way a policy can end is a blocked and recorded
 decision, and a check ends within its budget however the text is shaped. Real kernel, real
 audit trail, real parsers."""
@@ -134,8 +134,11 @@ def test_a_text_over_no_counted_limit_is_still_stopped_at_the_deadline():
 
 def test_a_long_text_read_in_a_worker_is_judged_as_the_inline_reading_judges_it():
     budget = ReadingBudget(max_inline_chars=100)
-    kernel = GovernanceKernel([SQLPolicy(deny=DENY, reading_budget=budget)])
+    # This test compares verdicts, not times: the worker's first start on a loaded machine may
+    # take longer than the default policy_timeout_s, which the kernel measures around evaluate.
+    kernel = GovernanceKernel([SQLPolicy(deny=DENY, reading_budget=budget)], policy_timeout_s=30.0)
     query = "SELECT a FROM t WHERE x IN (" + ",".join(map(str, range(500))) + ")"
-    assert kernel.check("database_query", {"query": query}).allowed
+    decision = kernel.check("database_query", {"query": query})
+    assert decision.allowed, decision.reason
     decision = kernel.check("database_query", {"query": query + "; DROP TABLE t"})
     assert decision.blocked and "DROP statement denied" in decision.reason

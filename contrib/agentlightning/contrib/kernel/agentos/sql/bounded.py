@@ -41,7 +41,7 @@ from typing import Any, Callable, List, Optional
 
 from ..violations import GovernanceConfigError
 
-__all__ = ["ReadingBudget", "ReadingTimedOut", "over_budget", "read_in_worker"]
+__all__ = ["ReadingBudget", "ReadingTimedOut", "over_budget", "read_in_worker", "warm_reading_worker"]
 
 _PARENTHESES = re.compile(r"[()]")
 _HOW_TO_RAISE = "SQLPolicy(reading_budget=ReadingBudget({field}=...))"
@@ -63,7 +63,7 @@ class ReadingBudget:
     """
 
     max_comment_openers: int = 500
-    max_nesting: int = 200
+    max_nesting: int = 1_000
     max_inline_chars: int = 10_000
     deadline_s: float = 1.0
 
@@ -207,6 +207,7 @@ class _Workers:
         self.lock = threading.Lock()
         self.idle: List[_Worker] = []
         self.pid = os.getpid()
+        self.warmed_in = 0  # the process id that started its first worker
 
     def take(self) -> _Worker:
         with self.lock:
@@ -215,6 +216,20 @@ class _Workers:
             if self.idle:
                 return self.idle.pop()
         return _Worker()
+
+    def warm(self) -> None:
+        """Start one worker in this process if none was started yet, so the first long text does
+        not wait for an interpreter's start (which a loaded machine stretches past a second)."""
+        if self.warmed_in == os.getpid():
+            return
+        with self.lock:
+            if self.warmed_in == os.getpid():
+                return
+            first = self.warmed_in == 0
+            self.warmed_in = os.getpid()
+        if first:  # registered on first use: importing the kernel changes nothing
+            atexit.register(self.close)
+        self.give_back(_Worker())
 
     def give_back(self, worker: _Worker) -> None:
         with self.lock:
@@ -231,7 +246,11 @@ class _Workers:
 
 
 _WORKERS = _Workers()
-atexit.register(_WORKERS.close)
+
+
+def warm_reading_worker() -> None:
+    """Start this process's first reading worker now (in the background: returns at once)."""
+    _WORKERS.warm()
 
 
 def read_in_worker(function: Callable[..., Any], args: tuple, chars: int, deadline_s: float) -> Any:

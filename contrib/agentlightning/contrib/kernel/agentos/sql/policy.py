@@ -39,7 +39,7 @@ from ..actions import Action, ActionContext
 from ..arguments import string_leaves, tool_key
 from ..policies import Policy
 from ..violations import GovernanceConfigError, PolicyViolation, Severity
-from .bounded import ReadingBudget, ReadingFailed, ReadingTimedOut, over_budget, read_in_worker
+from .bounded import ReadingBudget, ReadingFailed, ReadingTimedOut, over_budget, read_in_worker, warm_reading_worker
 from .effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown
 from .generic import any_in, read_generic
 from .postgres import read_postgres
@@ -317,6 +317,7 @@ def _checked_analysis(query: str, dialect: Optional[str], budget: ReadingBudget 
     problem = over_budget(query, budget)
     if problem is not None:
         return _Reading(SQLAnalysis((), unverifiable=problem))
+    warm_reading_worker()  # in every process that reads, before its first long text
     if len(query) <= budget.max_inline_chars:
         return _read(query, dialect)
     try:
@@ -542,6 +543,7 @@ class SQLPolicy(Policy):
                 f"{type(reading_budget).__name__}"
             )
         self.reading_budget = reading_budget
+        warm_reading_worker()  # started now, so the first long text does not wait for it
         if cache is not None and not isinstance(cache, bool):
             raise TypeError(
                 f"cache must be True or False (whether this policy uses the shared analysis cache), got {cache!r}"
