@@ -504,3 +504,60 @@ def test_a_text_action_reads_one_way_and_says_so(tmp_path):
     for bad in ({"fenced": "yes"}, {"prefix": ""}, {"fenced": True, "prefix": "SQL:"}, {"fence": True}):
         with pytest.raises(GovernanceConfigError, match="text_action"):
             GovernanceConfig.from_mapping({**base, "text_action": {**action, **bad}})
+
+
+# -- the kernel's fail-closed paths, through the gateway -----------------------------------------------------
+
+#: A DROP inside JSON text nested past what Python's JSON reader can read (3.12's reader goes deeper
+#: than 3.11's 1,000 levels; 5,000 is past both).
+DEEP_JSON_DROP = "[" * 5000 + json.dumps("DROP TABLE users") + "]" * 5000
+DEEP_SCRIPT = {
+    "deep note": [{"name": "notes", "arguments": json.dumps({"text": DEEP_JSON_DROP})}],
+    "deep params": [{"name": "run_sql", "arguments": json.dumps({"query": "SELECT 1", "params": DEEP_JSON_DROP})}],
+}
+
+
+@pytest.mark.parametrize("question", sorted(DEEP_SCRIPT))
+def test_a_drop_in_json_nested_past_the_recursion_limit_is_blocked_at_the_gateway(start_gateway, question):
+    with ScriptedModel(DEEP_SCRIPT) as model:
+        gateway = start_gateway()
+        gateway.register_model(model.endpoint)
+        rollout_id = gateway.new_rollout()
+        response = httpx.post(gateway.proxy_url(rollout_id) + "/chat/completions", json=chat(question), timeout=60)
+    assert response.status_code == 200, response.text
+    message = response.json()["choices"][0]["message"]
+    assert "tool_calls" not in message and "was blocked" in message["content"]
+    (decision,) = of_type(gateway.events(rollout_id), DECISION_EVENT)
+    assert decision["data"]["blocked"] is True
+    # Read to the end (3.12's JSON reader goes deeper than 3.11's), the DROP is denied; not read
+    # to the end, the text is unknown: either way the SQL guard itself blocks it.
+    (sql_violation,) = [v for v in decision["data"]["violations"] if v["policy_name"] == "SQLPolicy"]
+    assert (
+        "DROP statement denied" in sql_violation["description"] or "nested too deeply" in sql_violation["description"]
+    )
+
+
+class ExitingPolicy(Policy):
+    """A careless policy: it calls ``sys.exit`` instead of answering."""
+
+    runs_inline = True
+
+    def evaluate(self, action, context):
+        raise SystemExit(2)
+
+
+def test_a_policy_calling_sys_exit_is_a_blocked_decision_at_the_gateway_not_a_500(start_gateway, tmp_path):
+    port = free_port()
+    server_config = gateway_config(port, tmp_path / "audit")
+    server_config.pop("governance")
+    kernel = GovernanceKernel([ExitingPolicy(), SQLPolicy(deny=["DROP"])], recorder=tmp_path / "exit.db")
+    with ScriptedModel(SCRIPT) as model:
+        gateway = start_gateway(GovernanceLayer(create_app(server_config), kernel))
+        gateway.register_model(model.endpoint)
+        rollout_id = gateway.new_rollout()
+        response = httpx.post(gateway.proxy_url(rollout_id) + "/chat/completions", json=chat("read"), timeout=60)
+    assert response.status_code == 200, response.text
+    assert "was blocked" in response.json()["choices"][0]["message"]["content"]
+    (decision,) = of_type(gateway.events(rollout_id), DECISION_EVENT)
+    assert decision["data"]["blocked"] is True
+    assert "SystemExit" in json.dumps(decision["data"]["violations"])
