@@ -66,7 +66,7 @@ def call_forms(kernel: GovernanceKernel) -> Dict[str, Callable[[str], object]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 4_000, 10_000, 100_000])
     parser.add_argument("--bound", type=float, default=2.0, help="seconds a check may take (exit 1 above)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()

@@ -64,7 +64,7 @@ class ReadingBudget:
 
     max_comment_openers: int = 500
     max_nesting: int = 1_000
-    max_inline_chars: int = 10_000
+    max_inline_chars: int = 4_000
     deadline_s: float = 1.0
 
     def __post_init__(self) -> None:
