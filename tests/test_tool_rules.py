@@ -14,8 +14,6 @@ import pytest
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, GovernanceKernel, SQLPolicy
 
 
-pytestmark = pytest.mark.xfail(strict=True, reason="issue 38 item 1: no ToolRulesPolicy yet")
-
 def rules_kernel(tmp_path, **extra):
     from agentlightning.contrib.kernel.agentos import ToolRulesPolicy
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from gateway_services import JSONServer, wait_healthy  # noqa: E402 (the recipes' folder)
 from openai import OpenAI
+
+from gateway_services import JSONServer, wait_healthy  # noqa: E402 (the recipes' folder)
 
 import agentlightning.contrib.gateway.agentos as gateway_package
 from agentlightning.contrib.gateway.agentos import DECISION_EVENT, create_governed_app
@@ -36,8 +37,6 @@ TOOLS = [
     for name in ("bash", "write_file", "http_post", "run_sql")
 ]
 
-
-pytestmark = pytest.mark.xfail(strict=True, reason="issue 38 item 1: the gateway governs only SQL by default")
 
 class ToolHarness:
     """A user's harness: whatever tool call reaches it runs, and is logged first."""
@@ -225,7 +224,8 @@ def test_a_policy_entry_that_cannot_be_built_stops_the_gateway_naming_it(tmp_pat
     def build(entry):
         return GovernanceConfig.from_mapping({"recorder_dir": str(tmp_path), "policies": [entry]})
 
-    with pytest.raises(GovernanceConfigError, match=r"policies\[0\]\.python: factories:not_a_policy returned \['str'\]"):
+    not_a_policy = r"policies\[0\]\.python: factories:not_a_policy returned \['str'\]"
+    with pytest.raises(GovernanceConfigError, match=not_a_policy):
         build({"python": "factories:not_a_policy"})
     with pytest.raises(GovernanceConfigError, match=r"cannot load 'no_such_module'"):
         build({"python": "no_such_module:make"})
