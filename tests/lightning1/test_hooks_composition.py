@@ -12,8 +12,6 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
 from agentlightning.hooks import load_hooks
 from agentlightning.schemas import Event
 from agentlightning.verl.agl_rollout_manager import AglRolloutManager
@@ -29,11 +27,6 @@ from .scripted_model import ScriptedModel
 from .test_controller import SCRIPT, services  # noqa: F401 (the gateway and controller fixture)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "agentlightning-1.0.md"
-
-
-pytestmark = pytest.mark.xfail(
-    strict=True, reason="issue 38 item 2: the base is read from events fetched before the hook ran"
-)
 
 
 def documented_hooks() -> str:
@@ -54,25 +47,26 @@ def test_the_users_own_reward_plus_the_penalty_is_trained_on(services, tmp_path,
     super_first.write_text(documented_hooks().replace(call_super, "").replace(first_line, first_line + call_super))
     assert super_first.read_text().index("super()") < super_first.read_text().index("store.add_event")
     rewards = {}
-    for hooks_file in (documented, super_first):
-        hooks = load_hooks(str(hooks_file))  # what 1.0's trainer does with agentlightning.hooks
-        hooks.on_startup()
-        manager = AglRolloutManager(
-            agl_base_url=url,
-            agl_key="",
-            model=MODEL_NAME,
-            step=0,
-            poll_interval_seconds=0.5,
-            rollout_timeout_seconds=120,
-            hooks=hooks,
-            local_agent_class="gateway_sql_agent:GatewaySQLAgent",
-            local_env_map={"AGENTOS_TASK": "input"},
-        )
-        databases = {q: tmp_path / f"{hooks_file.stem}-{q}.db" for q in SCRIPT}
-        for db in databases.values():
-            make_shop_db(db)
-        with ScriptedModel(SCRIPT) as model:
-            manager.register_model([model.endpoint])
+    with ScriptedModel(SCRIPT) as model:  # one model server, registered once, for both managers
+        for hooks_file in (documented, super_first):
+            hooks = load_hooks(str(hooks_file))  # what 1.0's trainer does with agentlightning.hooks
+            hooks.on_startup()
+            manager = AglRolloutManager(
+                agl_base_url=url,
+                agl_key="",
+                model=MODEL_NAME,
+                step=0,
+                poll_interval_seconds=0.5,
+                rollout_timeout_seconds=120,
+                hooks=hooks,
+                local_agent_class="gateway_sql_agent:GatewaySQLAgent",
+                local_env_map={"AGENTOS_TASK": "input"},
+            )
+            if hooks_file == documented:
+                manager.register_model([model.endpoint])
+            databases = {q: tmp_path / f"{hooks_file.stem}-{q}.db" for q in SCRIPT}
+            for db in databases.values():
+                make_shop_db(db)
             completed = manager.enqueue_and_wait_until_completed(
                 {
                     "question": list(SCRIPT),
@@ -81,11 +75,12 @@ def test_the_users_own_reward_plus_the_penalty_is_trained_on(services, tmp_path,
                 },
                 is_train=True,
             )
-        for rollout in completed:
-            reward_events = [
-                (e["data"].get("source"), e["data"]["value"]) for e in rollout.events if e["event_type"] == "reward"
-            ]
-            rewards[hooks_file.stem, rollout.input["question"]] = (rollout.final_reward, reward_events[-1])
+            for rollout in completed:
+                assert rollout.rollout_state.value == "succeeded"
+                last = [
+                    (e["data"].get("source"), e["data"]["value"]) for e in rollout.events if e["event_type"] == "reward"
+                ]
+                rewards[hooks_file.stem, rollout.input["question"]] = (rollout.final_reward, last[-1])
     # The checker's 3.0 is the base: 3.0 - 100 for the blocked DROP, 3.0 for the clean read, in both orders.
     for stem in ("my_hooks", "super_first"):
         assert rewards[stem, "drop"] == (-97.0, ("agentos", -97.0))
