@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import tomllib
 
 from .conftest import RECIPES
@@ -87,6 +86,3 @@ def test_the_extra_the_readme_names_for_the_recipe_holds_what_it_needs():
     needed = extra_packages(extras, match.group(1))
     assert {"agentlightning", "matplotlib", "openai", "numpy"} <= needed
     assert "torch" not in needed  # no torch in the 1.0 environment: the model's process has its own
-
-
-pytestmark = pytest.mark.xfail(strict=True, reason="issue 38 item 5: the 1.0 recipe imports 0.3's llm_grpo")
