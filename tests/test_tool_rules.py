@@ -165,7 +165,9 @@ def test_values_that_cannot_be_read_as_their_rule_says_are_blocked(tmp_path, bod
         ({"h": {"args": {"u": {"type": "url", "hosts": ["https://x.com"]}}}}, "is not a host name"),
         ({"n": {"args": {"x": {"type": "int", "min": 5, "max": 1}}}}, "min 5 is above max 1"),
         ({"a": {}, "A": {}}, "the same tool as 'a'"),
-        ({"h": {"args": {"u": {"type": "url", "schemes": ["http"]}}}}, "schemes refines hosts"),
+        ({"h": {"args": {"u": {"type": "url", "hosts": ["a.com"], "base": "/x"}}}}, "base refines roots"),
+        ({"h": {"args": {"u": {"type": "url"}}}}, "a url argument names where it may point (hosts: [...])"),
+        ({"f": {"args": {"p": {"type": "path"}}}}, "a path argument names where it may point (roots: [...])"),
     ],
 )
 def test_a_bad_rule_is_a_clear_error_at_construction(rules, message):

@@ -281,7 +281,12 @@ def plot(arms: Dict[str, Dict[str, Any]], path: Path) -> None:
 
 def model_config(args: argparse.Namespace, grpo: LLMRecipeConfig) -> Dict[str, Any]:
     """What the model process needs: the LLM recipe's settings and this run's choices."""
-    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(grpo).items()}
+    # Its folders are the model process's own (its output folder, the warm-start cache below).
+    settings = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in dataclasses.asdict(grpo).items()
+        if not isinstance(v, Path)
+    }
     return {
         "grpo": settings,
         "reward": args.reward,

@@ -259,6 +259,12 @@ class ArgumentRule:
                 f"{where}: type is required and must be one of {sorted(TYPES)}, got {type_name!r} "
                 "(type: any accepts every value, unchecked)"
             )
+        for what, needs in (("path", "roots"), ("url", "hosts")):
+            if type_name == what and needs not in spec:
+                raise GovernanceConfigError(
+                    f"{where}: a {what} argument names where it may point ({needs}: [...]); default deny has no "
+                    f"'anywhere' (to accept any text, declare type: str)"
+                )
         for key, types, _ in CHECKS:
             if key in spec and type_name not in types:
                 raise GovernanceConfigError(f"{where}: {key} applies to types {sorted(types)}, not to {type_name!r}")
