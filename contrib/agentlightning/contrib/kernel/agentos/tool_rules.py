@@ -16,18 +16,18 @@ configuration error at construction, naming the keys there are.
 
 >>> policy = ToolRulesPolicy({
 ...     "bash": {"args": {"cmd": {"type": "str", "pattern": "(ls|cat|grep)( [a-z./-]+)*"}}},
-...     "write_file": {"args": {"path": {"type": "path", "roots": ["/srv/work"]},
+...     "write_file": {"args": {"path": {"type": "path", "roots": ["/srv/files"]},
 ...                             "content": {"type": "str", "max_length": 65536}}},
 ...     "http_post": {"args": {"url": {"type": "url", "hosts": ["api.example.com"]}, "body": {"type": "str"}}},
 ... })
 >>> ctx = ActionContext()
->>> policy.evaluate(Action("bash", {"cmd": "ls -la /srv/work"}), ctx)
+>>> policy.evaluate(Action("bash", {"cmd": "ls -la /srv/files"}), ctx)
 []
 >>> print(policy.evaluate(Action("bash", {"cmd": "rm -rf /data"}), ctx)[0].description)
 tool 'bash': argument 'cmd' does not match the pattern '(ls|cat|grep)( [a-z./-]+)*' (the whole value must match)
->>> escape = Action("write_file", {"path": "/srv/work/../../etc/passwd", "content": "x"})
+>>> escape = Action("write_file", {"path": "/srv/files/../../etc/passwd", "content": "x"})
 >>> print(policy.evaluate(escape, ctx)[0].description)
-tool 'write_file': argument 'path' resolves to '/etc/passwd', outside the allowed roots ['/srv/work']
+tool 'write_file': argument 'path' resolves to '/etc/passwd', outside the allowed roots ['/srv/files']
 >>> print(policy.evaluate(Action("http_post", {"url": "https://evil.example.net/x", "body": ""}), ctx)[0].description)
 tool 'http_post': argument 'url' has host 'evil.example.net', not an allowed host ['api.example.com']
 >>> print(policy.evaluate(Action("send_email", {"to": "a@b.c"}), ctx)[0].description)  # doctest: +NORMALIZE_WHITESPACE
