@@ -203,3 +203,15 @@ def test_the_same_policy_works_beside_the_reference_tutorials_policies():
     assert kernel.check("database_query", {"query": "SELECT 1"}).allowed
     assert kernel.check("shell", {"cmd": "rm -rf /"}).blocked
     assert os.sep == "/"  # the path rules are POSIX paths
+
+
+def test_numbers_are_read_exactly_and_nan_is_not_a_number():
+    from agentlightning.contrib.kernel.agentos import ToolRulesPolicy
+
+    kernel = GovernanceKernel([ToolRulesPolicy({"pay": {"args": {"amount": {"type": "number", "max": 100}}}})])
+    assert kernel.check("pay", {"amount": 99.5}).allowed
+    huge = kernel.check("pay", {"amount": 10**400})
+    assert huge.blocked and "above the maximum 100" in huge.reason
+    nan = kernel.check("pay", {"amount": float("nan")})
+    assert nan.blocked and "must be of type number" in nan.reason
+    assert kernel.check("pay", {"amount": True}).blocked  # a bool is not a number here

@@ -58,7 +58,7 @@ __all__ = ["ToolRulesPolicy", "ArgumentRule", "ToolRule", "CHECKS", "TYPES"]
 TYPES: Dict[str, Callable[[Any], bool]] = {
     "str": lambda v: type(v) is str,
     "int": lambda v: type(v) is int,
-    "number": lambda v: type(v) in (int, float) and math.isfinite(v),
+    "number": lambda v: type(v) is int or (type(v) is float and math.isfinite(v)),
     "bool": lambda v: type(v) is bool,
     "path": lambda v: type(v) is str,
     "url": lambda v: type(v) is str,
@@ -411,7 +411,11 @@ def _list(value: Any, where: str) -> List[Any]:
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
         raise GovernanceConfigError(f"{where} must be a finite number, got {value!r}")
     return value
 
