@@ -77,9 +77,19 @@ def scripted_model():
 def test_the_packaged_configuration_binds_loopback():
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(Path(gateway_package.__file__).parent / "config"), version_base=None):
+    with initialize_config_dir(config_dir=str(Path(gateway_package.__file__).parent / "configs"), version_base=None):
         config = compose(config_name="gateway")
     assert config.host == "127.0.0.1"
+
+
+def test_the_command_finds_its_packaged_configuration_from_any_folder(tmp_path):
+    """``agentos-gateway`` with no ``--config-dir`` starts from the packaged file (the folder once
+    shared its name with the ``config`` module, and Hydra looked in the module)."""
+    done = subprocess.run(
+        [str(BIN / "agentos-gateway"), "--cfg", "job"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "host: 127.0.0.1" in done.stdout and "governance:" in done.stdout
 
 
 def test_a_gateway_bound_elsewhere_without_a_key_does_not_start(tmp_path):
@@ -94,7 +104,7 @@ def test_a_gateway_bound_elsewhere_without_a_key_does_not_start(tmp_path):
     # The command a user runs says the same, and exits.
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "AGL_KEY"}
-    packaged = Path(gateway_package.__file__).parent / "config"
+    packaged = Path(gateway_package.__file__).parent / "configs"
     command = [str(BIN / "agentos-gateway"), "--config-dir", str(packaged), "--config-name", "gateway"]
     command += ["host=0.0.0.0", f"port={port}", f"hydra.run.dir={tmp_path / 'hydra'}"]
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

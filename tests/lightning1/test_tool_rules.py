@@ -31,7 +31,7 @@ from .conftest import MODEL_NAME, RunningGateway, free_port, gateway_config
 from .scripted_model import ScriptedModel
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "agentlightning-1.0.md"
-PACKAGED = Path(gateway_package.__file__).parent / "config" / "gateway.yaml"
+PACKAGED = Path(gateway_package.__file__).parent / "configs" / "gateway.yaml"
 TOOLS = [
     {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
     for name in ("bash", "write_file", "http_post", "run_sql")
@@ -181,8 +181,8 @@ def test_the_documented_shell_file_and_http_rules_and_a_custom_policy_through_ag
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process)
-        gateway = RunningGateway.__new__(RunningGateway)
-        gateway.url = url
+        gateway = RunningGateway.__new__(RunningGateway)  # the client half: the server is the command above
+        gateway.url, gateway.headers = url, {}
         with ScriptedModel(script) as model:
             gateway.register_model(model.endpoint)
             outcome = {}
