@@ -78,7 +78,7 @@ def test_the_packaged_configuration_binds_loopback():
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(Path(gateway_package.__file__).parent / "configs"), version_base=None):
-        config = compose(config_name="gateway")
+        config = compose(config_name="agentos_gateway")
     assert config.host == "127.0.0.1"
 
 
@@ -104,8 +104,7 @@ def test_a_gateway_bound_elsewhere_without_a_key_does_not_start(tmp_path):
     # The command a user runs says the same, and exits.
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "AGL_KEY"}
-    packaged = Path(gateway_package.__file__).parent / "configs"
-    command = [str(BIN / "agentos-gateway"), "--config-dir", str(packaged), "--config-name", "gateway"]
+    command = [str(BIN / "agentos-gateway")]  # the packaged configuration, found by the command itself
     command += ["host=0.0.0.0", f"port={port}", f"hydra.run.dir={tmp_path / 'hydra'}"]
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

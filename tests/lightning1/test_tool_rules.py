@@ -31,7 +31,7 @@ from .conftest import MODEL_NAME, RunningGateway, free_port, gateway_config
 from .scripted_model import ScriptedModel
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "agentlightning-1.0.md"
-PACKAGED = Path(gateway_package.__file__).parent / "configs" / "gateway.yaml"
+PACKAGED = Path(gateway_package.__file__).parent / "configs" / "agentos_gateway.yaml"
 TOOLS = [
     {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
     for name in ("bash", "write_file", "http_post", "run_sql")

@@ -29,7 +29,7 @@ from agentlightning.contrib.kernel.agentos import GovernanceConfigError
 from .app import create_governed_app
 
 
-@hydra.main(version_base=None, config_path="configs", config_name="gateway")
+@hydra.main(version_base=None, config_path="configs", config_name="agentos_gateway")
 def main(config: DictConfig) -> None:
     try:
         application = create_governed_app(config)

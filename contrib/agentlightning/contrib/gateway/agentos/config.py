@@ -63,7 +63,7 @@ __all__ = [
 
 #: The environment variable naming the gateway's configuration file, read by the hooks.
 CONFIG_ENV = "AGENTOS_GATEWAY_CONFIG"
-#: The environment variable the packaged gateway.yaml reads its key from (1.0's agents get theirs as AGL_KEY too).
+#: The environment variable the packaged agentos_gateway.yaml reads its key from (1.0 agents get AGL_KEY too).
 KEY_ENV = "AGL_KEY"
 #: The shortest key the gateway accepts (``secrets.token_urlsafe(32)`` is 43 characters).
 MIN_KEY_LENGTH = 32
@@ -111,7 +111,7 @@ def gateway_key(server_config: Mapping[str, Any]) -> str:
             f"the gateway would listen on {host!r}, which is not a loopback address, without a key: anyone who "
             "can reach it could create rollouts, register model servers and post rewards. Set a key of at least "
             f"{MIN_KEY_LENGTH} characters: `export {KEY_ENV}=$(python -c 'import secrets; "
-            'print(secrets.token_urlsafe(32))\')` (the packaged gateway.yaml reads `key: ${oc.env:AGL_KEY,""}`; '
+            'print(secrets.token_urlsafe(32))\')` (the packaged file reads `key: ${oc.env:AGL_KEY,""}`; '
             "in a file of your own write the same line, or pass 'key=${oc.env:AGL_KEY}' on the command line), "
             "and give the same key to agl-controller (agl_server.key) and the trainer. Or listen on loopback "
             "only: host=127.0.0.1."
