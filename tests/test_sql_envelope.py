@@ -341,3 +341,56 @@ def test_mariadb_allowed_reads_and_writes_run_and_commit(maria, tmp_path):
     with maria.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM people")
         assert cursor.fetchone()[0] == 2
+
+
+def test_mariadb_ddl_commits_at_once_and_the_refusal_says_so(maria, tmp_path):
+    # A procedure the user opted in that deletes, then runs DDL: MariaDB commits before the DDL,
+    # so the envelope sees the deletion but cannot undo it. The refusal says so; it is the limit
+    # docs/kernel.md states (the static check is the only line for MariaDB's DDL).
+    with maria.cursor() as cursor:
+        cursor.execute("CREATE PROCEDURE tidy() BEGIN DELETE FROM keep; CREATE TABLE tidied (id int); END")
+    kernel = kernel_for("mysql", tmp_path, allow_functions=["tidy"])
+    refused = refused_by_database(SQLEnvelope(kernel, maria), "CALL tidy()")
+    assert "5 rows deleted (DELETE denied)" in refused.decision.reason
+    assert "NOT undone: an implicit commit (DDL)" in refused.decision.reason
+    assert _maria_keep(maria) == 0
+
+
+# ---------------------------------------------------------------------------------------- database= mode, SQLite
+@pytest.mark.xfail(strict=True, reason="issue 33 part 2: not resolved yet")
+def test_schema_aware_sqlite_counts_an_fts_command_insert_as_delete(lite, tmp_path):
+    lite.executescript(
+        "CREATE VIRTUAL TABLE ft USING fts5(body, content='');"
+        "INSERT INTO ft(rowid, body) VALUES (1, 'red lamp'), (2, 'blue mug');"
+    )
+    aware = SQLPolicy(deny=DENY, dialect="sqlite", database=lite)
+    found = aware.check_sql("INSERT INTO ft(ft) VALUES ('delete-all')")
+    assert found and "DELETE statement denied (an INSERT naming a full-text table's own column" in found[0].description
+    assert aware.check_sql("INSERT INTO ft(ft, rank) SELECT 'delete-all', 1")  # a command it cannot read
+    assert not aware.check_sql("INSERT INTO ft(ft) VALUES ('optimize')")
+    assert not aware.check_sql("INSERT INTO ft(rowid, body) VALUES (3, 'green box')")
+    # what the guard let through runs, and the documents are still there (counted after)
+    lite.execute("INSERT INTO ft(ft) VALUES ('optimize')")
+    lite.execute("INSERT INTO ft(rowid, body) VALUES (3, 'green box')")
+    assert len(lite.execute("SELECT rowid FROM ft WHERE ft MATCH 'lamp OR mug OR box'").fetchall()) == 3
+
+
+@pytest.mark.xfail(strict=True, reason="issue 33 part 2: not resolved yet")
+def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text(lite, tmp_path):
+    other = sqlite3.connect(str(tmp_path / "other.db"))
+    other.executescript(
+        "CREATE TABLE t (a); CREATE TABLE precious (a); INSERT INTO precious VALUES (1), (2);"
+        "CREATE TRIGGER wipe AFTER INSERT ON t BEGIN DELETE FROM precious; END;"
+    )
+    other.commit()
+    other.close()
+    aware = SQLPolicy(deny=DENY, dialect="sqlite", database=lite)
+    found = aware.check_sql(f"ATTACH '{tmp_path / 'other.db'}' AS o; INSERT INTO o.t VALUES (1)")
+    assert found and "statement ATTACH (the attached file's triggers" in found[0].description
+    trusting = SQLPolicy(deny=DENY, dialect="sqlite", database=lite, allow_statements=["ATTACH"])
+    assert not trusting.check_sql(f"ATTACH '{tmp_path / 'other.db'}' AS o")
+    # a file the connection has attached is read: its trigger counts
+    lite.execute(f"ATTACH '{tmp_path / 'other.db'}' AS o")
+    found = aware.check_sql("INSERT INTO o.t VALUES (1)")
+    assert found and "DELETE statement denied (trigger wipe on t" in found[0].description
+    assert lite.execute("SELECT count(*) FROM o.precious").fetchone()[0] == 2
