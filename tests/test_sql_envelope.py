@@ -357,7 +357,6 @@ def test_mariadb_ddl_commits_at_once_and_the_refusal_says_so(maria, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------- database= mode, SQLite
-@pytest.mark.xfail(strict=True, reason="issue 33 part 2: not resolved yet")
 def test_schema_aware_sqlite_counts_an_fts_command_insert_as_delete(lite, tmp_path):
     lite.executescript(
         "CREATE VIRTUAL TABLE ft USING fts5(body, content='');"
@@ -375,7 +374,6 @@ def test_schema_aware_sqlite_counts_an_fts_command_insert_as_delete(lite, tmp_pa
     assert len(lite.execute("SELECT rowid FROM ft WHERE ft MATCH 'lamp OR mug OR box'").fetchall()) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="issue 33 part 2: not resolved yet")
 def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text(lite, tmp_path):
     other = sqlite3.connect(str(tmp_path / "other.db"))
     other.executescript(
