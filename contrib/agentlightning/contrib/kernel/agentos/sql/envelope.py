@@ -241,6 +241,11 @@ class SQLEnvelope:
         Raises :class:`SQLRefused` when the kernel blocks it or the database refuses it; any other
         error of the database (a syntax error, a missing table) is raised as the driver raised it,
         after rolling back, and recorded as the call's outcome."""
+        if self.engine != "sqlite" and _autocommit(self.connection) is not True:
+            raise GovernanceConfigError(
+                "SQLEnvelope: the connection left autocommit mode; the envelope opens each call's transaction "
+                "itself and cannot run inside one already open: set it back (connection.autocommit = True)"
+            )
         decision = self._check(self.tool_name, {self.arg: query}, context)
         if decision.blocked:
             raise SQLRefused(decision, by_database=False)
@@ -392,7 +397,6 @@ class SQLEnvelope:
 
     def _run_postgres(self, statements: Sequence[SQLStatement], read_only: bool) -> Tuple[Any, Any, int]:
         conn = self.connection
-        self._rows("SELECT 1")  # a connection that is down fails here, before BEGIN
         cursor = conn.cursor()
         cursor.execute("BEGIN READ ONLY" if read_only else "BEGIN")
         cursor.close()
@@ -481,9 +485,15 @@ class SQLEnvelope:
                     if after[name] > before.get(name, 0) and self.denies(_MARIADB_HANDLER_KINDS[name])
                 ]
                 if found:
-                    raise _DatabaseRefusal(
-                        f"the session's row handler counters show {'; '.join(found)}, which the policy denies; "
+                    still_open = bool(self._rows("SELECT @@in_transaction")[0][0])
+                    undone = (
                         "rolled back (transactional tables keep their rows)"
+                        if still_open
+                        else "NOT undone: an implicit commit (DDL) inside the call had already committed them, and "
+                        "MariaDB's DDL is not transactional"
+                    )
+                    raise _DatabaseRefusal(
+                        f"the session's row handler counters show {'; '.join(found)}, which the policy denies; {undone}"
                     )
             conn.cursor().execute("COMMIT")
             committed = True
