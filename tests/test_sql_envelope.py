@@ -204,15 +204,21 @@ _PG_HIDDEN = {
 
 
 @pytest.fixture
-def pg():
+def pg_server():
+    """(conninfo, the agent's connection) of a fresh database holding ``_PG_SCHEMA``."""
     with postgres_database() as (dsn, psycopg):
         conn = psycopg.connect(dsn, autocommit=True)
         try:
             conn.execute(_PG_SCHEMA)
             conn.execute("SET search_path = shadow, public")  # the CVE-2018-1058 order: a user schema first
-            yield conn
+            yield dsn, conn
         finally:
             conn.close()
+
+
+@pytest.fixture
+def pg(pg_server):
+    return pg_server[1]
 
 
 def _pg_keep(conn: Any) -> int:
@@ -392,3 +398,22 @@ def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text
     found = aware.check_sql("INSERT INTO o.t VALUES (1)")
     assert found and "DELETE statement denied (trigger wipe on t" in found[0].description
     assert lite.execute("SELECT count(*) FROM o.precious").fetchone()[0] == 2
+
+
+# ---------------------------------------------------------------------------------------- database= mode, PostgreSQL
+@pytest.mark.xfail(strict=True, reason="issue 33 part 2: not resolved yet")
+@pytest.mark.parametrize("case", sorted(_PG_HIDDEN))
+def test_schema_aware_postgres_resolves_what_the_statement_reaches(pg_server, case):
+    sql = _PG_HIDDEN[case]
+    dsn, pg = pg_server
+    guard = type(pg).connect(dsn, autocommit=True)
+    try:
+        kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect="postgres", database=guard)])
+        decision = kernel.check("database_query", {"query": sql})
+        assert decision.blocked, f"{case}: {sql}"
+        assert "DELETE statement denied (" in decision.reason, decision.reason
+        assert _pg_keep(pg) == 10  # blocked: it never ran
+        assert kernel.check("database_query", {"query": "SELECT name FROM people"}).allowed
+        assert kernel.check("database_query", {"query": "INSERT INTO people VALUES (5, 'x')"}).allowed
+    finally:
+        guard.close()
