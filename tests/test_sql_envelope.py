@@ -401,7 +401,6 @@ def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text
 
 
 # ---------------------------------------------------------------------------------------- database= mode, PostgreSQL
-@pytest.mark.xfail(strict=True, reason="issue 33 part 2: not resolved yet")
 @pytest.mark.parametrize("case", sorted(_PG_HIDDEN))
 def test_schema_aware_postgres_resolves_what_the_statement_reaches(pg_server, case):
     sql = _PG_HIDDEN[case]
