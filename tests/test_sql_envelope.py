@@ -418,7 +418,6 @@ def test_schema_aware_postgres_resolves_what_the_statement_reaches(pg_server, ca
         guard.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the change detector misses a new DEFAULT")
 def test_schema_aware_postgres_sees_a_default_added_after_the_catalog_was_read(pg_server):
     dsn, pg = pg_server
     guard = type(pg).connect(dsn, autocommit=True)

@@ -26,7 +26,8 @@ Read from the system catalogs of the database the connection is on:
   a built-in for some argument types: every overload counts).
 
 Change detector: for each of ``pg_trigger``, ``pg_event_trigger``, ``pg_rewrite``, ``pg_proc``,
-``pg_constraint``, ``pg_class``, ``pg_inherits`` and ``pg_namespace``, its row count and the sum
+``pg_constraint``, ``pg_class``, ``pg_inherits``, ``pg_namespace``, ``pg_attrdef``,
+``pg_attribute``, ``pg_operator`` and ``pg_type``, its row count and the sum
 of its rows' ``xmin``. Every catalog change writes new row versions, whose ``xmin`` is the writing
 transaction's id, newer than every committed row's: a change that adds or alters rows raises the
 sum, one that only removes rows lowers the count. One query, a few milliseconds, before every
@@ -57,6 +58,10 @@ _FINGERPRINTED = (
     "pg_class",
     "pg_inherits",
     "pg_namespace",
+    "pg_attrdef",
+    "pg_attribute",
+    "pg_operator",
+    "pg_type",
 )
 _FINGERPRINT = "SELECT " + ", ".join(
     f"(SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text FROM pg_catalog.{table})"
