@@ -429,3 +429,20 @@ def test_schema_aware_postgres_sees_a_default_added_after_the_catalog_was_read(p
         assert found and "a column DEFAULT of people calls purge_keep()" in found[0].description
     finally:
         guard.close()
+
+
+# ---------------------------------------------------------------------------------------- database= mode, MariaDB
+@pytest.mark.xfail(strict=True, reason="issue 33 part 2: not resolved yet")
+@pytest.mark.parametrize("case", sorted(c for c in _MARIA_HIDDEN if c.startswith("view")))  # triggers: already
+def test_schema_aware_mariadb_resolves_what_the_statement_reaches(maria, case):
+    sql = _MARIA_HIDDEN[case]
+    guard = type(maria)(unix_socket=maria.unix_socket, user="root", database=maria.db.decode(), autocommit=True)
+    try:
+        kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect="mysql", database=guard)])
+        decision = kernel.check("database_query", {"query": sql})
+        assert decision.blocked, f"{case}: {sql}"
+        assert "DELETE statement denied (" in decision.reason, decision.reason
+        assert _maria_keep(maria) == 5  # blocked: it never ran
+        assert kernel.check("database_query", {"query": "SELECT name FROM people"}).allowed
+    finally:
+        guard.close()
