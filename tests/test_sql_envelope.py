@@ -432,7 +432,6 @@ def test_schema_aware_postgres_sees_a_default_added_after_the_catalog_was_read(p
 
 
 # ---------------------------------------------------------------------------------------- database= mode, MariaDB
-@pytest.mark.xfail(strict=True, reason="issue 33 part 2: not resolved yet")
 @pytest.mark.parametrize("case", sorted(c for c in _MARIA_HIDDEN if c.startswith("view")))  # triggers: already
 def test_schema_aware_mariadb_resolves_what_the_statement_reaches(maria, case):
     sql = _MARIA_HIDDEN[case]
