@@ -445,3 +445,15 @@ def test_schema_aware_mariadb_resolves_what_the_statement_reaches(maria, case):
         assert kernel.check("database_query", {"query": "SELECT name FROM people"}).allowed
     finally:
         guard.close()
+
+
+@pytest.mark.xfail(strict=True, reason="an open transaction on the connection is not refused")
+def test_postgres_connection_with_an_open_transaction_is_refused(pg, tmp_path):
+    envelope = SQLEnvelope(kernel_for("postgres", tmp_path), pg)
+    pg.execute("BEGIN")  # BEGIN inside it would only warn, and the read would run read-write
+    try:
+        with pytest.raises(GovernanceConfigError, match="has a transaction open"):
+            envelope.execute("SELECT * FROM v_report")
+        assert _pg_keep(pg) == 10
+    finally:
+        pg.execute("ROLLBACK")
