@@ -447,7 +447,6 @@ def test_schema_aware_mariadb_resolves_what_the_statement_reaches(maria, case):
         guard.close()
 
 
-@pytest.mark.xfail(strict=True, reason="an open transaction on the connection is not refused")
 def test_postgres_connection_with_an_open_transaction_is_refused(pg, tmp_path):
     envelope = SQLEnvelope(kernel_for("postgres", tmp_path), pg)
     pg.execute("BEGIN")  # BEGIN inside it would only warn, and the read would run read-write

@@ -246,6 +246,14 @@ class SQLEnvelope:
                 "SQLEnvelope: the connection left autocommit mode; the envelope opens each call's transaction "
                 "itself and cannot run inside one already open: set it back (connection.autocommit = True)"
             )
+        if self.engine == "postgres" and getattr(getattr(self.connection, "info", None), "transaction_status", 0) != 0:
+            # BEGIN inside an open transaction is only a warning: the call would run in that
+            # transaction, read-write, and its COMMIT would commit what came before.
+            raise GovernanceConfigError(
+                "SQLEnvelope: the PostgreSQL connection has a transaction open (someone ran BEGIN on it); the "
+                "envelope runs each call in a transaction of its own: end that one first, or give the envelope a "
+                "connection of its own"
+            )
         decision = self._check(self.tool_name, {self.arg: query}, context)
         if decision.blocked:
             raise SQLRefused(decision, by_database=False)
@@ -402,6 +410,8 @@ class SQLEnvelope:
         cursor.close()
         committed = False
         try:
+            if read_only and self._rows("SHOW transaction_read_only") != [("on",)]:
+                raise _DatabaseRefusal("PostgreSQL did not start a read-only transaction; nothing was run")
             before = None if read_only else self._pg_objects()
             try:
                 result = self._run_each(statements, conn.cursor)
