@@ -51,7 +51,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from ..actions import Action, ActionContext, Decision
+from ..actions import NO_COST, Action, ActionContext, Decision
 from ..violations import GovernanceConfigError
 from .effects import SQLStatement
 from .policy import SQLPolicy
@@ -185,7 +185,7 @@ class SQLEnvelope:
     ``kernel`` is the :class:`~agentlightning.contrib.kernel.agentos.GovernanceKernel` that
     decides; it must hold a :class:`SQLPolicy` for ``tool_name``, whose deny and allow lists the
     database enforces (several: every deny list, and only what every allow list allows).
-    ``check(tool_name, args, context)`` and ``refuse(action, reason, context)`` default to the
+    ``check(tool_name, args, context, cost_usd)`` and ``refuse(action, reason, context)`` default to the
     kernel's own; a runner passes its rollout's (so the decisions also land in the rollout).
     """
 
@@ -196,7 +196,7 @@ class SQLEnvelope:
         *,
         tool_name: str = "database_query",
         arg: str = "query",
-        check: Optional[Callable[[str, Mapping[str, Any], Optional[ActionContext]], Decision]] = None,
+        check: Optional[Callable[[str, Mapping[str, Any], Optional[ActionContext], float], Decision]] = None,
         refuse: Optional[Callable[[Action, str, ActionContext], Decision]] = None,
     ) -> None:
         policies = [p for p in getattr(kernel, "policies", ()) if isinstance(p, SQLPolicy) and p.applies_to(tool_name)]
@@ -225,7 +225,9 @@ class SQLEnvelope:
         self.deny: FrozenSet[str] = frozenset().union(*(p.deny for p in policies))
         allows = [p.allow for p in policies if p.allow is not None]
         self.allow: Optional[FrozenSet[str]] = frozenset.intersection(*allows) if allows else None
-        self._check = check or (lambda name, args, context: kernel.check(name, args, context=context))
+        self._check = check or (
+            lambda name, args, context, cost_usd: kernel.check(name, args, context=context, cost_usd=cost_usd)
+        )
         self._refuse = refuse or (
             lambda action, reason, context: kernel.refuse(action, reason, context=context, refused_by=ENVELOPE_NAME)
         )
@@ -236,8 +238,11 @@ class SQLEnvelope:
         return kind in self.deny or (self.allow is not None and kind not in self.allow)
 
     # ------------------------------------------------------------------ the call
-    def execute(self, query: str, *, context: Optional[ActionContext] = None) -> SQLEnvelopeResult:
-        """Check ``query`` with the kernel, then run what was judged inside the database's envelope.
+    def execute(
+        self, query: str, *, context: Optional[ActionContext] = None, cost_usd: float = NO_COST
+    ) -> SQLEnvelopeResult:
+        """Check ``query`` (and its ``cost_usd``, for a cost budget) with the kernel, then run what was
+        judged inside the database's envelope.
         Raises :class:`SQLRefused` when the kernel blocks it or the database refuses it; any other
         error of the database (a syntax error, a missing table) is raised as the driver raised it,
         after rolling back, and recorded as the call's outcome."""
@@ -254,7 +259,7 @@ class SQLEnvelope:
                 "envelope runs each call in a transaction of its own: end that one first, or give the envelope a "
                 "connection of its own"
             )
-        decision = self._check(self.tool_name, {self.arg: query}, context)
+        decision = self._check(self.tool_name, {self.arg: query}, context, cost_usd)
         if decision.blocked:
             raise SQLRefused(decision, by_database=False)
         text = decision.action.args.get(self.arg)
