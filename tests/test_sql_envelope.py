@@ -456,3 +456,41 @@ def test_postgres_connection_with_an_open_transaction_is_refused(pg, tmp_path):
         assert _pg_keep(pg) == 10
     finally:
         pg.execute("ROLLBACK")
+
+
+def test_schema_aware_postgres_judges_built_ins_the_schema_calls_as_the_text_would(pg_server):
+    # serial columns (DEFAULT nextval(...)), a timestamp default, a view of now(): everyday schemas
+    dsn, pg = pg_server
+    pg.execute(
+        "CREATE TABLE events (id serial PRIMARY KEY, at timestamptz DEFAULT clock_timestamp(), note text);"
+        "CREATE VIEW recent AS SELECT id, now() - at AS age FROM events"
+    )
+    guard = type(pg).connect(dsn, autocommit=True)
+    try:
+        aware = SQLPolicy(deny=DENY, dialect="postgres", database=guard)
+        assert aware.check_sql("INSERT INTO events (note) VALUES ('x')") == []
+        assert aware.check_sql("SELECT * FROM recent") == []
+    finally:
+        guard.close()
+
+
+@pytest.mark.xfail(strict=True, reason="built-ins are pinned: pg_depend does not list them")
+def test_schema_aware_postgres_sees_a_volatile_built_in_in_a_view_default_or_check(pg_server):
+    dsn, pg = pg_server
+    pg.execute(
+        "CREATE VIEW unlinking AS SELECT lo_unlink(0) AS gone;"
+        "CREATE TABLE stamped2 (id int, gone int DEFAULT lo_unlink(0));"
+        "CREATE TABLE checked2 (id int CHECK (lo_unlink(id) IS NOT NULL))"
+    )
+    guard = type(pg).connect(dsn, autocommit=True)
+    try:
+        aware = SQLPolicy(deny=DENY, dialect="postgres", database=guard)
+        for sql in (
+            "SELECT * FROM unlinking",
+            "INSERT INTO stamped2 (id) VALUES (1)",
+            "INSERT INTO checked2 VALUES (1)",
+        ):
+            found = aware.check_sql(sql)
+            assert found and "lo_unlink()" in found[0].description, sql
+    finally:
+        guard.close()
