@@ -474,7 +474,6 @@ def test_schema_aware_postgres_judges_built_ins_the_schema_calls_as_the_text_wou
         guard.close()
 
 
-@pytest.mark.xfail(strict=True, reason="built-ins are pinned: pg_depend does not list them")
 def test_schema_aware_postgres_sees_a_volatile_built_in_in_a_view_default_or_check(pg_server):
     dsn, pg = pg_server
     pg.execute(

@@ -16,7 +16,10 @@ Read from the system catalogs of the database the connection is on:
   judged by what it runs; any other (``c``, ``internal``, ``plpython3u``, ...) is placed when
   ``provolatile`` says ``IMMUTABLE`` or ``STABLE`` and is unknown when ``VOLATILE``;
 * ``pg_depend`` of views' ``_RETURN`` rules, column defaults (``pg_attrdef``) and constraints
-  (``pg_constraint``, tables' and domains'): the functions, operators and domains each calls.
+  (``pg_constraint``, tables' and domains'): the functions, operators and domains each calls;
+  and the same expressions as text (``pg_get_viewdef``, ``pg_get_expr``), read by the same reader
+  as the agent's text, because ``pg_depend`` does not list built-ins (they are pinned): a view
+  of ``lo_unlink(0)`` is unknown as the call would be in the agent's text.
   Every statement, reads too, also counts as what runs through what its text names: a view
   (its columns' functions, and the views and tables it reads, in turn), a table written by
   ``INSERT``/``UPDATE``/``MERGE`` (its defaults, its CHECK constraints, its columns' domains'
@@ -149,6 +152,24 @@ LEFT JOIN pg_catalog.pg_type t ON t.oid = con.contypid
 WHERE d.refclassid IN ('pg_catalog.pg_proc'::regclass, 'pg_catalog.pg_operator'::regclass,
       'pg_catalog.pg_type'::regclass)
 """
+#: The expressions the schema runs, as text: views' definitions, column defaults, CHECK constraints
+#: (tables' and domains'): (via, owner, text). Read by the same reader as the agent's text, since
+#: pg_depend does not list built-ins (they are pinned): ``lo_unlink(0)`` in a view is seen here.
+_SCHEMA_TEXTS = """
+SELECT 'view', c.relname, pg_catalog.pg_get_viewdef(c.oid)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('v', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+UNION ALL
+SELECT 'default', c.relname, 'SELECT ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_class c ON c.oid = d.adrelid
+UNION ALL
+SELECT CASE WHEN con.contypid <> 0 THEN 'domain' ELSE 'check' END, coalesce(c.relname, t.typname),
+       'SELECT ' || pg_catalog.pg_get_expr(con.conbin, con.conrelid)
+FROM pg_catalog.pg_constraint con
+LEFT JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
+LEFT JOIN pg_catalog.pg_type t ON t.oid = con.contypid
+WHERE con.contype = 'c'
+"""
 #: Columns whose type is a domain: (table, domain).
 _DOMAIN_COLUMNS = """
 SELECT c.relname, t.typname FROM pg_catalog.pg_attribute a
@@ -187,6 +208,8 @@ class PostgresCatalog(Catalog):
         #: operator name -> [(schema, routine oid)]
         self._operators: Dict[str, List[Tuple[str, int]]] = {}
         self._by_oid: Dict[int, Tuple[str, str]] = {}
+        #: (via, owner lower case) -> what its expressions' text counts as
+        self._texts: Dict[Tuple[str, str], List[SQLStatement]] = {}
 
     def _needs_catalog(self, statement: SQLStatement) -> bool:
         names = _names_in(statement.text)
@@ -250,6 +273,13 @@ class PostgresCatalog(Catalog):
                 self._calls.setdefault(key, []).append(("operator", operator_code[oid]))
             elif refclass == "pg_type" and oid in domains:
                 self._calls.setdefault(key, []).append((f"domain {domains[oid]}", 0))
+        self._texts = {}
+        for via, owner, text in self._rows(_SCHEMA_TEXTS):
+            if text is None:
+                continue
+            body = body_of(read_postgres(str(text)), f"{via} {owner}", drop=frozenset({"SELECT"}))
+            if body.kinds or body.unknown:
+                self._texts.setdefault((str(via), str(owner).lower()), []).append(body)
         columns: Dict[str, List[str]] = {}
         for table, domain in self._rows(_DOMAIN_COLUMNS):
             columns.setdefault(str(table).lower(), []).append(str(domain).lower())
@@ -270,6 +300,8 @@ class PostgresCatalog(Catalog):
         seen: set = set()
 
         def calls(via: str, owner: str, what: str) -> None:
+            for body in self._texts.get((via, owner), ()):
+                found.append((body, f"{what} runs it"))
             for kind, oid in self._calls.get((via, owner), ()):
                 if kind.startswith("domain "):
                     domain = kind.split(" ", 1)[1]
