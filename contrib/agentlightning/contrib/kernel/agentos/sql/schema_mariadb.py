@@ -27,6 +27,7 @@ not from a transaction's snapshot, so each check sees what is committed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -189,6 +190,7 @@ def _parsed(text: Any) -> Optional[Any]:
         return None
 
 
+@functools.lru_cache(maxsize=1024)
 def _statement_tables(text: str) -> Tuple[str, ...]:
     """The table names ``text`` reads or writes (lower case, no schema); none when it cannot be read."""
     trees = _parsed(text) if text else None
