@@ -144,8 +144,9 @@ def test_sqlite_read_that_writes_is_refused_by_query_only(lite, tmp_path):
 
 def test_sqlite_transaction_control_and_guarded_pragmas_are_refused(lite, tmp_path):
     envelope = SQLEnvelope(kernel_for("sqlite", tmp_path), lite)
-    with pytest.raises(SQLRefused, match="would end or split the transaction"):
+    with pytest.raises(SQLRefused, match="would end or split the transaction") as caught:
         envelope.execute("INSERT INTO keep VALUES (4); COMMIT; INSERT INTO keep VALUES (5)")
+    assert not caught.value.by_database and caught.value.decision.blocked
     assert keep_rows(lite) == 3
     with pytest.raises(SQLRefused, match="PRAGMA query_only"):
         envelope.execute("PRAGMA query_only = OFF")

@@ -148,8 +148,9 @@ _MARIADB_HANDLER_WORDS = {"Handler_write": "written", "Handler_update": "updated
 
 class SQLRefused(Exception):
     """A call the envelope did not complete: ``decision`` is the blocked decision (the policy's,
-    or the database's refusal recorded by the envelope); ``by_database`` says which. Nothing it
-    tried to change is left in the database (but see the docs for MariaDB's DDL)."""
+    the database's refusal, or the envelope's own before running it, both recorded by the
+    envelope); ``by_database`` says whether the database refused it. Nothing it tried to change is
+    left in the database (but see the docs for MariaDB's DDL)."""
 
     def __init__(self, decision: Decision, by_database: bool) -> None:
         self.decision = decision
@@ -303,18 +304,19 @@ class SQLEnvelope:
                         "each call is one transaction of its own: leave transaction control out of the SQL"
                     )
         if problem is not None:
-            self._refused(decision, f"the envelope cannot run it: {problem}", time.perf_counter())
+            self._refused(decision, f"the envelope cannot run it: {problem}", time.perf_counter(), by_database=False)
         return statements
 
-    def _refused(self, decision: Decision, reason: str, started: float) -> None:
+    def _refused(self, decision: Decision, reason: str, started: float, by_database: bool = True) -> None:
         """Record the refusal as one blocked decision, its allowed check's outcome pointing to it."""
         blocked = self._refuse(decision.action, reason, decision.context)
+        by = "the database" if by_database else "the envelope, before running it"
         self.kernel.record_outcome(
             decision,
-            error=f"not completed: refused by the database (decision {blocked.decision_id})",
+            error=f"not completed: refused by {by} (decision {blocked.decision_id})",
             execution_time_ms=(time.perf_counter() - started) * 1e3,
         )
-        raise SQLRefused(blocked, by_database=True)
+        raise SQLRefused(blocked, by_database=by_database)
 
     # ------------------------------------------------------------------ SQLite
     def _run_sqlite(self, statements: Sequence[SQLStatement], read_only: bool) -> Tuple[Any, Any, int]:
