@@ -22,7 +22,6 @@ from agentlightning.contrib.runner.agentos import AgentOSRunner, governed_tool
 
 
 # ----------------------------------------------------------------------------- item 4: a tool name that is SQL
-@pytest.mark.xfail(strict=True, reason="issue 34: not yet")
 @pytest.mark.parametrize("text", ["DROP TABLE users", "DELETE/**/FROM/**/users", "SELECT * FROM users;"])
 def test_sql_in_place_of_a_tool_name_is_refused_with_the_right_call(text):
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])])
@@ -45,7 +44,6 @@ def test_tool_names_as_frameworks_write_them_are_still_names(name):
 
 
 # ----------------------------------------------------------------------------- item 5: common slips
-@pytest.mark.xfail(strict=True, reason="issue 34: not yet")
 def test_governance_stats_without_await_says_to_await_it():
     store = InMemoryLightningStore()
     pending = governance_stats(store)
@@ -55,7 +53,6 @@ def test_governance_stats_without_await_says_to_await_it():
     assert asyncio.run(governance_stats(store))["total_rollouts"] == 0  # awaited: it works
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: not yet")
 def test_an_async_governed_tool_called_without_await_logs_the_fix(caplog):
     ran = []
 
@@ -74,7 +71,6 @@ def test_an_async_governed_tool_called_without_await_logs_the_fix(caplog):
     assert asyncio.iscoroutinefunction(tool)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: not yet")
 def test_verify_export_on_a_recorder_database_names_the_verifier_for_it(tmp_path):
     path = tmp_path / "audit.db"
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
@@ -86,7 +82,6 @@ def test_verify_export_on_a_recorder_database_names_the_verifier_for_it(tmp_path
     assert "verify_file(" in str(raised.value) and "export_to_file" in str(raised.value)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: not yet")
 def test_an_unknown_keyword_of_the_runner_says_did_you_mean():
     with pytest.raises(TypeError, match=r"AgentOSRunner\(\) got an unexpected keyword argument 'log_violation'"):
         AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violation=False)
@@ -94,7 +89,6 @@ def test_an_unknown_keyword_of_the_runner_says_did_you_mean():
         AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violation=False)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: not yet")
 def test_an_unknown_keyword_of_policy_reward_says_did_you_mean():
     with pytest.raises(TypeError, match=r"PolicyReward\(\) got an unexpected keyword argument 'base_reward'.*"):
         PolicyReward(GovernanceKernel([SQLPolicy(deny=["DROP"])]), base_reward=lambda rollout: 1.0)

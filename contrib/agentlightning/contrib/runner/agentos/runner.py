@@ -19,6 +19,7 @@ One attempt's path, in order (agentlightning's ``LitAgentRunner`` calls every st
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import time
@@ -48,6 +49,7 @@ from agentlightning.contrib.kernel.agentos import (
     as_kernel,
 )
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.keywords import unknown_keyword_error
 from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
@@ -201,6 +203,18 @@ class GovernedRollout(Rollout):
         )
 
 
+def _check_keywords(callee: str, runner_kwargs: Dict[str, Any]) -> None:
+    """``runner_kwargs`` go to ``LitAgentRunner``: a name neither takes is refused here, with the
+    name it may have meant (``log_violation`` for ``log_violations``), not by ``LitAgentRunner``."""
+    valid = set(inspect.signature(AgentOSRunner.__init__).parameters) | set(
+        inspect.signature(LitAgentRunner.__init__).parameters
+    )
+    valid -= {"self", "runner_kwargs", "args", "kwargs"}
+    for name in runner_kwargs:
+        if name not in valid:
+            raise unknown_keyword_error(callee, name, valid)
+
+
 class AgentOSRunner(LitAgentRunner[Any]):
     """A ``LitAgentRunner`` whose rollouts run under a governance kernel.
 
@@ -270,6 +284,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         reward_fn: Optional[Callable[[Any], Any]] = None,
         **runner_kwargs: Any,
     ) -> None:
+        _check_keywords(type(self).__name__, runner_kwargs)
         self.kernel = as_kernel(kernel)
         flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations}
         for name, value in flags.items():
