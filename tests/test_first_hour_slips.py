@@ -1,6 +1,6 @@
 """The slips a newcomer makes in the first hour, each answered at the boundary by an error that
-names the fix (issue 34, items 4 and 5), instead of a call that silently does the wrong thing or
-an error from deep inside Python.
+names the fix, instead of a call that silently does the wrong thing or an error from deep inside
+Python.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner, governed_tool
 
 
-# ----------------------------------------------------------------------------- item 4: a tool name that is SQL
+# ----------------------------------------------------------------------------- a tool name that is SQL
 @pytest.mark.parametrize("text", ["DROP TABLE users", "DELETE/**/FROM/**/users", "SELECT * FROM users;"])
 def test_sql_in_place_of_a_tool_name_is_refused_with_the_right_call(text):
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])])
@@ -43,7 +43,7 @@ def test_tool_names_as_frameworks_write_them_are_still_names(name):
     assert kernel.check(name, {"query": "SELECT 1"}).allowed
 
 
-# ----------------------------------------------------------------------------- item 5: common slips
+# ----------------------------------------------------------------------------- common slips
 def test_governance_stats_without_await_says_to_await_it():
     store = InMemoryLightningStore()
     pending = governance_stats(store)
