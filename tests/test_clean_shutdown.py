@@ -94,7 +94,6 @@ def test_a_clean_run_with_the_recipes_strategy_prints_no_shutdown_errors(tmp_pat
     assert not [n for n in NOISE if n in printed], printed[-3000:]
 
 
-@pytest.mark.xfail(strict=True, reason="the runners heartbeat before the store answers")
 def test_runners_wait_for_a_store_that_starts_late(tmp_path):
     """Under load the store's server started seconds after the runner processes, whose
     heartbeats printed ``ConnectionRefusedError`` tracebacks until it answered."""
