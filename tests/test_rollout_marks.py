@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 
 
-@pytest.mark.xfail(strict=True, reason="only the attempt's metadata has the governance summary")
 def test_a_rollout_with_violations_is_marked_in_its_metadata():
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
     runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False)

@@ -548,9 +548,11 @@ class AgentOSRunner(LitAgentRunner[Any]):
         except Exception as err:
             error = error or err
         self._count(rollout, outcome, spans or [])
-        metadata = {**(rollout.attempt.metadata or {}), "agentos": outcome.summary()}
+        summary = outcome.summary()
+        metadata = {**(rollout.attempt.metadata or {}), "agentos": summary}
         try:
             await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, metadata=metadata)
+            await self._mark_rollout(rollout, summary)
         except Exception:
             logger.exception("could not write the governance summary of rollout %s to the store", rollout.rollout_id)
         if error is not None:
@@ -563,6 +565,25 @@ class AgentOSRunner(LitAgentRunner[Any]):
             )
             if not outcome.agent_failed:  # a failed agent fails the attempt already
                 raise _ConclusionFailed(error) from error
+
+    async def _mark_rollout(self, rollout: AttemptedRollout, summary: Dict[str, Any]) -> None:
+        """Mark a rollout with violations in the rollout's own metadata (``"agentos"``: the latest
+        attempt's counts), where the store's rollout list carries it; the attempt's metadata holds
+        the whole summary. A clean rollout is written only to clear the mark an earlier attempt left."""
+        own = dict(rollout.metadata or {})
+        if not summary["violations"] and "agentos" not in own:
+            return
+        if summary["violations"]:
+            own["agentos"] = {
+                "attempt_id": rollout.attempt.attempt_id,
+                "violations": summary["violations"],
+                "blocked_actions": summary["blocked_actions"],
+                "total_penalty": summary["total_penalty"],
+                "violations_by_policy": summary["violations_by_policy"],
+            }
+        else:
+            del own["agentos"]
+        await self.get_store().update_rollout(rollout.rollout_id, metadata=own)
 
     def _count(self, rollout: AttemptedRollout, outcome: RolloutOutcome, spans: Any) -> None:
         """Count the concluded attempt, and say once what the user should know about it."""
