@@ -61,11 +61,23 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("line", choices=sorted(ROOMS))
     parser.add_argument("--python", required=True, help="the environment's interpreter that `python` stands for")
+    parser.add_argument(
+        "--reuse-wheel",
+        action="store_true",
+        help="skip the wheel's build when the wheel the next line installs is already in dist/ (built by the "
+        "other line's run in the same CI run)",
+    )
     args = parser.parse_args(argv)
     python = str(Path(args.python).absolute())
     env = dict(os.environ, PATH=f"{Path(python).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    for command in install_lines((ROOT / "README.md").read_text())[args.line]:
+    commands = install_lines((ROOT / "README.md").read_text())[args.line]
+    for index, command in enumerate(commands):
         started = time.monotonic()
+        if args.reuse_wheel and "python -m build" in command:
+            wheels = [w for c in commands[index + 1 :] for w in re.findall(r"dist/[^\[' ]+\.whl", c)]
+            if wheels and all((ROOT / w).is_file() for w in wheels):
+                print(f"install line ({args.line}, wheel): {command}: skipped, {wheels[0]} is built", flush=True)
+                continue
         # `python` is the first word of every README line: the environment's interpreter runs it.
         words = [python if w == "python" else w for w in shlex.split(command.replace("&&", " && "))]
         script = " ".join(shlex.quote(w) if w != "&&" else w for w in words)
