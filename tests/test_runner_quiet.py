@@ -14,15 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import pytest
-
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 
 EXPECTED_REUSE = ("AgentOps already patched", "init_worker() multiple times", "AgentOps client was already initialized")
 
 
-@pytest.mark.xfail(strict=True, reason="the second runner prints agentlightning's reuse warnings")
 def test_a_second_runner_in_one_process_warns_of_nothing_expected(caplog):
     def run_once() -> bool:
         runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False)

@@ -19,6 +19,7 @@ One attempt's path, in order (agentlightning's ``LitAgentRunner`` calls every st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
@@ -27,7 +28,7 @@ import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from pydantic import ConfigDict
 
@@ -201,6 +202,43 @@ class GovernedRollout(Rollout):
             success=success and not outcome.input_blocked,
             execution_time_ms=execution_time_ms,
         )
+
+
+#: What agentlightning's AgentOps tracer warns when the process already has a runner's tracing set
+#: up (a second runner in one process: an evaluation after training, a notebook cell run again).
+#: It reuses what is there, and refuse_double_instrumentation (after init_worker) refuses the one
+#: state that is wrong, so these read as failures and say nothing: hidden while init_worker runs.
+_EXPECTED_REUSE_WARNINGS = {
+    "agentlightning.instrumentation.agentops": ("AgentOps already patched",),
+    "agentlightning.tracer.agentops": (
+        "LightningSpanProcessor already present in TracerProvider",
+        "AgentOps client was already initialized",
+    ),
+}
+
+
+class _HideExpected(logging.Filter):
+    def __init__(self, starts: Tuple[str, ...]) -> None:
+        super().__init__()
+        self.starts = starts
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING:
+            return True
+        message = record.getMessage()
+        return not any(start in message for start in self.starts)
+
+
+@contextlib.contextmanager
+def _expected_reuse_warnings_hidden() -> Iterator[None]:
+    installed = [(logging.getLogger(name), _HideExpected(starts)) for name, starts in _EXPECTED_REUSE_WARNINGS.items()]
+    for upstream, hide in installed:
+        upstream.addFilter(hide)
+    try:
+        yield
+    finally:
+        for upstream, hide in installed:
+            upstream.removeFilter(hide)
 
 
 def _check_keywords(callee: str, runner_kwargs: Dict[str, Any]) -> None:
@@ -410,7 +448,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 "the kernel's FlightRecorder was opened in another process; its hash chain cannot be "
                 "shared. Pass audit_dir=... to AgentOSRunner so each runner process writes its own file."
             )
-        super().init_worker(worker_id, store, **kwargs)
+        with _expected_reuse_warnings_hidden():
+            super().init_worker(worker_id, store, **kwargs)
         # The tracer has started AgentOps: one LLM call must stay one span whatever the agent imports later.
         keep_relative_imports_from_agentops()
         # What the guard cannot undo (AgentOps started and misread an import before this runner existed)
