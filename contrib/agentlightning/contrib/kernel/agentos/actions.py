@@ -38,15 +38,19 @@ def not_a_tool_name(tool_name: str) -> bool:
 
     >>> not_a_tool_name("database_query"), not_a_tool_name("mcp__db-query.v2"), not_a_tool_name("DROP TABLE users")
     (False, False, True)
+    >>> not_a_tool_name(" DATABASE_QUERY ")
+    False
     """
-    return not tool_name.isidentifier() and _NOT_IN_A_TOOL_NAME(tool_name) is not None
+    # Spaces around a name are padding (policies compare names stripped), not a sign of code.
+    return not tool_name.isidentifier() and _NOT_IN_A_TOOL_NAME(tool_name.strip()) is not None
 
 
 def not_a_tool_name_error(tool_name: str) -> ValueError:
     """The error for a tool name that is code or prose, with the call that was meant."""
     shown = tool_name if len(tool_name) <= 80 else tool_name[:77] + "..."
+    found = _NOT_IN_A_TOOL_NAME(tool_name.strip())
     return ValueError(
-        f"{shown!r} is not a tool name (it has {_NOT_IN_A_TOOL_NAME(tool_name).group()!r}): the first argument of "
+        f"{shown!r} is not a tool name (it has {found.group() if found else '?'!r}): the first argument of "
         f"kernel.check is the tool's name and its arguments go in a dict. For SQL write "
         f'kernel.check(Action.sql({shown!r})) or kernel.check("database_query", {{"query": {shown!r}}})'
     )
