@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 class MustAwait(collections.abc.Coroutine):
     """A coroutine that cannot be dropped silently: garbage-collected without ever being awaited,
     it logs an ERROR saying that nothing happened (``missed``) and how to call it; used as its
-    result (subscripted, iterated, ``.get``...), it raises a ``TypeError`` saying the same.
+    result (subscripted, ``.get``, ``.items()``...), it raises a ``TypeError`` saying the same.
     Otherwise it is the wrapped coroutine: ``await`` it, or pass it to ``asyncio.run`` or
     ``asyncio.create_task``.
 
@@ -67,13 +67,16 @@ class MustAwait(collections.abc.Coroutine):
         return f"<{self._call}: a coroutine, nothing happens until it is awaited>"
 
     def _used_as_result(self, *args: Any, **kwargs: Any) -> NoReturn:
-        self.close()  # it will never run now: no second report when it is collected
+        if not self._started:
+            self.close()  # it will never run now: no second report when it is collected
         raise TypeError(
             f"{self._call} is a coroutine, not its result: write `await {self._call}` in async code, "
             f"or `asyncio.run({self._call})` in a script"
         )
 
-    __getitem__ = __iter__ = __len__ = __contains__ = get = keys = items = values = _used_as_result
+    # A result's mapping operations only: generic machinery (asyncio's task repr, reprlib) probes
+    # ``len`` and iteration on the coroutines it runs, which must keep working.
+    __getitem__ = __contains__ = get = keys = items = values = _used_as_result
 
     def __del__(self) -> None:
         if self._started:
