@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from agentlightning.contrib.kernel.agentos import Action, ActionContext, Decision, GovernanceKernel
+from agentlightning.contrib.kernel.agentos.actions import not_a_tool_name
 
 __all__ = [
     "GATEWAY_POLICY_NAME",
@@ -158,6 +159,8 @@ def read_tool_call(call: Any) -> Tuple[str, Dict[str, Any]]:
     name, arguments = function.get("name"), function.get("arguments")
     if not isinstance(name, str) or not name.strip():
         raise UnreadableAction(f"the tool call's name is not a non-empty string: {name!r}")
+    if not_a_tool_name(name):  # code or prose where the name goes: refused like any unreadable call
+        raise UnreadableAction(f"the tool call's name is not a tool name: {name[:200]!r}")
     if not isinstance(arguments, str):
         raise UnreadableAction(f"the tool call's arguments are not a JSON string: {type(arguments).__name__}")
     try:
@@ -175,7 +178,7 @@ def _judge_call(kernel: GovernanceKernel, call: Any, context: ActionContext) -> 
     except UnreadableAction as error:
         function = call.get("function") if isinstance(call, Mapping) else None
         name = function.get("name") if isinstance(function, Mapping) else None
-        tool = name if isinstance(name, str) and name.strip() else UNREADABLE_TOOL
+        tool = name if isinstance(name, str) and name.strip() and not not_a_tool_name(name) else UNREADABLE_TOOL
         raw = function.get("arguments") if isinstance(function, Mapping) else call
         action = Action(tool, {"unreadable": str(raw)[:2000]})
         return kernel.refuse(action, f"unreadable tool call: {error}", context=context, refused_by=GATEWAY_POLICY_NAME)
