@@ -1,0 +1,223 @@
+"""Several runner hosts against one store (issue 37): hosts have an identity, long clean rollouts
+stay alive, and an attempt the store has given up on is never rewritten, by its runner or by an import.
+
+Real parts: agentlightning 0.3's ``InMemoryLightningStore`` (thread-safe, as the ``agl store``
+server runs it) with its own watchdog (``scan_unhealthy_rollouts``, run before queries, every 0.1 s here), the
+real ``AgentOSRunner`` (agentlightning's ``LitAgentRunner``) and the real kernel and FlightRecorder.
+A "host" here is a runner with its own ``AGENTOS_HOST_NAME``; the partition is a store whose calls
+raise ``OSError`` for a while, in front of the real store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+import agentlightning as agl
+from agentlightning.store.base import LightningStore
+from agentlightning.store.memory import InMemoryLightningStore
+from agentlightning.types import RolloutConfig
+
+from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter
+from agentlightning.contrib.kernel.agentos import SQLPolicy
+from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_AGENT_ID
+from agentlightning.contrib.runner.agentos import AgentOSRunner
+from agentlightning.contrib.runner.agentos.hosts import parse_audit_file_name, parse_worker_name
+
+from .runner_agents import SQLAgent
+
+POLICY = [SQLPolicy(deny=["DROP", "DELETE"])]
+
+
+async def _store() -> InMemoryLightningStore:
+    store = InMemoryLightningStore(thread_safe=True, scan_debounce_seconds=0.1)
+    await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+    return store
+
+
+def _records(path: Path) -> List[Any]:
+    with FlightRecorderAdapter(path) as adapter:
+        return adapter.records()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
+def test_workers_audit_files_records_and_spans_name_their_host_and_process(shop_db, tmp_path, monkeypatch):
+    """Two hosts each run worker 0 into one store: the store's attempts and workers, the audit files,
+    every record and every span say which host and process ran them, and no two are confused."""
+
+    async def scenario():
+        store = await _store()
+        for host in ("host-a", "host-b"):
+            monkeypatch.setenv("AGENTOS_HOST_NAME", host)
+            runner = AgentOSRunner(
+                POLICY, audit_dir=tmp_path / "audit", log_violations=False, poll_interval=0.05, max_rollouts=1
+            )
+            runner.init(SQLAgent())
+            runner.init_worker(0, store)
+            await store.enqueue_rollout(input={"db": str(shop_db), "queries": ["SELECT 1", "DROP TABLE users"]})
+            await runner.iter()
+            runner.teardown_worker(0)
+        rollouts = await store.query_rollouts()
+        attempts = [a for r in rollouts for a in await store.query_attempts(r.rollout_id)]
+        spans = [s for r in rollouts for s in await store.query_spans(r.rollout_id)]
+        workers = [w.worker_id for w in await store.query_workers()]
+        return attempts, spans, workers
+
+    attempts, spans, workers = asyncio.run(scenario())
+    pid = os.getpid()
+    expected = {f"Worker-0@host-a-{pid}", f"Worker-0@host-b-{pid}"}
+    assert {a.worker_id for a in attempts} == expected and len(attempts) == 2
+    assert {a.status for a in attempts} == {"succeeded"}
+    assert expected <= set(workers)
+    assert {parse_worker_name(name) for name in expected} == {(0, "host-a", pid), (0, "host-b", pid)}
+    files = sorted((tmp_path / "audit").glob("*.db"))
+    assert [f.name for f in files] == [f"worker-0@host-a-{pid}.db", f"worker-0@host-b-{pid}.db"]
+    for path in files:
+        _, host, file_pid = parse_audit_file_name(path.name)
+        records = _records(path)
+        assert len(records) == 2 and {r.agent_id for r in records} == {f"Worker-0@{host}-{file_pid}"}
+    governed = [s for s in spans if AGENTOS_AGENT_ID in s.attributes]
+    assert len(governed) >= 4  # two checks per rollout, one of them with its violation span
+    assert {s.attributes[AGENTOS_AGENT_ID] for s in governed} == expected
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
+def test_a_named_agent_id_still_carries_the_host_and_process(shop_db, monkeypatch):
+    monkeypatch.setenv("AGENTOS_HOST_NAME", "host-c")
+
+    async def scenario():
+        store = await _store()
+        runner = AgentOSRunner(POLICY, agent_id="sql-agent", log_violations=False)
+        runner.init(SQLAgent())
+        runner.init_worker(2, store)
+        rollout = await runner.step({"db": str(shop_db), "queries": ["DROP TABLE users"]})
+        return runner.get_worker_id(), rollout.governance.decisions[0]
+
+    worker, decision = asyncio.run(scenario())
+    assert worker == f"Worker-2@host-c-{os.getpid()}"
+    assert decision.context.agent_id == f"sql-agent@host-c-{os.getpid()}"
+
+
+def _watch(store: LightningStore, stop: threading.Event, seen: List[str], rollout_id: str) -> threading.Thread:
+    """A driver polling the store, as a training algorithm does: each query runs the store's watchdog."""
+
+    def poll() -> None:
+        async def loop() -> None:
+            while not stop.is_set():
+                attempts = await store.query_attempts(rollout_id)
+                seen.extend(a.status for a in attempts)
+                await asyncio.sleep(0.1)
+
+        asyncio.run(loop())
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
+def test_a_clean_rollout_longer_than_unresponsive_seconds_stays_alive(shop_db):
+    """The clean check's span is held until the rollout ends, so before heartbeats the store saw no
+    sign of life from a clean attempt and marked it unresponsive (and the rollout was retried)."""
+
+    async def scenario():
+        store = await _store()
+        runner = AgentOSRunner(POLICY, log_violations=False, poll_interval=0.05, max_rollouts=1)
+        runner.init(SQLAgent())
+        runner.init_worker(0, store)
+        config = RolloutConfig(unresponsive_seconds=1.0, max_attempts=2, retry_condition=["unresponsive"])
+        task = {"db": str(shop_db), "queries": ["SELECT 1"], "sleep": 3.0}
+        rollout = await store.enqueue_rollout(input=task, config=config)
+        stop, seen = threading.Event(), []
+        watcher = _watch(store, stop, seen, rollout.rollout_id)
+        try:
+            await runner.iter()
+        finally:
+            stop.set()
+            watcher.join()
+        return await store.query_attempts(rollout.rollout_id), seen
+
+    attempts, seen = asyncio.run(scenario())
+    assert "unresponsive" not in seen
+    assert [(a.sequence_id, a.status) for a in attempts] == [(1, "succeeded")]
+    assert attempts[0].last_heartbeat_time is not None
+
+
+class PartitionedStore(LightningStore):
+    """The real store behind a link that can be cut: while ``cut`` is set, every call raises the
+    error a runner host sees when its network to the store is down."""
+
+    def __init__(self, store: LightningStore) -> None:
+        super().__init__()
+        self._store = store
+        self.cut = threading.Event()
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("cut",):
+            return object.__getattribute__(self, name)
+        target = getattr(object.__getattribute__(self, "_store"), name)
+        if not asyncio.iscoroutinefunction(target):
+            return target
+        cut = object.__getattribute__(self, "cut")
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if cut.is_set():
+                raise OSError(101, "Network is unreachable")
+            return await target(*args, **kwargs)
+
+        return call
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
+def test_an_attempt_superseded_while_its_host_was_cut_off_is_never_rewritten(shop_db):
+    """Attempt 1's host is cut off from the store mid-rollout; the store marks it unresponsive and
+    another host's attempt 2 succeeds. When the link returns and attempt 1's agent finishes, its
+    runner must leave attempt 1 as the store left it (before: its spans turned it back to
+    ``running`` and its status was then written ``succeeded``)."""
+
+    async def scenario():
+        real = await _store()
+        link = PartitionedStore(real)
+        runner = AgentOSRunner(POLICY, log_violations=False, poll_interval=0.05, max_rollouts=1)
+        runner.init(SQLAgent())
+        runner.init_worker(0, link)
+        config = RolloutConfig(unresponsive_seconds=0.5, max_attempts=2, retry_condition=["unresponsive"])
+        task = {"db": str(shop_db), "queries": ["SELECT 1", "DROP TABLE users"], "sleep": 3.0}
+        rollout = await real.enqueue_rollout(input=task, config=config)
+        done: Dict[str, Any] = {}
+
+        def other_host() -> None:
+            async def run() -> None:
+                while (await real.get_rollout_by_id(rollout.rollout_id)).status == "queuing":
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.3)  # attempt 1 has made its checks
+                link.cut.set()
+                deadline = time.time() + 10
+                retried = None
+                while retried is None and time.time() < deadline:
+                    await asyncio.sleep(0.1)
+                    retried = await real.dequeue_rollout(worker_id="other-host")
+                done["retried"] = retried is not None
+                if retried is not None:
+                    await real.update_attempt(rollout.rollout_id, retried.attempt.attempt_id, status="succeeded")
+                link.cut.clear()
+
+            asyncio.run(run())
+
+        thread = threading.Thread(target=other_host, daemon=True)
+        thread.start()
+        await runner.iter()
+        await asyncio.to_thread(thread.join)
+        return done, await real.query_attempts(rollout.rollout_id), await real.get_rollout_by_id(rollout.rollout_id)
+
+    done, attempts, rollout = asyncio.run(scenario())
+    assert done["retried"]
+    assert [(a.sequence_id, a.status) for a in attempts] == [(1, "unresponsive"), (2, "succeeded")]
+    assert attempts[0].end_time is None
+    assert rollout.status == "succeeded"
