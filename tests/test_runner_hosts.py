@@ -221,3 +221,39 @@ def test_an_attempt_superseded_while_its_host_was_cut_off_is_never_rewritten(sho
     assert [(a.sequence_id, a.status) for a in attempts] == [(1, "unresponsive"), (2, "succeeded")]
     assert attempts[0].end_time is None
     assert rollout.status == "succeeded"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37: fixed in a later commit")
+def test_importing_a_trail_never_changes_an_attempts_status(tmp_path):
+    """A span added to an attempt is a heartbeat to agentlightning's store, which turns a
+    ``preparing`` or ``unresponsive`` attempt into ``running``. An import must not revive an attempt
+    the store has given up on (its rollout would never be retried): such records go to the audit
+    rollout, marked with the rollout and attempt they were made in."""
+    from agentlightning.contrib.adapter.agentos.adapter import AUDIT_ROLLOUT_METADATA_KEY
+    from agentlightning.contrib.kernel.agentos import ActionContext, GovernanceKernel
+
+    async def scenario():
+        store = await _store()
+        config = RolloutConfig(unresponsive_seconds=0.2, max_attempts=2, retry_condition=["unresponsive"])
+        dead = await store.start_rollout(input={"task": 1}, config=config)
+        waiting = await store.start_rollout(input={"task": 2})
+        kernel = GovernanceKernel(POLICY, recorder=tmp_path / "trail.db")
+        for attempted in (dead, waiting):
+            context = ActionContext(rollout_id=attempted.rollout_id, attempt_id=attempted.attempt.attempt_id)
+            kernel.check("database_query", {"query": "DROP TABLE users"}, context=context)
+        kernel.close()
+        await asyncio.sleep(0.4)
+        before = [await store.get_latest_attempt(a.rollout_id) for a in (dead, waiting)]
+        added = await FlightRecorderAdapter(tmp_path / "trail.db").emit_to_store(store)
+        after = [await store.get_latest_attempt(a.rollout_id) for a in (dead, waiting)]
+        rollouts = {r.rollout_id: r for r in await store.query_rollouts()}
+        audit = [r for r in rollouts.values() if (r.metadata or {}).get(AUDIT_ROLLOUT_METADATA_KEY)]
+        audit_spans = await store.query_spans(audit[0].rollout_id) if audit else []
+        return added, before, after, rollouts[dead.rollout_id].status, audit_spans
+
+    added, before, after, dead_rollout_status, audit_spans = asyncio.run(scenario())
+    assert added == 2
+    assert [a.status for a in before] == ["unresponsive", "preparing"]
+    assert [(a.status, a.end_time) for a in after] == [(a.status, a.end_time) for a in before]
+    assert dead_rollout_status == "requeuing"
+    assert sorted(s.attributes["agent_os.rollout_id"] for s in audit_spans) == sorted(a.rollout_id for a in after)
