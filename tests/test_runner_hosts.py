@@ -17,8 +17,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-import pytest
-
 import agentlightning as agl
 from agentlightning.store.base import LightningStore
 from agentlightning.store.memory import InMemoryLightningStore
@@ -46,7 +44,6 @@ def _records(path: Path) -> List[Any]:
         return adapter.records()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
 def test_workers_audit_files_records_and_spans_name_their_host_and_process(shop_db, tmp_path, monkeypatch):
     """Two hosts each run worker 0 into one store: the store's attempts and workers, the audit files,
     every record and every span say which host and process ran them, and no two are confused."""
@@ -87,7 +84,6 @@ def test_workers_audit_files_records_and_spans_name_their_host_and_process(shop_
     assert {s.attributes[AGENTOS_AGENT_ID] for s in governed} == expected
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
 def test_a_named_agent_id_still_carries_the_host_and_process(shop_db, monkeypatch):
     monkeypatch.setenv("AGENTOS_HOST_NAME", "host-c")
 
@@ -121,7 +117,6 @@ def _watch(store: LightningStore, stop: threading.Event, seen: List[str], rollou
     return thread
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
 def test_a_clean_rollout_longer_than_unresponsive_seconds_stays_alive(shop_db):
     """The clean check's span is held until the rollout ends, so before heartbeats the store saw no
     sign of life from a clean attempt and marked it unresponsive (and the rollout was retried)."""
@@ -174,7 +169,6 @@ class PartitionedStore(LightningStore):
         return call
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
 def test_an_attempt_superseded_while_its_host_was_cut_off_is_never_rewritten(shop_db):
     """Attempt 1's host is cut off from the store mid-rollout; the store marks it unresponsive and
     another host's attempt 2 succeeds. When the link returns and attempt 1's agent finishes, its
@@ -223,7 +217,6 @@ def test_an_attempt_superseded_while_its_host_was_cut_off_is_never_rewritten(sho
     assert rollout.status == "succeeded"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37: fixed in a later commit")
 def test_importing_a_trail_never_changes_an_attempts_status(tmp_path):
     """A span added to an attempt is a heartbeat to agentlightning's store, which turns a
     ``preparing`` or ``unresponsive`` attempt into ``running``. An import must not revive an attempt

@@ -52,6 +52,13 @@ logger = logging.getLogger(__name__)
 
 #: Metadata key marking the rollout that holds records made outside any rollout.
 AUDIT_ROLLOUT_METADATA_KEY = "agentos.audit_rollout"
+
+#: The attempt statuses agentlightning's store changes when a span arrives (a span is a heartbeat:
+#: ``preparing`` and ``unresponsive`` become ``running``). Records of such an attempt go to the audit
+#: rollout, so that an import never revives an attempt the store gave up on (its rollout would never
+#: be retried) nor starts one nobody runs; the spans keep the rollout and attempt they were made in
+#: as ``agent_os.rollout_id``/``agent_os.attempt_id``.
+STATUSES_A_SPAN_REWRITES = ("preparing", "unresponsive")
 Placement = Literal["rollout", "audit"]
 
 
@@ -354,13 +361,12 @@ class FlightRecorderAdapter:
             key = (rollout_id, attempt_id)
             if key not in state.targets:
                 attempts = await store.query_attempts(rollout_id)
-                ids = [a.attempt_id for a in attempts]
-                if attempt_id is None and ids:
-                    state.targets[key] = (rollout_id, ids[-1])
-                elif attempt_id in ids:
-                    state.targets[key] = (rollout_id, attempt_id)  # type: ignore[assignment]
+                target = attempts[-1] if attempt_id is None and attempts else None
+                target = next((a for a in attempts if a.attempt_id == attempt_id), target)
+                if target is None or target.status in STATUSES_A_SPAN_REWRITES:
+                    state.targets[key] = None  # the audit rollout: the store's view of the attempt is kept
                 else:
-                    state.targets[key] = None
+                    state.targets[key] = (rollout_id, target.attempt_id)
             target = state.targets[key]
             if target is not None:
                 return target
