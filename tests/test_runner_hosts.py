@@ -279,7 +279,6 @@ class CutOffAgent(agl.LitAgent):
         return 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37: fixed in the next commit")
 def test_after_a_partition_heals_the_store_holds_every_blocked_decision_of_the_trail(shop_db, tmp_path):
     """The runner's violation span of a call blocked while its host was cut off never reached the
     store (before: the store counted fewer blocked decisions than the trail until someone imported
@@ -322,3 +321,70 @@ def test_after_a_partition_heals_the_store_holds_every_blocked_decision_of_the_t
     assert len(trail) == 3 and stored == trail
     assert sum(again.values()) == 0
     assert statuses == ["succeeded"] * 3
+
+
+def test_ship_names_a_path_that_is_not_a_trail(tmp_path, capsys):
+    from agentlightning.contrib.adapter.agentos.shipper import main
+
+    assert main(["ship", "--store-url", "http://127.0.0.1:9", str(tmp_path / "missing")]) == 2
+    assert "is neither a FlightRecorder file nor a directory of them" in capsys.readouterr().err
+
+
+@pytest.mark.e2e
+def test_ship_sends_a_stopped_hosts_trail_to_agl_store_once(shop_db, tmp_path, capsys, monkeypatch):
+    """A host stopped before its records reached the store: the ship command sends them to a real
+    `agl store` over HTTP, into the attempts they were made in; a second run adds nothing."""
+
+    from agentlightning.store.client_server import LightningStoreClient
+
+    from agentlightning.contrib.adapter.agentos.shipper import main
+    from agentlightning.contrib.kernel.agentos import ActionContext, GovernanceKernel
+
+    from .runner_agents import RECIPE_DIR
+
+    monkeypatch.syspath_prepend(str(RECIPE_DIR))
+    from agl_store_server import agl_store_server
+
+    with agl_store_server(tmp_path / "agl-store.log") as url:
+
+        async def start():
+            client = LightningStoreClient(url)
+            try:
+                attempted = await client.start_rollout(input={"task": 1})
+                await client.update_attempt(attempted.rollout_id, attempted.attempt.attempt_id, status="running")
+                return attempted
+            finally:
+                await client.close()
+
+        attempted = asyncio.run(start())
+        audit = tmp_path / "audit"
+        audit.mkdir()
+        kernel = GovernanceKernel(POLICY, recorder=audit / "worker-0@stopped-host-42.db")
+        context = ActionContext(
+            agent_id="Worker-0@stopped-host-42",
+            rollout_id=attempted.rollout_id,
+            attempt_id=attempted.attempt.attempt_id,
+        )
+        for query in ("SELECT 1", "DROP TABLE users", "DELETE FROM orders"):
+            kernel.check("database_query", {"query": query}, context=context)
+        kernel.close()
+        assert main(["ship", "--store-url", url, str(audit)]) == 0
+        first = capsys.readouterr().out
+        assert main(["ship", "--store-url", url, str(audit)]) == 0
+        second = capsys.readouterr().out
+
+        async def read():
+            client = LightningStoreClient(url)
+            try:
+                return await client.query_spans(attempted.rollout_id, attempted.attempt.attempt_id), (
+                    await client.get_latest_attempt(attempted.rollout_id)
+                )
+            finally:
+                await client.close()
+
+        spans, attempt = asyncio.run(read())
+    assert (
+        "3 span(s) added" in first and "blocked decisions: 2 in the files, 2 of them in the store, 0 missing" in first
+    )
+    assert "0 span(s) added" in second and "0 missing" in second
+    assert len(spans) == 3 and attempt.status == "running"
