@@ -7,8 +7,8 @@ not acknowledged, with :meth:`FlightRecorderAdapter.emit_to_store` (verified fir
 the records' chain hashes, so sending again never duplicates), again and again until they are in:
 
 * in the runner process, while it runs: ``runner.init(agent, hooks=[ShipTrail()])`` ships the
-  runner's own file from a thread, after each rollout and every ``interval`` seconds, retrying
-  after an outage with no operator action;
+  runner's own file from a thread every ``interval`` seconds, retrying after an outage with no
+  operator action;
 * for files left behind (a killed host's, a stopped run's):
   ``python -m agentlightning.contrib.adapter.agentos ship --store-url URL AUDIT_DIR``.
 
@@ -166,9 +166,10 @@ class TrailShipper:
 
 class ShipTrail(Hook):
     """An agentlightning hook that ships the runner's own FlightRecorder file to the runner's store:
-    ``runner.init(agent, hooks=[ShipTrail()])``. After each rollout it wakes a :class:`TrailShipper`
-    (started at the first rollout, on the file ``runner.kernel.audit`` writes), which also ships
-    every ``interval`` seconds and retries after an outage. ``stop()`` ships a last round."""
+    ``runner.init(agent, hooks=[ShipTrail()])``. The first rollout's end starts a :class:`TrailShipper`
+    on the file ``runner.kernel.audit`` writes, which ships every ``interval`` seconds (each round
+    verifies the whole file first, so rounds are spaced rather than one per rollout) and retries
+    after an outage. ``stop()`` ships a last round."""
 
     def __init__(self, *, interval: float = 5.0, **adapter_options: Any) -> None:
         super().__init__()
@@ -188,7 +189,6 @@ class ShipTrail(Hook):
             self.shipper = TrailShipper(
                 runner.get_store(), [path], interval=self.interval, **self.adapter_options
             ).start()
-        self.shipper.wake()
 
     def stop(self) -> None:
         if self.shipper is not None:
