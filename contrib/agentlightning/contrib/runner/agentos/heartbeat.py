@@ -15,6 +15,11 @@ worker heartbeat does, because an agent's synchronous work holds the runner's lo
 it runs. Each attempt is beaten every third of its ``unresponsive_seconds`` (the runner's
 ``heartbeat_interval`` when the rollout has none, or when that is shorter).
 
+The thread calls the store from a loop of its own, so heartbeats need a store that says it is
+thread-safe (``store.capabilities["thread_safe"]``: a ``LightningStoreClient`` of an ``agl
+store``, ``InMemoryLightningStore(thread_safe=True)``); with any other store there are none, and
+the runner says so once if a rollout sets ``unresponsive_seconds``.
+
 An attempt is beaten only while the store still counts it as the rollout's live attempt (its
 latest, ``preparing`` or ``running``): an attempt the store has given up on is never written
 again, and its heartbeats stop. A heartbeat that fails (the store unreachable) is retried at the
@@ -97,12 +102,25 @@ class AttemptHeartbeats:
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._failing = False
+        self.enabled = bool(getattr(store, "capabilities", {}).get("thread_safe", False))
+        self._said_disabled = False
 
     def add(self, rollout: Any) -> None:
         """Beat the attempt of ``rollout`` (an ``AttemptedRollout``) from now until :meth:`remove`."""
         config = getattr(rollout, "config", None)
         interval = heartbeat_interval(getattr(config, "unresponsive_seconds", None), self.default_interval)
         key = (rollout.rollout_id, rollout.attempt.attempt_id)
+        if not self.enabled:
+            if getattr(config, "unresponsive_seconds", None) is not None and not self._said_disabled:
+                self._said_disabled = True
+                logger.warning(
+                    "AgentOSRunner: the store (%s) is not thread-safe, so attempts get no heartbeats and the store may "
+                    "mark a long clean rollout unresponsive (unresponsive_seconds=%s). Use "
+                    "InMemoryLightningStore(thread_safe=True), or an agl store. (Logged once per worker.)",
+                    type(self.store).__name__,
+                    config.unresponsive_seconds,
+                )
+            return
         with self._lock:
             self._beats[key] = _Beat(key[0], key[1], interval, time.monotonic() + interval)
             if self._thread is None:
