@@ -388,3 +388,23 @@ def test_ship_sends_a_stopped_hosts_trail_to_agl_store_once(shop_db, tmp_path, c
     )
     assert "0 span(s) added" in second and "0 missing" in second
     assert len(spans) == 3 and attempt.status == "running"
+
+
+def test_a_store_that_is_not_thread_safe_gets_no_heartbeats_and_the_user_is_told(caplog):
+    """Heartbeats call the store from a thread of their own: never a store that is not thread-safe."""
+    from agentlightning.contrib.runner.agentos.heartbeat import AttemptHeartbeats
+
+    async def scenario():
+        store = InMemoryLightningStore()
+        config = RolloutConfig(unresponsive_seconds=1.0)
+        attempted = await store.start_rollout(input={"task": 1}, config=config)
+        heartbeats = AttemptHeartbeats(store, default_interval=10.0)
+        heartbeats.add(attempted)
+        heartbeats.add(attempted)
+        return heartbeats
+
+    with caplog.at_level("WARNING"):
+        heartbeats = asyncio.run(scenario())
+    assert not heartbeats.enabled and heartbeats.beating() == ()
+    said = [r.getMessage() for r in caplog.records if "not thread-safe" in r.getMessage()]
+    assert len(said) == 1 and "InMemoryLightningStore(thread_safe=True)" in said[0]
