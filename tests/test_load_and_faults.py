@@ -188,11 +188,16 @@ def test_sigkill_victim_recorder_verifies_and_kept_the_blocked_record(sigkill):
     assert sigkill["victim_records_lost"] == len(made) - len(on_disk)
 
 
-def test_sigkill_reimport_puts_the_lost_violation_into_the_killed_attempt(sigkill):
+def test_sigkill_reimport_keeps_the_lost_violation_and_leaves_the_killed_attempt_unresponsive(sigkill):
+    """The killed attempt's lost violation is imported from the victim's file; the attempt is
+    unresponsive, and a span would turn it back into running (issue 37), so the span goes to the
+    audit rollout, marked with the killed attempt, and the attempt stays as the store left it."""
     reimport = sigkill["reimport_of_victim_file"]
     assert reimport["added"] == len(sigkill["victim_recorder_kill_rollout_queries_on_disk"])
     assert reimport["added_again"] == 0
-    assert reimport["killed_attempt_audit_blocked_spans"] == 1
+    assert reimport["audit_rollout_blocked_spans_of_killed_attempt"] == 1
+    assert reimport["killed_attempt_audit_blocked_spans"] == 0
+    assert reimport["killed_attempt_status_after_import"] == "unresponsive"
     assert sigkill["governance_stats_unchanged_by_import"] is True
 
 
