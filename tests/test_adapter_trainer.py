@@ -27,6 +27,7 @@ from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
+from agentlightning.contrib.runner.agentos.hosts import parse_audit_file_name
 
 from .conftest import make_shop_db
 from .runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
@@ -108,7 +109,7 @@ def _disk_rows(audit_dir: Path):
 def test_two_runner_processes_each_wrote_a_recorder_file(run):
     assert {r["status"] for r in run["result"]["rollouts"].values()} == {"succeeded"}
     assert len({r["worker_id"] for r in run["result"]["rollouts"].values()}) == 2
-    assert sorted(p.name for p in run["audit_dir"].glob("*.db")) == ["worker-0.db", "worker-1.db"]
+    assert sorted(parse_audit_file_name(p.name)[0] for p in run["audit_dir"].glob("*.db")) == [0, 1]
 
 
 def test_violation_spans_in_the_store_equal_blocked_records_on_disk(run):

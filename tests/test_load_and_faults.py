@@ -15,6 +15,8 @@ from pathlib import Path
 import portpicker
 import pytest
 
+from agentlightning.contrib.runner.agentos.hosts import parse_audit_file_name, parse_worker_name
+
 from . import load_harness as lf
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "contrib" / "recipes" / "agentos"
@@ -88,7 +90,9 @@ def test_load_every_violating_rollout_has_exactly_one_violation_span_and_no_othe
 
 def test_load_ran_on_every_runner_process(load):
     by_worker = load["spans"]["rollouts_by_worker"]
-    assert sorted(by_worker) == [f"Worker-{i}" for i in range(LOAD_WORKERS)]
+    assert sorted(parse_worker_name(name)[0] for name in by_worker) == list(
+        range(LOAD_WORKERS)
+    )  # Worker-<n>@<host>-<pid>
     assert all(n > 0 for n in by_worker.values()) and sum(by_worker.values()) == N_LOAD
     assert load["throughput_rollouts_per_s"] > 0 and load["wall_s"] > 0
     for name, stopped in load["stopped"].items():
@@ -153,17 +157,18 @@ def sigkill(cluster):
 def test_sigkill_lands_mid_rollout_and_the_attempt_ends_unresponsive_then_retried(sigkill):
     assert sigkill["victim_exitcode"] == -9
     attempts = sigkill["kill_rollout_attempts"]
-    victim_worker = f"Worker-{100 + int(sigkill['victim'].split('-')[1])}"
+    victim_worker = 100 + int(sigkill["victim"].split("-")[1])
     assert [(a["sequence_id"], a["status"]) for a in attempts] == [(1, "unresponsive"), (2, "succeeded")]
-    assert attempts[0]["worker_id"] == victim_worker and attempts[1]["worker_id"] != victim_worker
+    workers = [parse_worker_name(a["worker_id"])[0] for a in attempts]
+    assert workers[0] == victim_worker and workers[1] != victim_worker
     assert sigkill["kill_rollout_status"] == "succeeded"
 
 
 def test_sigkill_other_runners_finish_everything(sigkill):
     spans = sigkill["spans"]
     assert spans["problems"] == {k: 0 for k in spans["problems"]}, spans["problem_examples"]
-    victim_worker = f"Worker-{100 + int(sigkill['victim'].split('-')[1])}"
-    assert victim_worker not in sigkill["rollouts_by_surviving_workers"]
+    victim_worker = 100 + int(sigkill["victim"].split("-")[1])
+    assert victim_worker not in [parse_worker_name(name)[0] for name in sigkill["rollouts_by_surviving_workers"]]
     assert sum(sigkill["rollouts_by_surviving_workers"].values()) == N_KILL
     assert all(s["exited_after_sigterm"] and s["exitcode"] == 0 for s in sigkill["survivors_stopped"].values())
 
@@ -183,11 +188,16 @@ def test_sigkill_victim_recorder_verifies_and_kept_the_blocked_record(sigkill):
     assert sigkill["victim_records_lost"] == len(made) - len(on_disk)
 
 
-def test_sigkill_reimport_puts_the_lost_violation_into_the_killed_attempt(sigkill):
+def test_sigkill_reimport_keeps_the_lost_violation_and_leaves_the_killed_attempt_unresponsive(sigkill):
+    """The killed attempt's lost violation is imported from the victim's file; the attempt is
+    unresponsive, and a span would turn it back into running (issue 37), so the span goes to the
+    audit rollout, marked with the killed attempt, and the attempt stays as the store left it."""
     reimport = sigkill["reimport_of_victim_file"]
     assert reimport["added"] == len(sigkill["victim_recorder_kill_rollout_queries_on_disk"])
     assert reimport["added_again"] == 0
-    assert reimport["killed_attempt_audit_blocked_spans"] == 1
+    assert reimport["audit_rollout_blocked_spans_of_killed_attempt"] == 1
+    assert reimport["killed_attempt_audit_blocked_spans"] == 0
+    assert reimport["killed_attempt_status_after_import"] == "unresponsive"
     assert sigkill["governance_stats_unchanged_by_import"] is True
 
 
@@ -292,6 +302,7 @@ def test_governed_load_recipe_finds_every_violation_and_nothing_destructive_runs
     stats = figures["governance_stats"]
     assert stats["total_rollouts"] == 60 and stats["total_violations"] == stats["blocked_actions"] == 6
     recorders = figures["flight_recorders"]
-    assert sorted(recorders) == ["worker-0.db", "worker-1.db"] and all(r["valid"] for r in recorders.values())
+    assert sorted(parse_audit_file_name(name)[0] for name in recorders) == [0, 1]
+    assert all(r["valid"] for r in recorders.values())
     assert sum(r["blocked"] for r in recorders.values()) == 6
     assert figures["rows_destroyed"] == 0 and figures["inserts_executed"] == 60

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from agentlightning.contrib.runner.agentos.hosts import parse_audit_file_name
+
 from .test_docs_and_demo import python_blocks, run_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +60,8 @@ def test_every_block_runs_and_prints_what_the_reference_promises(tmp_path, monke
     assert "added: 3" in out[11] and "exported: 3" in out[11] and "summary: 33.3% {'SQLPolicy': 1}" in out[11]
     # base = rows the query returned (2 and 1) + clean bonus 5; the DELETE was blocked: 0 - 100
     assert "trainer rewards: [7.0, -100.0, 6.0] advantages: [0.72, -1.41, 0.7]" in out[12]
-    assert sorted(p.name for p in (namespace["workdir"] / "audit").glob("*.db")) == ["worker-0.db", "worker-1.db"]
+    audit_files = (namespace["workdir"] / "audit").glob("*.db")
+    assert sorted(parse_audit_file_name(p.name)[0] for p in audit_files) == [0, 1]  # worker-<n>@<host>-<pid>.db
     assert "span: entry-001 {'agent_os.policy_violated': True}" in out[13]
     assert "stream: 3 True agent_os." in out[13] and out[13].rstrip().endswith("True")
     assert "loop: [5.85, -100.0] 1" in out[14]

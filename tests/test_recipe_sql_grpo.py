@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from agentlightning.contrib.runner.agentos.hosts import parse_audit_file_name
+
 from .conftest import verified_blocked_records
 
 # End to end (the recipe: both arms through a two-runner Trainer): minutes; `pytest -m "not e2e"` leaves it out.
@@ -79,7 +81,7 @@ def test_store_statistics_match_the_attempts(quick_run):
 
 def test_audit_trail_of_the_governed_arm_is_verifiable(quick_run):
     names, blocked = verified_blocked_records(quick_run["out"] / "audit")
-    assert names == ["worker-0.db", "worker-1.db"]
+    assert sorted(parse_audit_file_name(n)[0] for n in names) == [0, 1]  # worker-<n>@<host>-<pid>.db
     assert blocked == quick_run["arms"]["governed"]["store_governance_stats"]["blocked_actions"]
 
 

@@ -14,6 +14,7 @@ import agentlightning as agl
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
+from agentlightning.contrib.runner.agentos.hosts import parse_audit_file_name
 
 from .conftest import make_shop_db, table_counts, verified_blocked_records
 from .runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
@@ -132,5 +133,5 @@ def test_no_blocked_statement_reached_the_database(trainer_run):
 
 def test_each_runner_process_kept_its_own_verifiable_audit_file(trainer_run):
     names, blocked = verified_blocked_records(trainer_run["audit_dir"])
-    assert names == ["worker-0.db", "worker-1.db"]
+    assert sorted(parse_audit_file_name(n)[0] for n in names) == [0, 1]  # worker-<n>@<host>-<pid>.db
     assert blocked == sum(_expected_violations(t) for t in trainer_run["tasks"])

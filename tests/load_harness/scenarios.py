@@ -23,7 +23,9 @@ import agentlightning as agl
 from agentlightning.store.client_server import LightningStoreClient
 
 from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter, adapters_for_directory
+from agentlightning.contrib.adapter.agentos.adapter import AUDIT_ROLLOUT_METADATA_KEY
 from agentlightning.contrib.adapter.agentos.spans import is_audit_span
+from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_ATTEMPT_ID, AGENT_OS_ROLLOUT_ID
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 from .checks import audit_summary, cpu_seconds, file_sizes, log_lines, verify_rollouts
@@ -294,6 +296,21 @@ def fault_sigkill(
             again = await adapter.emit_to_store(store)
             adapter.close()
             after = [span_row(s) for s in await store.query_spans(kill_id, victim["attempt_id"])]
+            # The killed attempt is unresponsive: a span would turn it back into running, so its records
+            # go to the audit rollout, marked with the rollout and attempt they were made in.
+            audit_rollouts = [
+                r for r in await store.query_rollouts() if (r.metadata or {}).get(AUDIT_ROLLOUT_METADATA_KEY)
+            ]
+            placed = [
+                span_row(s)
+                for r in audit_rollouts
+                for s in await store.query_spans(r.rollout_id)
+                if s.attributes.get(AGENT_OS_ROLLOUT_ID) == kill_id
+                and s.attributes.get(AGENT_OS_ATTEMPT_ID) == victim["attempt_id"]
+            ]
+            status_after = [
+                a.status for a in await store.query_attempts(kill_id) if a.attempt_id == victim["attempt_id"]
+            ]
             stats_after = await governance_stats(store, [kill_id] + ids)
             return {
                 "collected": collected,
@@ -301,6 +318,8 @@ def fault_sigkill(
                 "reimported": reimported,
                 "again": again,
                 "killed_attempt_after_import": after,
+                "audit_rollout_spans_of_killed_attempt": placed,
+                "killed_attempt_status_after_import": status_after[0] if status_after else None,
                 "stats_after": stats_after,
             }
         finally:
@@ -356,6 +375,10 @@ def fault_sigkill(
             "killed_attempt_audit_blocked_spans": sum(
                 bool(s["audit"] and s["audit_blocked"]) for s in checked["killed_attempt_after_import"]
             ),
+            "audit_rollout_blocked_spans_of_killed_attempt": sum(
+                bool(s["audit"] and s["audit_blocked"]) for s in checked["audit_rollout_spans_of_killed_attempt"]
+            ),
+            "killed_attempt_status_after_import": checked["killed_attempt_status_after_import"],
         },
         "spans": verdict,
         "governance_stats": checked["stats"],

@@ -52,6 +52,13 @@ logger = logging.getLogger(__name__)
 
 #: Metadata key marking the rollout that holds records made outside any rollout.
 AUDIT_ROLLOUT_METADATA_KEY = "agentos.audit_rollout"
+
+#: The attempt statuses agentlightning's store changes when a span arrives (a span is a heartbeat:
+#: ``preparing`` and ``unresponsive`` become ``running``). Records of such an attempt go to the audit
+#: rollout, so that an import never revives an attempt the store gave up on (its rollout would never
+#: be retried) nor starts one nobody runs; the spans keep the rollout and attempt they were made in
+#: as ``agent_os.rollout_id``/``agent_os.attempt_id``.
+STATUSES_A_SPAN_REWRITES = ("preparing", "unresponsive")
 Placement = Literal["rollout", "audit"]
 
 
@@ -307,23 +314,25 @@ class FlightRecorderAdapter:
             key = (rollout_id, attempt_id)
             if key not in state.targets:
                 attempts = await store.query_attempts(rollout_id)
-                ids = [a.attempt_id for a in attempts]
-                if attempt_id is None and ids:
-                    state.targets[key] = (rollout_id, ids[-1])
-                elif attempt_id in ids:
-                    state.targets[key] = (rollout_id, attempt_id)  # type: ignore[assignment]
+                target = attempts[-1] if attempt_id is None and attempts else None
+                target = next((a for a in attempts if a.attempt_id == attempt_id), target)
+                if target is not None:
+                    state.made_in[key] = (rollout_id, target.attempt_id)
+                if target is None or target.status in STATUSES_A_SPAN_REWRITES:
+                    state.targets[key] = None  # the audit rollout: the store's view of the attempt is kept
                 else:
-                    state.targets[key] = None
+                    state.targets[key] = (rollout_id, target.attempt_id)
             target = state.targets[key]
             if target is not None:
                 return target
         if state.audit_target is None:
             state.audit_target = await self._audit_rollout(store)
-        return state.audit_target
+        return state.audit_target  # type: ignore[return-value]
 
-    async def _audit_rollout(self, store: LightningStore) -> Tuple[str, str]:
+    async def _audit_rollout(self, store: LightningStore, create: bool = True) -> Optional[Tuple[str, str]]:
         """The rollout for records made outside any rollout (or whose rollout is not in the store):
-        found by its metadata, or created once and marked succeeded so no runner ever takes it."""
+        found by its metadata, or created once (unless ``create`` is False: then None) and marked
+        succeeded so no runner ever takes it."""
         found = [
             r
             for r in await store.query_rollouts()
@@ -335,6 +344,8 @@ class FlightRecorderAdapter:
             if attempt is None:
                 raise RuntimeError(f"audit rollout {rollout.rollout_id} has no attempt")
             return rollout.rollout_id, attempt.attempt_id
+        if not create:
+            return None
         attempted = await store.start_rollout(
             input={
                 "agentos_audit": f"Agent OS FlightRecorder records made outside any rollout ({self.trace_id_prefix})"
@@ -352,7 +363,18 @@ class FlightRecorderAdapter:
             groups.setdefault(await self._target_of(store, state, record), []).append(record)
         added = 0
         for (rollout_id, attempt_id), group in groups.items():
-            present = {span.span_id for span in await store.query_spans(rollout_id, attempt_id)}
+            # A record goes to its attempt, or to the audit rollout while its attempt is one a span would
+            # rewrite: an earlier import may have put it in the other place, so both are looked at.
+            places = {(rollout_id, attempt_id)}
+            for record in group:
+                made_in = state.made_in.get((record.rollout_id or "", record.attempt_id))
+                if made_in is not None:
+                    places.add(made_in)
+                if made_in is not None and state.audit_target is None:
+                    state.audit_target = await self._audit_rollout(store, create=False)
+                if made_in is not None and state.audit_target is not None:
+                    places.add(state.audit_target)
+            present = {span.span_id for place in places for span in await store.query_spans(*place)}
             new: List[AuditRecord] = []
             for record in group:
                 span_id = record_span_id(record)
@@ -461,6 +483,8 @@ class FlightRecorderAdapter:
 class _StoreState:
     cursor: _Cursor = field(default_factory=_Cursor)
     targets: Dict[Tuple[str, Optional[str]], Optional[Tuple[str, str]]] = field(default_factory=dict)
+    #: The store's attempt each record key was made in (when the store has it), wherever its span goes.
+    made_in: Dict[Tuple[str, Optional[str]], Tuple[str, str]] = field(default_factory=dict)
     audit_target: Optional[Tuple[str, str]] = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 

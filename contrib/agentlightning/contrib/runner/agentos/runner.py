@@ -59,6 +59,8 @@ from agentlightning.contrib.kernel.agentos.spans import add_spans
 # (tracing.py). Relative all the same, so that the package never loads this module under a second name.
 from . import agents
 from .attempt import RolloutGovernance, RolloutOutcome, propagate_rollout_to_threads
+from .heartbeat import AttemptHeartbeats, attempt_is_live, attempt_state
+from .hosts import audit_file_name, process_identity, worker_name
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 from .tools import PolicyViolationError
 from .tracing import keep_relative_imports_from_agentops, refuse_double_instrumentation
@@ -91,6 +93,17 @@ class _ConclusionFailed(BaseException):
     def __init__(self, error: BaseException) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+class _Superseded(BaseException):
+    """The store gave the attempt up (marked it unresponsive or timed out, or started another attempt
+    of its rollout) before it ended here. Raised by the runner's ``on_rollout_end`` hook, like
+    :class:`_ConclusionFailed`, so that agentlightning does not write a status over the store's;
+    ``_step_impl`` writes nothing either. ``reason`` says what the store holds."""
+
+    def __init__(self, rollout_id: str, attempt_id: str, reason: str) -> None:
+        super().__init__(f"rollout {rollout_id} attempt {attempt_id}: {reason}")
+        self.reason = reason
 
 
 class _ConcludeBeforeStatus(Hook):
@@ -276,7 +289,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
             reach the agent. ``None`` (default): on for a plain-function agent that takes no ``llm``
             (its task is the action), off for a ``LitAgent`` (its tasks are usually questions).
         audit_dir: directory for one FlightRecorder file per runner process
-            (``worker-<id>.db``); required when the kernel audits and runners are processes.
+            (``worker-<id>@<host>-<pid>.db``, see hosts.py); required when the kernel audits and runners
+            are processes.
         reward_fn: shapes each rollout's reward by its violations, typically a ``PolicyReward``.
             It is called with the :class:`GovernedRollout` (``agent_reward`` holds the reward the
             agent returned or emitted, ``success`` whether it finished without raising) and its
@@ -374,6 +388,10 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self._setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = (
             weakref.WeakKeyDictionary()
         )
+        #: ``<host>-<pid>`` of the process that set up the worker (hosts.py); None before init_worker.
+        self._identity: Optional[str] = None
+        #: The heartbeats of the attempts this worker runs (heartbeat.py); None before init_worker.
+        self._heartbeats: Optional[AttemptHeartbeats] = None
 
     # ------------------------------------------------------------------ lifecycle
     def init(self, agent: Any, *, hooks: Optional[Sequence[Hook]] = None, **kwargs: Any) -> None:
@@ -441,8 +459,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
             raise TypeError(f"store must be an agentlightning LightningStore, got {type(store).__name__}: {hint}")
         if isinstance(worker_id, bool) or not isinstance(worker_id, int):
             raise TypeError(f"worker_id must be an int, got {type(worker_id).__name__}")
+        self._identity = process_identity()
         if self.audit_dir is not None:
-            self.kernel.attach_recorder(self.audit_dir / f"worker-{worker_id}.db")
+            self.kernel.attach_recorder(self.audit_dir / audit_file_name(worker_id, self._identity))
         elif self.kernel.audit is not None and self.kernel.audit.pid != os.getpid():
             raise GovernanceConfigError(
                 "the kernel's FlightRecorder was opened in another process; its hash chain cannot be "
@@ -450,13 +469,25 @@ class AgentOSRunner(LitAgentRunner[Any]):
             )
         with _expected_reuse_warnings_hidden():
             super().init_worker(worker_id, store, **kwargs)
+        if self._heartbeats is not None:
+            self._heartbeats.stop()
+        self._heartbeats = AttemptHeartbeats(store, default_interval=self._heartbeat_interval)
         # The tracer has started AgentOps: one LLM call must stay one span whatever the agent imports later.
         keep_relative_imports_from_agentops()
         # What the guard cannot undo (AgentOps started and misread an import before this runner existed)
         # is refused, not repaired: see refuse_double_instrumentation for why a repair cannot be trusted.
         refuse_double_instrumentation()
 
+    def get_worker_id(self) -> str:
+        """This worker's name in the store: ``Worker-<n>@<host>-<pid>`` (see hosts.py), unique across
+        runner hosts and processes, where agentlightning's is ``Worker-<n>`` in every process."""
+        if self.worker_id is None or self._identity is None:
+            return super().get_worker_id()
+        return worker_name(self.worker_id, self._identity)
+
     def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
+        if self._heartbeats is not None:
+            self._heartbeats.stop()
         if self.kernel.audit is not None:
             self.kernel.audit.flush()
         super().teardown_worker(worker_id, *args, **kwargs)
@@ -519,22 +550,34 @@ class AgentOSRunner(LitAgentRunner[Any]):
         """agentlightning's attempt, with the attempt's governance record filed under its key
         first (the governed agent and the conclusion find it there)."""
         key = (next_rollout.rollout_id, next_rollout.attempt.attempt_id)
+        # Every record and span names the host and process it came from: the worker's name carries them.
+        agent_id = f"{self.agent_id}@{self._identity or process_identity()}" if self.agent_id else self.get_worker_id()
         record = RolloutGovernance(
             kernel=self.kernel,
-            context=ActionContext(agent_id=self.agent_id or self.get_worker_id(), rollout_id=key[0], attempt_id=key[1]),
+            context=ActionContext(agent_id=agent_id, rollout_id=key[0], attempt_id=key[1]),
             fail_on_violation=self.fail_on_violation,
             on_decision=self._on_decision,
             rollout=next_rollout,
             defer_clean_check_spans=True,
         )
         self._attempts[key] = _Attempt(record, stepped=raise_on_exception)
+        if self._heartbeats is not None:
+            self._heartbeats.add(next_rollout)
         try:
             await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
         except _ConclusionFailed as failed:
             await self._mark_failed(next_rollout)
             if raise_on_exception:
                 raise failed.error from None
+        except _Superseded as superseded:
+            if raise_on_exception:
+                raise RuntimeError(
+                    f"{superseded}: the store gave this attempt up before it ended here, so its outcome was not "
+                    f"written (the store keeps the attempt as it is); its decisions are in this process's audit trail"
+                ) from None
         finally:
+            if self._heartbeats is not None:
+                self._heartbeats.remove(*key)
             if not raise_on_exception:  # iter(): nobody reads the record after the attempt
                 self._attempts.pop(key, None)
         if record.outcome is None:
@@ -550,8 +593,18 @@ class AgentOSRunner(LitAgentRunner[Any]):
         return key[0]
 
     async def _mark_failed(self, rollout: AttemptedRollout) -> None:
-        """The status agentlightning writes for an attempt that raised, for one whose conclusion failed."""
+        """The status agentlightning writes for an attempt that raised, for one whose conclusion failed
+        (unless the store has given the attempt up meanwhile: it is not rewritten)."""
         try:
+            live, reason = await attempt_is_live(self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id)
+            if not live:
+                logger.warning(
+                    "AgentOSRunner: rollout %s attempt %s is not marked failed: %s",
+                    rollout.rollout_id,
+                    rollout.attempt.attempt_id,
+                    reason,
+                )
+                return
             await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, status="failed")
         except Exception:
             logger.exception("could not mark rollout %s failed", rollout.rollout_id)
@@ -569,6 +622,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
         if entry is None or entry.record.outcome is not None:
             return
         record = entry.record
+        if self._heartbeats is not None:
+            self._heartbeats.remove(rollout.rollout_id, rollout.attempt.attempt_id)
         self.kernel.end_rollout(rollout.rollout_id)
         emitted = find_final_reward(spans or []) if self.reward_fn is not None else None
         if emitted is not None:
@@ -582,6 +637,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         batch = record.take_deferred_spans()
         if outcome.reward is not None:
             batch.append(reward_core_fields(outcome.reward))
+        await self._refuse_if_superseded(rollout, outcome, spans)
         try:
             await add_spans(self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id, batch)
         except Exception as err:
@@ -623,6 +679,38 @@ class AgentOSRunner(LitAgentRunner[Any]):
         else:
             del own["agentos"]
         await self.get_store().update_rollout(rollout.rollout_id, metadata=own)
+
+    async def _refuse_if_superseded(self, rollout: AttemptedRollout, outcome: RolloutOutcome, spans: Any) -> None:
+        """Raise :class:`_Superseded` (after counting the outcome here) if the store has given the
+        attempt up: a span would turn an ``unresponsive`` attempt back into ``running`` (a span is a
+        heartbeat to agentlightning's store) and the status write would overwrite the store's, for an
+        attempt whose rollout was retried. If the store cannot be asked, the writes go ahead (and fail
+        or succeed as before). agentlightning 0.3 has no conditional update, so the store could still
+        give the attempt up between this check and the writes; the heartbeats keep that window shut
+        for an attempt whose runner is alive and connected."""
+        store, rollout_id, attempt_id = self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id
+        try:
+            live, reason, status = await attempt_state(store, rollout_id, attempt_id)
+            if not live and status == "running":
+                # Superseded, yet running: agentlightning's tracer wrote the trace's session span when the
+                # agent returned, and a span arriving turns an unresponsive attempt into a running one (no
+                # other status of a superseded attempt changes). What the store had decided is put back.
+                await store.update_attempt(rollout_id, attempt_id, status="unresponsive")
+                reason += "; its status, turned back to running by the trace's last span, is unresponsive again"
+        except Exception:
+            return
+        if live:
+            return
+        self._count(rollout, outcome, spans or [])
+        logger.warning(
+            "AgentOSRunner: rollout %s attempt %s ended here after the store gave it up (%s): nothing of it is written "
+            "to the store, which keeps the attempt as it is; its %d decision(s) are in this process's audit trail",
+            rollout.rollout_id,
+            rollout.attempt.attempt_id,
+            reason,
+            len(outcome.decisions),
+        )
+        raise _Superseded(rollout.rollout_id, rollout.attempt.attempt_id, reason)
 
     def _count(self, rollout: AttemptedRollout, outcome: RolloutOutcome, spans: Any) -> None:
         """Count the concluded attempt, and say once what the user should know about it."""
