@@ -28,7 +28,6 @@ def recipe(monkeypatch):
     return train_sql_llm, warm_start
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: not built yet")
 def test_demo_preset_warm_start_is_a_small_adapter_shipped_with_the_repository(recipe, tmp_path):
     train_sql_llm, warm_start = recipe
     pytest.importorskip("safetensors")
@@ -53,7 +52,6 @@ def test_demo_preset_warm_start_is_a_small_adapter_shipped_with_the_repository(r
     assert record["loss_last"] < record["loss_first"] / 4
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: not built yet")
 def test_merged_adapter_equals_the_peft_network(recipe):
     torch = pytest.importorskip("torch")
     pytest.importorskip("peft")
@@ -109,7 +107,6 @@ def _summary(arm, attempted_before, attempted_after, executed):
     }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: not built yet")
 def test_one_seed_report_names_the_seed_and_plots_held_out_beside_the_curves(recipe):
     pytest.importorskip("matplotlib")
     train_sql_llm, _ = recipe
