@@ -13,8 +13,9 @@ What runs, top to bottom:
    14 held out), built from ``--world-seed``.
 2. A supervised warm start (``warm_start.py``): LoRA SFT of SmolLM2 on the world's candidate
    statements for the *training* tasks (the correct one, a sloppy one and the destructive
-   shortcut: the data teaches the shortcut too), merged and cached under ``--warm-start-cache``;
-   every arm and seed starts from that one file.
+   shortcut: the data teaches the shortcut too), kept as a LoRA adapter of a few MB and merged
+   into the model on load; the ``demo`` preset's ships with the repository, others are built once
+   and cached under ``--warm-start-cache``. Every arm and seed starts from that one adapter.
 3. For each arm, one real ``agentlightning.Trainer`` run (client-server strategy, ``--runners``
    runner processes, an in-memory store on a free local port, ``TracerTraceToTriplet`` as the
    adapter) with the ``@algo`` of ``llm_grpo.py``: it serves the policy as an OpenAI-compatible
