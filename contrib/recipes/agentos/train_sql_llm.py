@@ -56,6 +56,7 @@ from common import (
     config_record,
     log,
     mean_sd,
+    minutes,
     option,
     parse_config,
     plot_mean_sd,
@@ -716,6 +717,10 @@ def main(
     raw, summaries = {}, []
     # The run's units of about equal cost: per arm and seed, the two held-out evaluations and the steps.
     eta = Eta(sum(len(config.seeds_of(arm)) * (config.steps + 2) for arm in config.arms))
+    log(
+        f"training: {eta.total} units of work (per arm and seed, {config.steps} GRPO steps and the held-out "
+        "evaluations before and after); each line from here on says how many are done and about how long is left"
+    )
     for arm in config.arms:
         store = store_factory(arm) if store_factory else None
         raw[arm] = run_arm(arm, world, policy, config, store=store, eta=eta)
@@ -745,6 +750,7 @@ def main(
         "total_seconds": time.perf_counter() - started,
     }
     save_results(results, config.out, functools.partial(plot, summaries) if config.plot else None)
+    log(f"finished: {minutes(results['total_seconds'])} after the imports")
     return results
 
 
