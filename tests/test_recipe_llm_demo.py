@@ -52,6 +52,8 @@ def test_demo_preset_warm_start_is_a_small_adapter_shipped_with_the_repository(r
     assert record["loss_last"] < record["loss_first"] / 4
 
 
+# loads the real tokenizer and transformers (seconds to minutes), as the other model tests: end to end
+@pytest.mark.e2e
 def test_merged_adapter_equals_the_peft_network(recipe):
     torch = pytest.importorskip("torch")
     pytest.importorskip("peft")
