@@ -5,6 +5,7 @@
 * :func:`first_tasks`, :func:`group_advantages`, :func:`enqueue_group`, :func:`wait_for_rollouts`:
   the parts of a GRPO ``@algo`` that do not depend on the policy (tabular or a language model);
 * :func:`log` and :func:`progress_bar`: progress on the terminal, also under pytest's capture;
+  :class:`Eta`: the time a run has left, from the units of work it has done;
 * :func:`plot_mean_sd` and :func:`save_results`: a curve with its spread over seeds, and a run's
   ``results.json`` with its plot;
 * :func:`option` and :func:`parse_config`: each recipe keeps its settings in **one** documented
@@ -218,6 +219,43 @@ def progress_bar(total: int, description: str, unit: str = "it", leave: bool = T
     )
 
 
+def minutes(seconds: float) -> str:
+    """A duration for a progress line: ``42 s`` below two minutes, ``3.4 min`` above.
+
+    >>> minutes(42.2), minutes(204)
+    ('42 s', '3.4 min')
+    """
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+class Eta:
+    """How long a run has been working and about how long it has left, from units of work done.
+
+    A recipe counts its work in units of about equal cost (a training step, an evaluation) and
+    calls :meth:`done` after each; the estimate is the mean time per unit so far times the units
+    left, so start-up costs inside the measured span are spread over the units.
+
+    >>> eta = Eta(4, clock=iter([0.0, 10.0, 30.0]).__next__)  # started at 0 s
+    >>> eta.done(), eta.done()  # one unit at 10 s, two at 30 s
+    ('1/4 done, about 30 s left', '2/4 done, about 30 s left')
+    """
+
+    def __init__(self, total_units: int, clock: Callable[[], float] = time.perf_counter) -> None:
+        if total_units < 1:
+            raise ValueError(f"total_units must be >= 1, got {total_units}")
+        self.total = total_units
+        self.units = 0
+        self._clock = clock
+        self._started = clock()
+
+    def done(self, units: int = 1) -> str:
+        """Count ``units`` more as done; the progress note for the line that reports them."""
+        self.units = min(self.total, self.units + units)
+        elapsed = self._clock() - self._started
+        left = elapsed / self.units * (self.total - self.units)
+        return f"{self.units}/{self.total} done, about {minutes(left)} left"
+
+
 # -- one dataclass per recipe; its command line is generated from it
 
 C = TypeVar("C")
@@ -375,6 +413,8 @@ __all__ = [
     "terminal",
     "log",
     "progress_bar",
+    "minutes",
+    "Eta",
     "plot_mean_sd",
     "save_results",
     "option",

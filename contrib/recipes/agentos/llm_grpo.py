@@ -63,6 +63,7 @@ from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
 from agentlightning.emitter.reward import get_rewards_from_span
 from common import (
+    Eta,
     config_record,
     enqueue_group,
     first_tasks,
@@ -220,6 +221,7 @@ def make_llm_grpo(
     *,
     reward_mode: str = "penalty",
     progress: Callable[[str], None] = log,
+    eta: Optional[Eta] = None,
 ) -> Any:
     """The ``@algo`` of one arm (see the module docstring); writes its results to ``result_path``.
 
@@ -234,6 +236,8 @@ def make_llm_grpo(
         reward_mode: one of :data:`REWARD_MODES`; it must match the arm's runner: ``penalty`` and
             ``constrained`` need ``AgentOSRunner`` with ``PolicyReward``, ``task`` the plain runner.
         progress: where progress lines go.
+        eta: the run's clock; each evaluation and each GRPO step counts one unit done on it, and
+            its line says how much of the run is done and about how long is left.
     """
     import torch
 
@@ -253,6 +257,9 @@ def make_llm_grpo(
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
     families = [f for f in FAMILIES if by_family[f]]
     classify = sql_classifier()
+
+    def time_left() -> str:
+        return f"  [{eta.done()}]" if eta is not None else ""
 
     # Every update runs on this one thread: each new thread would get its own malloc arena, and
     # glibc keeps each arena's peak (several GB of activations) for good.
@@ -379,7 +386,7 @@ def make_llm_grpo(
             f"[{arm}] seed {seed} held-out {label}: accuracy {summary['accuracy']:.1%}, "
             f"attempted destructive {summary['attempted_destructive_rate']:.1%}, "
             f"unparseable {summary['unparseable_rate']:.1%}, "
-            f"executed destructive {summary['destructive_executed']} ({summary['seconds']:.0f} s)"
+            f"executed destructive {summary['destructive_executed']} ({summary['seconds']:.0f} s)" + time_left()
         )
         return {
             "summary": summary,
@@ -512,7 +519,7 @@ def make_llm_grpo(
                 f"reward {summary['mean_final_reward']:7.2f}"
                 + (f"  lambda {multiplier:.2f}" if reward_mode == "constrained" else "")
                 + f"  gen {summary['generation_tokens_per_s']:.0f} tok/s  step {summary['seconds']:.0f} s  "
-                f"(seed {elapsed / 60:.1f} min)"
+                f"(seed {elapsed / 60:.1f} min)" + time_left()
             )
         after = await evaluate(store, adapter, server, seed, "after")
         return {

@@ -78,6 +78,8 @@ class PolicyModel:
         seed: seeds the adapters' initialisation.
         precision: ``"auto"`` (detect from the CPU, :func:`precision.resolve_precision`),
             ``"bf16"`` or ``"fp32"``; :attr:`precision` holds the resolved one.
+        generation_copy: keep the merged copy :meth:`generate` samples from (False for a model
+            that is only trained, like the warm start: it saves a copy of the weights).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class PolicyModel:
         lora_alpha: float = 32.0,
         seed: int = 0,
         precision: str = "auto",
+        generation_copy: bool = True,
     ) -> None:
         import copy
 
@@ -107,8 +110,8 @@ class PolicyModel:
             raise ValueError(
                 "the tokenizer's pad token equals its end token; set a distinct pad (smollm.load_tokenizer does)"
             )
-        self.generation = copy.deepcopy(base).to(self._dtype).eval()
-        for p in self.generation.parameters():
+        self.generation = copy.deepcopy(base).to(self._dtype).eval() if generation_copy else None
+        for p in self.generation.parameters() if self.generation is not None else ():
             p.requires_grad_(False)
         config = LoraConfig(
             r=lora_rank, lora_alpha=lora_alpha, target_modules=list(LORA_TARGETS), lora_dropout=0.0, bias="none"
@@ -121,7 +124,7 @@ class PolicyModel:
             for name, module in self.model.named_modules()
             if hasattr(module, "get_delta_weight") and hasattr(module, "base_layer")
         }
-        self._gen_modules = dict(self.generation.named_modules())
+        self._gen_modules = dict(self.generation.named_modules()) if self.generation is not None else {}
         self.sync_generation()
 
     # -- parameters
@@ -142,27 +145,21 @@ class PolicyModel:
         """SHA-256 over the adapter weights (changes whenever an update changed them)."""
         return fingerprint_state({n: p for n, p in self.model.named_parameters() if p.requires_grad})
 
-    def merged_state_dict(self) -> Dict[str, Any]:
-        """The base weights with the adapters merged in, keyed like the plain model's state dict (fp32)."""
-        import torch
-
-        state = {}
-        with torch.no_grad():
-            for name, tensor in self.model.get_base_model().state_dict().items():
-                if ".lora_" in name:
-                    continue
-                key = name.replace(".base_layer.", ".")
-                state[key] = tensor.detach().clone()
-            for name, module in self._lora_modules.items():
-                state[f"{name}.weight"] = (
-                    (module.base_layer.weight + module.get_delta_weight("default")).detach().clone()
-                )
-        return state
+    def adapter_matrices(self) -> Dict[str, Any]:
+        """Every adapter's matrices, ``NAME.lora_A`` (r x in) and ``NAME.lora_B`` (out x r), keyed by the
+        adapted layer's name in the plain model; the layer's update is ``alpha / r * B @ A``."""
+        out = {}
+        for name, module in self._lora_modules.items():
+            out[f"{name}.lora_A"] = module.lora_A["default"].weight.detach().clone()
+            out[f"{name}.lora_B"] = module.lora_B["default"].weight.detach().clone()
+        return out
 
     def sync_generation(self) -> None:
         """Copy base + adapter delta of every adapted layer into the generation model."""
         import torch
 
+        if self.generation is None:
+            return
         with torch.no_grad():
             for name, module in self._lora_modules.items():
                 merged = module.base_layer.weight + module.get_delta_weight("default")

@@ -13,8 +13,9 @@ What runs, top to bottom:
    14 held out), built from ``--world-seed``.
 2. A supervised warm start (``warm_start.py``): LoRA SFT of SmolLM2 on the world's candidate
    statements for the *training* tasks (the correct one, a sloppy one and the destructive
-   shortcut: the data teaches the shortcut too), merged and cached under ``--warm-start-cache``;
-   every arm and seed starts from that one file.
+   shortcut: the data teaches the shortcut too), kept as a LoRA adapter of a few MB and merged
+   into the model on load; the ``demo`` preset's ships with the repository, others are built once
+   and cached under ``--warm-start-cache``. Every arm and seed starts from that one adapter.
 3. For each arm, one real ``agentlightning.Trainer`` run (client-server strategy, ``--runners``
    runner processes, an in-memory store on a free local port, ``TracerTraceToTriplet`` as the
    adapter) with the ``@algo`` of ``llm_grpo.py``: it serves the policy as an OpenAI-compatible
@@ -47,13 +48,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from common import (
+    Eta,
     check_positive,
     config_record,
     log,
     mean_sd,
+    minutes,
     option,
     parse_config,
     plot_mean_sd,
@@ -115,7 +118,11 @@ class LLMRecipeConfig:
     runners: int = option(12, "runner processes per Trainer run (concurrent model calls)")
     threads: int = option(2, "torch threads in the algorithm process (torch.set_num_threads)")
     out: Path = option(Path("runs/llm"), "output directory (database, audit, results, plots)")
-    warm_start_cache: Path = option(Path("runs/llm/warm_start"), "where the warm-start weights are cached")
+    warm_start_cache: Path = option(
+        Path("runs/llm/warm_start"),
+        "where warm-start adapters are built and cached (the repository's own, in contrib/recipes/agentos/warm_start, "
+        "are looked up first)",
+    )
     plot: bool = option(True, "write training_curves.png (--no-plot: skip it)")
     precision: str = option(
         "auto",
@@ -182,9 +189,9 @@ class LLMRecipeConfig:
         group="warm start",
     )
     sft_lora_rank: int = option(
-        16, "LoRA rank of the warm start (merged into the weights afterwards)", group="warm start"
+        8, "LoRA rank of the warm start (the adapter file is about 0.6 MB per unit of rank)", group="warm start"
     )
-    sft_lora_alpha: float = option(32.0, "LoRA alpha of the warm start", group="warm start")
+    sft_lora_alpha: float = option(16.0, "LoRA alpha of the warm start", group="warm start")
     sft_micro_batch: int = option(8, "sequences per warm-start forward/backward pass", group="warm start")
 
     def __post_init__(self) -> None:
@@ -337,7 +344,12 @@ def make_runner(arm: str, config: LLMRecipeConfig) -> "agl.LitAgentRunner":
 
 
 def run_arm(
-    arm: str, world: "SQLWorld", policy: Any, config: LLMRecipeConfig, store: Optional["agl.LightningStore"] = None
+    arm: str,
+    world: "SQLWorld",
+    policy: Any,
+    config: LLMRecipeConfig,
+    store: Optional["agl.LightningStore"] = None,
+    eta: Optional[Eta] = None,
 ) -> Dict[str, Any]:
     """One Trainer run: every seed of ``arm``, one after the other, from the same warm start."""
     import portpicker
@@ -349,7 +361,7 @@ def run_arm(
     from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy
 
     result_path = config.out / f"{arm}.json"
-    algorithm = make_llm_grpo(config, world, arm, policy, result_path, reward_mode=REWARD_MODE[arm])
+    algorithm = make_llm_grpo(config, world, arm, policy, result_path, reward_mode=REWARD_MODE[arm], eta=eta)
     agent = SQLAgent(str(world.db_path), config.world_seed, governed=arm != "ungoverned", prompt="compact")
     started = time.perf_counter()
     log(f"[{arm}] starting the Trainer: {config.runners} runner processes, an in-memory store on a free port")
@@ -425,36 +437,50 @@ def summarize(result: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
+def spread(values: Sequence[float], digits: int = 3) -> str:
+    """A table cell: ``mean ± sd`` over seeds, or the one value when there is one seed.
+
+    >>> spread([0.5]), spread([0.5, 0.25]), spread([41.0], 1)
+    ('0.500', '0.375 ± 0.125', '41.0')
+    """
+    return f"{values[0]:.{digits}f}" if len(values) == 1 else mean_sd(values, digits)
+
+
+def seeds_label(seeds: Sequence[int]) -> str:
+    """``seed 0`` for one seed, ``mean ± sd over seeds 0 1 2`` for several.
+
+    >>> seeds_label([0]), seeds_label([0, 1])
+    ('seed 0', 'mean ± sd over seeds 0 1')
+    """
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"mean ± sd over seeds {' '.join(map(str, seeds))}"
+
+
 TABLE_ROWS = [
-    ("held-out attempted destructive, before", lambda s: mean_sd(s["heldout_attempted_before"])),
-    ("held-out attempted destructive, after", lambda s: mean_sd(s["heldout_attempted_after"])),
-    ("held-out unparseable/non-SQL, before", lambda s: mean_sd(s["heldout_unparseable_before"])),
-    ("held-out unparseable/non-SQL, after", lambda s: mean_sd(s["heldout_unparseable_after"])),
-    ("held-out accuracy, before", lambda s: mean_sd(s["heldout_accuracy_before"])),
-    ("held-out accuracy, after", lambda s: mean_sd(s["heldout_accuracy_after"])),
+    ("held-out attempted destructive, before", lambda s: spread(s["heldout_attempted_before"])),
+    ("held-out attempted destructive, after", lambda s: spread(s["heldout_attempted_after"])),
+    ("held-out unparseable/non-SQL, before", lambda s: spread(s["heldout_unparseable_before"])),
+    ("held-out unparseable/non-SQL, after", lambda s: spread(s["heldout_unparseable_after"])),
+    ("held-out accuracy, before", lambda s: spread(s["heldout_accuracy_before"])),
+    ("held-out accuracy, after", lambda s: spread(s["heldout_accuracy_after"])),
     (
         "destructive statements attempted (per seed, all rollouts)",
-        lambda s: mean_sd(s["attempted_destructive_total"], 1),
+        lambda s: spread(s["attempted_destructive_total"], 0),
     ),
-    ("destructive statements executed (per seed)", lambda s: mean_sd(s["destructive_executed"], 1)),
-    ("rows destroyed (per seed, rolled back)", lambda s: mean_sd(s["rows_destroyed"], 0)),
-    ("unparseable answers (per seed, all rollouts)", lambda s: mean_sd(s["unparseable_total"], 1)),
-    ("harmless SQL errors (per seed, all rollouts)", lambda s: mean_sd(s["harmless_errors_total"], 1)),
-    ("blocked by the kernel (per seed)", lambda s: mean_sd(s["blocked_total"], 1)),
+    ("destructive statements executed (per seed)", lambda s: spread(s["destructive_executed"], 0)),
+    ("rows destroyed (per seed, rolled back)", lambda s: spread(s["rows_destroyed"], 0)),
+    ("unparseable answers (per seed, all rollouts)", lambda s: spread(s["unparseable_total"], 0)),
+    ("harmless SQL errors (per seed, all rollouts)", lambda s: spread(s["harmless_errors_total"], 0)),
+    ("blocked by the kernel (per seed)", lambda s: spread(s["blocked_total"], 0)),
     ("generation tokens/s (mean over steps)", lambda s: f"{s['generation_tokens_per_s']:.0f}"),
     ("training tokens/s (mean over steps)", lambda s: f"{s['train_tokens_per_s']:.0f}"),
     ("seconds per GRPO step", lambda s: f"{s['seconds_per_step']:.1f}"),
-    ("wall time of the arm (s, all seeds)", lambda s: f"{s['wall_seconds']:.0f}"),
+    ("wall time of the arm (s)", lambda s: f"{s['wall_seconds']:.0f}"),
 ]
 
 
 def table_markdown(summaries: List[Dict[str, Any]]) -> str:
-    """The results table (mean ± sd over seeds) as Markdown."""
-    head = (
-        "| metric (mean ± sd over seeds) | "
-        + " | ".join(f"{s['arm']} (seeds {' '.join(map(str, s['seeds']))})" for s in summaries)
-        + " |"
-    )
+    """The results table as Markdown (each cell the value of one seed, or mean ± sd over several)."""
+    head = "| metric | " + " | ".join(f"{s['arm']} ({seeds_label(s['seeds'])})" for s in summaries) + " |"
     lines = [head, "|---|" + "---|" * len(summaries)]
     for label, cell in TABLE_ROWS:
         lines.append(f"| {label} | " + " | ".join(cell(s) for s in summaries) + " |")
@@ -466,7 +492,9 @@ def steps_markdown(summaries: List[Dict[str, Any]]) -> str:
     (mean over seeds) as Markdown: the curve the plot draws, in numbers."""
     n_steps = max(len(s["attempted_destructive_by_step"]["mean"]) for s in summaries)
     lines = [
-        "| arm | metric (training rollouts, mean over seeds) | "
+        "| arm | metric (training rollouts"
+        + (", mean over seeds" if any(len(s["seeds"]) > 1 for s in summaries) else "")
+        + ") | "
         + " | ".join(str(i + 1) for i in range(n_steps))
         + " |",
         "|---|---|" + "---|" * n_steps,
@@ -506,32 +534,101 @@ def targets(summaries: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def plot(summaries: List[Dict[str, Any]], path: Path) -> None:
-    """Attempted-destructive, unparseable and accuracy curves per GRPO step (mean ± sd over seeds) as a PNG."""
+    """:func:`figure` of ``summaries`` as a PNG at ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(summaries)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def figure(summaries: List[Dict[str, Any]]) -> Any:
+    """The run as a matplotlib figure: the held-out before/after and what executed (top row: the
+    headline), and the training rollouts' rates per GRPO step (bottom row). With several seeds,
+    bars and curves are means with their sd; with one seed, the values themselves."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    several = any(len(s["seeds"]) > 1 for s in summaries)
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    held_out, steps = axes[0], axes[1]
+    width = 0.8 / len(summaries)
+    n_heldout = summaries[0]["heldout_rollouts_per_eval"]
+    for i, (key, title) in enumerate(
+        (("heldout_attempted", "Held-out attempted destructive"), ("heldout_accuracy", "Held-out accuracy"))
+    ):
+        ax = held_out[i]
+        for j, summary in enumerate(summaries):
+            values = [summary[f"{key}_before"], summary[f"{key}_after"]]
+            means = [statistics.fmean(v) for v in values]
+            x = [k + (j - (len(summaries) - 1) / 2) * width for k in range(2)]
+            bars = ax.bar(
+                x,
+                means,
+                width,
+                yerr=[statistics.pstdev(v) for v in values] if several else None,
+                color=COLORS.get(summary["arm"]),
+                alpha=0.85,
+                label=summary["arm"],
+            )
+            ax.bar_label(bars, labels=[f"{m:.2f}" for m in means], fontsize=8)
+        ax.set_xticks([0, 1], ["before RL", "after RL"])
+        ax.set(title=f"{title} ({n_heldout} answers)", ylabel="fraction of answers", ylim=(0, 1.1))
+        ax.grid(alpha=0.3, axis="y")
+    held_out[0].legend(fontsize=8)
+    ax = held_out[2]
+    names = [s["arm"] for s in summaries]
+    for metric, offset, hatch in (("attempted_destructive_total", -0.2, "//"), ("destructive_executed", 0.2, None)):
+        values = [statistics.fmean(s[metric]) for s in summaries]
+        bars = ax.bar(
+            [k + offset for k in range(len(names))],
+            values,
+            0.4,
+            color=[COLORS.get(n) for n in names],
+            alpha=0.5 if hatch else 0.9,
+            hatch=hatch,
+        )
+        ax.bar_label(bars, labels=[f"{v:.0f}" for v in values], fontsize=8)
+    ax.set_xticks(range(len(names)), names)
+    ax.set(title="Destructive statements, all rollouts" + (" (mean per seed)" if several else ""), ylabel="statements")
+    ax.legend(
+        handles=[
+            Patch(facecolor="lightgray", hatch="//", label="attempted"),
+            Patch(facecolor="gray", label="executed"),
+        ],
+        fontsize=8,
+    )
+    ax.grid(alpha=0.3, axis="y")
     keys = (
-        ("attempted_destructive_by_step", "Attempted destructive statements"),
-        ("unparseable_by_step", "Unparseable / non-SQL answers"),
+        ("attempted_destructive_by_step", "Attempted destructive"),
+        ("unparseable_by_step", "Unparseable / non-SQL"),
         ("accuracy_by_step", "Task accuracy"),
     )
+    n_steps = max(len(s["accuracy_by_step"]["mean"]) for s in summaries)
     for summary in summaries:
         color = COLORS.get(summary["arm"], None)
-        for ax, (key, _) in zip(axes, keys):
-            plot_mean_sd(ax, summary[key], color, f"{summary['arm']} ({len(summary['seeds'])} seeds)", alpha=0.15)
-    for ax, (_, title) in zip(axes, keys):
+        for ax, (key, _) in zip(steps, keys):
+            if several:
+                plot_mean_sd(ax, summary[key], color, summary["arm"], alpha=0.15)
+            else:
+                mean = summary[key]["mean"]
+                ax.plot(range(1, len(mean) + 1), mean, marker="o", color=color, label=summary["arm"])
+    for ax, (_, title) in zip(steps, keys):
         ax.set(
-            title=title + " (training rollouts)", xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02)
+            title=f"{title} (training rollouts)", xlabel="GRPO step", ylabel="fraction of rollouts", ylim=(-0.02, 1.02)
         )
+        ax.set_xticks(range(1, n_steps + 1))
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.suptitle("SmolLM2-135M GRPO through Agent Lightning on a 2-core CPU, mean ± sd over seeds")
+    steps[0].legend(fontsize=8)
+    seeds = sorted({seed for s in summaries for seed in s["seeds"]})
+    fig.suptitle(
+        "SmolLM2-135M-Instruct, GRPO through Agent Lightning on a CPU: governed vs ungoverned, " + seeds_label(seeds)
+    )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 def machine() -> Dict[str, Any]:
@@ -618,8 +715,15 @@ def main(
         f"({sum(p.numel() for p in policy.trainable_parameters()):,} trainable parameters, {policy.precision})"
     )
     raw, summaries = {}, []
+    # The run's units of about equal cost: per arm and seed, the two held-out evaluations and the steps.
+    eta = Eta(sum(len(config.seeds_of(arm)) * (config.steps + 2) for arm in config.arms))
+    log(
+        f"training: {eta.total} units of work (per arm and seed, {config.steps} GRPO steps and the held-out "
+        "evaluations before and after); each line from here on says how many are done and about how long is left"
+    )
     for arm in config.arms:
-        raw[arm] = run_arm(arm, world, policy, config, store=store_factory(arm) if store_factory else None)
+        store = store_factory(arm) if store_factory else None
+        raw[arm] = run_arm(arm, world, policy, config, store=store, eta=eta)
         summaries.append(summarize(raw[arm]))
         log(f"[{arm}] done in {summaries[-1]['wall_seconds']:.0f} s")
     table = table_markdown(summaries)
@@ -646,6 +750,7 @@ def main(
         "total_seconds": time.perf_counter() - started,
     }
     save_results(results, config.out, functools.partial(plot, summaries) if config.plot else None)
+    log(f"finished: {minutes(results['total_seconds'])} after the imports")
     return results
 
 
