@@ -23,13 +23,16 @@ from typing import Callable, Dict
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 #: The language-model demo on a fresh clone: `train_sql_llm.py --preset demo`, the README's first command.
-DEMO_RESULTS = Path("docs/results_demo/fresh_clone/results.json")
+DEMO_RESULTS = Path("docs/results_demo/first_command/results.json")
+#: How long that command took, timed with /usr/bin/time -v on fresh clones (docs/results_demo.md).
+DEMO_TIMES = Path("docs/results_demo/first_command.json")
 #: The tabular recipe: `train_sql_grpo.py`, 5 seeds.
 TABULAR_RESULTS = Path("docs/results/results.json")
 #: The Agent Lightning 1.0 recipe: `train_sql_gateway.py`.
 GATEWAY_RESULTS = Path("docs/results_gateway/results.json")
 
-REGION = re.compile(r"<!-- figures: (\w+) -->\n(?:(.*?)\n)?<!-- /figures -->", re.DOTALL)
+#: A region's text never runs past its own end marker (an empty region must not swallow the next one).
+REGION = re.compile(r"<!-- figures: (\w+) -->\n(?:((?:(?!<!-- /figures -->).)*?)\n)?<!-- /figures -->", re.DOTALL)
 
 
 def _load(root: Path, path: Path) -> dict:
@@ -69,6 +72,20 @@ def demo(root: Path = ROOT) -> str:
     )
 
 
+def demo_time(root: Path = ROOT) -> str:
+    summary = _load(root, DEMO_TIMES)["summary"]
+    walls = " and ".join(f"{m:g}" for m in summary["wall_minutes"])
+    loads = " and ".join(f"{m:g}" for m in summary["load_average_1min_mean"])
+    cpus = sorted(set(summary["cpu_minutes"]))
+    install = "" if summary["setup_install_included"] else ", not counting the set-up's install"
+    return (
+        f"On fresh clones of the {summary['cpus']}-core machine, shared with other jobs (a mean 1-minute load of "
+        f"{loads}), the training took {walls} minutes of wall time ({' and '.join(f'{c:g}' for c in cpus)} CPU "
+        f"minutes, {summary['max_resident_mb'] / 1000:.1f} GB peak memory){install} "
+        f"([{DEMO_TIMES.as_posix()}]({DEMO_TIMES.as_posix()}))."
+    )
+
+
 def tabular(root: Path = ROOT) -> str:
     results = _load(root, TABULAR_RESULTS)
     governed, ungoverned = _arm(results, "governed"), _arm(results, "ungoverned")
@@ -82,7 +99,7 @@ def tabular(root: Path = ROOT) -> str:
     )
 
 
-GENERATORS: Dict[str, Callable[[Path], str]] = {"demo": demo, "tabular": tabular}
+GENERATORS: Dict[str, Callable[[Path], str]] = {"demo": demo, "demo_time": demo_time, "tabular": tabular}
 
 
 def regions(text: str) -> Dict[str, str]:
