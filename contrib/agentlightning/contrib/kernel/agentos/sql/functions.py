@@ -40,7 +40,7 @@ only by naming it: ``SQLPolicy(allow_functions=["my_func"])``.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
+from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
 from . import catalog
 
@@ -78,6 +78,9 @@ HARMLESS_VOLATILE: Mapping[str, Mapping[str, str]] = {
         "pg_total_relation_size": "reads a table's size with its indexes (VOLATILE because it changes under writes)",
         "pg_indexes_size": "reads a table's indexes' size (VOLATILE because it changes under writes)",
         "pg_database_size": "reads a database's size on disk (VOLATILE because it changes under writes)",
+        "pg_partition_tree": "reads a partitioned table's tree from the catalog",
+        "pg_partition_ancestors": "reads a partition's ancestors from the catalog",
+        "pg_stat_force_next_flush": "makes this session's pending statistics visible at its next report",
     },
     "sqlite": {
         "snippet": "FTS5/FTS3 auxiliary function: text around the matches of the current row (SQLite manual)",
@@ -151,11 +154,13 @@ MARIADB_PURE_SECTIONS: Tuple[str, ...] = (
 _MARIADB_FUNCTION_SECTIONS = ("sql-functions/", "sql-structure/sequences/sequence-functions")
 
 
-def _postgres(table: Mapping[str, Iterable[Iterable[object]]]) -> Tuple[FrozenSet[str], FrozenSet[str]]:
-    """(known, unsafe) from ``pg_proc``: known when no overload of the name is VOLATILE."""
+def _postgres(data: Mapping[str, object]) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """(known, unsafe) from ``pg_proc``: known when no overload of the name is VOLATILE; and the
+    built-in types' names that no function has, which PostgreSQL reads as a cast (``regrole('x')``)."""
     known, unsafe = set(), set()
-    for name, overloads in table.items():
-        (known if all(o[0] in ("i", "s") for o in overloads) else unsafe).add(name.lower())  # type: ignore[index]
+    for name, overloads in data["functions"].items():  # type: ignore[attr-defined]
+        (known if all(o[0] in ("i", "s") for o in overloads) else unsafe).add(name.lower())
+    known.update(name for name in data.get("types", ()) if name not in unsafe)  # type: ignore[attr-defined]
     return frozenset(known), frozenset(unsafe)
 
 
@@ -189,7 +194,7 @@ def _mariadb(table: Mapping[str, Mapping[str, str]]) -> Tuple[FrozenSet[str], Fr
 
 def _engine_sets() -> Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]]:
     sets = {
-        "postgres": _postgres(catalog.table("postgres")["functions"]),
+        "postgres": _postgres(catalog.table("postgres")),
         "sqlite": _sqlite(catalog.table("sqlite")),
         "mariadb": _mariadb(catalog.table("mariadb")["functions"]),
     }
@@ -227,7 +232,7 @@ _COMMON = _names(
     json_each json_tree json_type json_valid json_quote json_set json_insert json_remove json_patch
     json_group_array json_group_object json_value json_query json_contains json_keys json_unquote
     json_arrayagg json_objectagg to_json row_to_json json_object_agg
-    generate_series unnest nextval currval lastval
+    generate_series unnest nextval currval lastval xmlelement xmlforest xmlagg
     """
 )
 #: T-SQL's pure built-ins (no engine here to read them from).
@@ -310,7 +315,7 @@ SQLGLOT_KEYS: FrozenSet[str] = _names(
     jsonextractscalar jsonformat jsonkeys jsonobject jsonobjectagg jsonremove jsonset jsonstripnulls jsontype
     jsontable justifydays justifyhours justifyinterval lag last lastday lastvalue lead least left length
     levenshtein ln localtime localtimestamp log lower lowerhex makeinterval max md5 median min minute mode
-    month monthname nextvaluefor nthvalue ntile nullif nvl2 overlay pad parsejson percentilecont
+    month monthname nextvaluefor nthvalue ntile nullif numbertostr nvl2 overlay pad parsejson percentilecont
     percentiledisc percentrank pi pow quantile quarter radians rand rank regexpcount regexpextract
     regexpextractall regexpilike regexpinstr regexplike regexpreplace regexpsplit regexpsubstr regrcount
     regrintercept regrr2 regrslope repeat replace reverse right round rownumber second sha sha2 sign sin sinh

@@ -59,10 +59,17 @@ _REGENERATE = "python -m agentlightning.contrib.kernel.agentos.sql.catalog.gener
 
 # --------------------------------------------------------------------------- PostgreSQL
 
+_PG_VERSION = "SELECT pg_catalog.current_setting('server_version'), pg_catalog.current_setting('server_version_num')"
 _PG_FUNCTIONS = """
 SELECT p.proname, p.provolatile, p.prokind, p.proretset, pg_catalog.pg_get_function_identity_arguments(p.oid)
 FROM pg_catalog.pg_proc p
 WHERE p.pronamespace = 'pg_catalog'::regnamespace
+"""
+#: Base, range and multirange types of ``pg_catalog``: ``regrole('x')`` calls no function of that
+#: name, PostgreSQL reads it as a cast to the type (through the type's input function).
+_PG_TYPES = """
+SELECT t.typname FROM pg_catalog.pg_type t
+WHERE t.typnamespace = 'pg_catalog'::regnamespace AND t.typtype IN ('b', 'r', 'm')
 """
 
 
@@ -72,7 +79,7 @@ def postgres_table(connection: Any) -> Dict[str, Any]:
     Each name maps to its overloads, ``[volatility, kind, returns a set, argument types]``,
     sorted so that the same server always gives the same table."""
     cursor = connection.cursor()
-    cursor.execute("SELECT pg_catalog.current_setting('server_version'), pg_catalog.current_setting('server_version_num')")
+    cursor.execute(_PG_VERSION)
     version, version_num = cursor.fetchone()
     cursor.execute(_PG_FUNCTIONS)
     functions: Dict[str, List[List[Any]]] = {}
@@ -80,11 +87,15 @@ def postgres_table(connection: Any) -> Dict[str, Any]:
         functions.setdefault(str(name), []).append([str(volatility), str(kind), bool(retset), str(arguments)])
     for overloads in functions.values():
         overloads.sort(key=lambda o: (o[3], o[1], o[0], o[2]))
+    cursor.execute(_PG_TYPES)
+    types = sorted(str(row[0]) for row in cursor.fetchall())
     return {
         "engine": "PostgreSQL",
         "version": str(version).split()[0],
         "major": str(int(version_num) // 10000),
-        "source": "pg_catalog.pg_proc: [provolatile, prokind, proretset, identity arguments] per overload",
+        "source": "pg_catalog.pg_proc: [provolatile, prokind, proretset, identity arguments] per overload; "
+        "pg_catalog.pg_type: base, range and multirange types",
+        "types": types,
         "functions": dict(sorted(functions.items())),
     }
 
@@ -126,7 +137,7 @@ def sqlite_table(connection: Optional[sqlite3.Connection] = None) -> Dict[str, A
         "engine": "SQLite",
         "version": str(version),
         "major": str(version).rsplit(".", 1)[0],
-        "source": "PRAGMA function_list: [type, narg, flags, core or extension]; PRAGMA module_list; PRAGMA pragma_list",
+        "source": "PRAGMA function_list: [type, narg, flags, core or extension]; PRAGMA module_list, pragma_list",
         "functions": dict(sorted(functions.items())),
         "modules": modules,
         "pragmas": pragmas,
