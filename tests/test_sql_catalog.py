@@ -140,7 +140,12 @@ def test_sqlite_fts5_auxiliary_functions_are_allowed_and_risky_ones_are_not():
     sqlite = SQLPolicy(deny=DENY, dialect="sqlite")
     query = "SELECT snippet(ft, 0, '[', ']', '...', 5), highlight(ft, 0, '[', ']'), bm25(ft) FROM ft WHERE ft MATCH 'x'"
     assert sqlite.check_sql(query) == []
-    for risky in ("SELECT load_extension('/tmp/evil.so')", "SELECT fts3_tokenizer('simple', x'00')"):
+    risky_calls = (
+        "SELECT load_extension('/tmp/evil.so')",
+        "SELECT fts3_tokenizer('simple', x'00')",
+        "SELECT * FROM pragma_optimize()",
+    )
+    for risky in risky_calls:
         blocked = sqlite.check_sql(risky)
         assert blocked and "unknown effect" in blocked[0].description, risky
 
@@ -171,7 +176,8 @@ def test_every_curated_entry_has_a_reason_and_names_a_builtin_of_its_engine():
                 assert reason.strip(), f"{dialect} {name}: a curated entry needs its reason"
                 if dialect == "mysql" and reason.startswith("MySQL"):
                     continue  # MySQL-only, from MySQL's manual
-                known_to_engine = name in engine["functions"] or name in modules or name == "raise"
+                pragma = name.startswith("pragma_") and name[7:] in engine.get("pragmas", ())
+                known_to_engine = name in engine["functions"] or name in modules or pragma or name == "raise"
                 assert known_to_engine, f"{dialect} {name} is curated but the engine has no such built-in"
 
 

@@ -123,7 +123,9 @@ HARMLESS_VOLATILE["mysql"] = dict(
 #: harmless, by engine, each with its reason.
 UNSAFE_BUILTINS: Mapping[str, Mapping[str, str]] = {
     "postgres": {},
-    "sqlite": {},
+    "sqlite": {
+        "pragma_optimize": "the table-valued form of PRAGMA optimize runs it (ANALYZE may rewrite sqlite_stat1)",
+    },
     "mariadb": {
         "load_file": "reads a file on the database server (listed among the string functions; needs FILE)",
         "benchmark": "evaluates its expression the given number of times: an unbounded use of the server's CPU",
