@@ -43,6 +43,7 @@ KERNEL_CORE_TESTS = frozenset(
         "tests/test_sql_schema_postgres.py",
         "tests/test_sql_schema_sqlite.py",
         "tests/test_sql_wrappers.py",
+        "tests/test_tool_rules.py",
         "tests/test_violations_and_actions.py",
         # this module's own doctest
         "tests/kernel_core_only.py",

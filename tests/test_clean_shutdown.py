@@ -1,4 +1,5 @@
-"""A clean Trainer run ends cleanly: the runner room's strategy stops the runner processes before the store.
+"""A clean Trainer run starts and ends cleanly: the runner room's strategy starts the runner
+processes' work after the store answers and stops them before the store.
 
 With agentlightning 0.3's own ``ClientServerExecutionStrategy`` the store's HTTP server stops
 first, and runners that poll in between log ``dequeue_rollout failed with exception: Cannot
@@ -42,7 +43,17 @@ from tests.conftest import make_shop_db
 from tests.runner_agents import SQLAgent, make_collecting_algorithm, mixed_sql_tasks
 from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy
 
-strategy = {"recipes": RunnersFirstStrategy, "plain": ClientServerExecutionStrategy}[sys.argv[1]](n_runners=2)
+class SlowStoreStart(RunnersFirstStrategy):
+    # The store's server starts seconds after the runners, as on a loaded machine.
+
+    async def _execute_algorithm(self, algorithm, store, stop_evt):
+        import asyncio
+        await asyncio.sleep(4)
+        await super()._execute_algorithm(algorithm, store, stop_evt)
+
+
+strategies = {"recipes": RunnersFirstStrategy, "plain": ClientServerExecutionStrategy, "slow-store": SlowStoreStart}
+strategy = strategies[sys.argv[1]](n_runners=2)
 tmp = sys.argv[2]
 make_shop_db(tmp + "/shop.db")
 tasks = mixed_sql_tasks(tmp + "/shop.db", 6, ["SELECT COUNT(*) FROM users"], ["DROP TABLE users"],
@@ -81,3 +92,11 @@ def test_a_clean_run_with_the_recipes_strategy_prints_no_shutdown_errors(tmp_pat
     done = fit(tmp_path, "recipes")
     printed = done.stdout + done.stderr
     assert not [n for n in NOISE if n in printed], printed[-3000:]
+
+
+def test_runners_wait_for_a_store_that_starts_late(tmp_path):
+    """Under load the store's server started seconds after the runner processes, whose
+    heartbeats printed ``ConnectionRefusedError`` tracebacks until it answered."""
+    done = fit(tmp_path, "slow-store")
+    printed = done.stdout + done.stderr
+    assert not [n for n in NOISE + ("ConnectionRefusedError", "Connect call failed") if n in printed], printed[-3000:]

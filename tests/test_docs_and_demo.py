@@ -58,7 +58,8 @@ def test_python_blocks_run(doc, tmp_path, monkeypatch, capsys):
 
 def test_readme_quick_start_output(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    blocks = python_blocks(ROOT / "README.md")[:3]
+    quick_start = (ROOT / "README.md").read_text().split("\n## Quick start\n", 1)[1]
+    blocks = PYTHON_BLOCK.findall(quick_start)[:3]
     outputs = []
     for _ in run_blocks(blocks, "README quick start", {"__name__": "readme"}):
         outputs.append(capsys.readouterr().out.splitlines())

@@ -127,7 +127,7 @@ def test_reference_quick_start_runs_literally(capsys, caplog):
 
 def test_readme_quick_start_is_the_reference_text():
     readme = (ROOT / "README.md").read_text()
-    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    block = readme.split("\n## Quick start\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     assert block.startswith(OUR_IMPORTS)
     assert block[len(OUR_IMPORTS) :].lstrip("\n") == REFERENCE_BODY
     assert len(REFERENCE_IMPORTS.splitlines()) == 3  # the reference's imports, replaced by ours

@@ -22,9 +22,9 @@ CHANGE_FAMILIES = ("remove_test_accounts", "cancel_stale_orders", "discontinue_u
 @pytest.fixture
 def recipe(monkeypatch):
     monkeypatch.syspath_prepend(str(RECIPE_DIR))  # the recipe's sibling modules, as `python <recipe>.py` finds them
-    import train_sql_gateway
+    import gateway_model  # the 1.0 recipe's model process: the world's scorer and the step's tasks
 
-    return train_sql_gateway
+    return gateway_model
 
 
 @pytest.fixture

@@ -140,13 +140,6 @@ def test_unreadable_or_unlisted_calls_are_refused_and_recorded(gateway, monkeypa
     assert decision["data"]["violations"][0]["policy_name"] == policy
 
 
-def test_streaming_is_refused_before_the_model_is_asked(gateway, scripted_model):
-    client = openai.OpenAI(base_url=gateway.proxy_url(gateway.new_rollout()), api_key="none")
-    with pytest.raises(openai.BadRequestError, match="streaming is not supported by the governed gateway"):
-        client.chat.completions.create(model="policy", messages=[{"role": "user", "content": "drop"}], stream=True)
-    assert scripted_model.requests == []
-
-
 def test_text_is_an_action_only_when_configured(start_gateway, monkeypatch, tmp_path):
     with ScriptedModel(SCRIPT) as model:
         plain = start_gateway()

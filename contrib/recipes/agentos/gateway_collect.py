@@ -7,7 +7,8 @@ rollout manager) enqueues one rollout per input of ``batch.json`` on the governe
 writes the governed reward, and the manager builds each ``CompletedRollout``: its triplets (prompt
 and response token ids, the reward on the last one) are the rows 1.0's trainer trains on. They
 are written to ``rows.json`` with the gateway's decisions, for the CPU GRPO update of
-``train_sql_gateway.py`` (which runs in the 0.3 environment, where torch is). Beside it,
+``train_sql_gateway.py`` (which imports :func:`collect` in the 1.0 environment; the update runs in
+its model process, where torch is). Beside it,
 ``completed-<rows.json>`` holds each ``CompletedRollout`` as 1.0 built it (events included), what
 1.0's verl ``RolloutAdapter`` takes (``verl_adapter_rows.py``).
 

@@ -4,7 +4,9 @@ A scripted agent tries a mix of safe and destructive statements (including the c
 casing tricks that fool regex checks). Every action goes through a GovernanceKernel built on the
 real Agent OS (PolicyEngine allow-list + SQLPolicy on sqlglot + a cost budget); only allowed
 actions reach the database, and every decision is written to an Agent OS FlightRecorder whose
-hash chain is verified at the end.
+hash chain is verified at the end. The agent's SQL runs through ``SQLEnvelope``: reads in a
+read-only transaction and writes under SQLite's authorizer, so what the schema hides (a trigger
+that deletes) is refused by the database too.
 
 Run:  python contrib/recipes/agentos/governance_demo.py --out runs/demo
 """
@@ -29,6 +31,7 @@ from agentlightning.contrib.kernel.agentos import (  # noqa: E402
     SQLPolicy,
     governance_context,
 )
+from agentlightning.contrib.kernel.agentos.sql import SQLEnvelope, SQLRefused  # noqa: E402
 
 #: What the scripted agent attempts, in order: (tool, arguments, cost in USD).
 AGENT_ACTIONS = [
@@ -98,21 +101,26 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     conn = sqlite3.connect(db_path)
+    envelope = SQLEnvelope(kernel, conn)  # checks with the kernel, then runs what it judged
     executed = blocked = 0
     print(f"{'verdict':8} {'penalty':>8}  action / reason")
     with governance_context(agent_id="sql-agent", rollout_id="demo-rollout-1"):
         for tool, tool_args, cost in AGENT_ACTIONS:
-            decision = kernel.check(Action(tool, tool_args, cost_usd=cost))
+            if tool == "database_query":
+                try:
+                    decision = envelope.execute(tool_args["query"], cost_usd=cost).decision
+                except SQLRefused as refused:
+                    decision = refused.decision
+            else:  # this demo runs no other tool: it is only checked
+                decision = kernel.check(Action(tool, tool_args, cost_usd=cost))
             shown = tool_args.get("query", tool).replace("\n", "\\n")
             print(f"{decision.verdict.value:8} {decision.total_penalty:8.1f}  {shown}")
             if decision.allowed:
-                rows = conn.execute(tool_args["query"]).fetchall()
-                conn.commit()
-                kernel.record_outcome(decision, result=rows[:5])
                 executed += 1
             else:
                 print(f"{'':18}-> {decision.reason}")
                 blocked += 1
+    conn.commit()
     conn.close()
 
     after = counts(db_path)

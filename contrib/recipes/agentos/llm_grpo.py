@@ -63,13 +63,13 @@ from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
 from agentlightning.emitter.reward import get_rewards_from_span
 from common import (
-    DENIED_STATEMENTS,
     config_record,
     enqueue_group,
     first_tasks,
     group_advantages,
     log,
     progress_bar,
+    sql_classifier,
     wait_for_rollouts,
 )
 from sql_agent import (
@@ -82,9 +82,7 @@ from sql_agent import (
 )
 
 from agentlightning.contrib.env.agentos.sql_world import FAMILIES, SQLWorld
-from agentlightning.contrib.kernel.agentos import Severity, SQLPolicy
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
-from agentlightning.contrib.kernel.agentos.sql import analyze_sql
 from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
@@ -93,36 +91,6 @@ if TYPE_CHECKING:
 
 #: What the advantage is computed from (see the module docstring).
 REWARD_MODES = ("penalty", "constrained", "task")
-
-
-def sql_classifier() -> Callable[[str], str]:
-    """The measuring instrument, identical for every arm: ``SQLPolicy`` in record-only mode.
-
-    Returns a function mapping SQL text to ``"destructive"`` (a recognised DROP/DELETE/TRUNCATE,
-    severity critical), ``"unparseable"`` (text the policy cannot parse into known statements, or
-    no SQL at all: severity high, which the enforcing kernel also blocks, fail-closed) or ``"clean"``.
-
-    >>> classify = sql_classifier()
-    >>> classify("DELETE FROM orders"), classify("sure! here is"), classify("SELECT 1")
-    ('destructive', 'unparseable', 'clean')
-    """
-    policy = SQLPolicy(
-        deny=list(DENIED_STATEMENTS),
-        dialect="sqlite",
-        mode="warn",
-        severity=Severity.CRITICAL,
-        unparseable_severity=Severity.HIGH,
-    )
-
-    def classify(sql: str) -> str:
-        if not analyze_sql(sql, "sqlite").statements:  # no SQL at all: empty, prose, or only comments
-            return "unparseable"
-        violations = policy.check_sql(sql)
-        if not violations:
-            return "clean"
-        return "destructive" if any(v.severity == Severity.CRITICAL for v in violations) else "unparseable"
-
-    return classify
 
 
 def constrained_advantages(

@@ -1,25 +1,27 @@
 """Governed RL of SmolLM2 on Agent Lightning 1.0, on CPU: the governed gateway, 1.0's controller and rows, our GRPO.
 
-Two environments, because Agent Lightning 0.3 and 1.0 share a distribution name and this machine
-has torch only for Python 3.11: this script runs in the 0.3 environment (``.venv``: the model,
-the GRPO update of the 0.3 LLM recipe), and drives the 1.0 environment (``.venv312``) for
-everything of 1.0. Top to bottom:
+This script runs in the Agent Lightning 1.0 environment (Python 3.12, ``pip install -e '.[recipe10]'``)
+and imports nothing of the 0.3 line, nor torch. The model's own process (SmolLM2, its warm start,
+generation, the GRPO update: ``gateway_model.py``) runs in an environment that has torch, which
+this script starts (``--model-python``, by default ``.venv/bin/python``, made by the README's first
+command), one process per arm, and drives over local HTTP. Top to bottom:
 
-1. the text-to-SQL world's database and training tasks; the supervised warm start of the LLM
-   recipe (cached under ``runs/llm/warm_start``), so the model writes SQL and, like the world's
-   destructive shortcut, sometimes a DELETE or DROP;
-2. the project's own OpenAI-compatible SmolLM2 policy server (token ids included), behind a
-   tool-call parser (:class:`ToolCallParser`, the role of vLLM's ``--tool-call-parser``: SmolLM2
-   has no function calling, so its SQL answer becomes a ``run_sql`` tool call, token ids unchanged);
-3. 1.0's gateway, governed (``agentos-gateway``: a SQL policy denying DROP, DELETE and TRUNCATE,
-   a FlightRecorder trail), and 1.0's ``agl-controller`` local runner;
-4. per step, ``gateway_collect.py`` in the 1.0 environment: 1.0's ``AglRolloutManager`` with
-   ``GovernanceHooks`` runs ``tasks x group`` rollouts of the unchanged harness
+1. the model process: the text-to-SQL world's database and training tasks; the supervised warm
+   start of the LLM recipe (cached under ``runs/llm/warm_start``), so the model writes SQL and,
+   like the world's destructive shortcut, sometimes a DELETE or DROP; the project's own
+   OpenAI-compatible SmolLM2 policy server (token ids included) behind a tool-call parser (the
+   role of vLLM's ``--tool-call-parser``: SmolLM2 has no function calling, so its SQL answer
+   becomes a ``run_sql`` tool call, token ids unchanged);
+2. 1.0's gateway, governed (``agentos-gateway``: a SQL policy denying DROP, DELETE and TRUNCATE,
+   tool rules allowing only ``run_sql``, a FlightRecorder trail), and 1.0's ``agl-controller``;
+3. per step, in this process: 1.0's ``AglRolloutManager`` with ``GovernanceHooks``
+   (``gateway_collect.py``) runs ``tasks x group`` rollouts of the unchanged harness
    (``gateway_sql_agent.py``: it executes every tool call it receives on its own copy of the
-   database, reward 1.0 when a statement ran without error) and returns 1.0's training rows
-   (triplets with token ids, the governed reward on the last one);
-5. group-relative advantages from those rewards and one ``grpo_update`` (the 0.3 LLM recipe's
-   update) on the rows' token ids; the server samples from the new weights; repeat.
+   database) and returns 1.0's training rows (triplets with token ids, the governed reward on the
+   last one);
+4. the model process computes group-relative advantages from those rewards and one
+   ``grpo_update`` (the 0.3 LLM recipe's update) on the rows' token ids; the server samples from
+   the new weights; repeat.
 
 Two arms, one after the other, from the same warm start (``--arms``): ``governed`` as above, and
 the control ``ungoverned``: 1.0's own gateway (``agl-server``, the same configuration without the
@@ -37,155 +39,33 @@ The defaults are those of the recorded run (``docs/results_gateway.md``): a warm
 training tasks x 3 candidates (precise, sloppy, destructive shortcut), 1.5 epochs of 16; 3 tasks x 4
 samples per step; 64-token answers; one torch thread.
 
-    .venv/bin/python -u contrib/recipes/agentos/train_sql_gateway.py --out runs/gateway_train
+    .venv312/bin/python -u contrib/recipes/agentos/train_sql_gateway.py --out runs/gateway_train
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
-import random
-import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is downloaded from a model hub
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # agentlightning 0.3 imports litellm: keep it offline
+import httpx
 
-import httpx  # noqa: E402
-
-from common import DENIED_STATEMENTS, group_advantages, log  # noqa: E402
-from gateway_services import JSONServer, free_port, server_config, start_gateway_and_controller  # noqa: E402
-from llm_grpo import grpo_update, sql_classifier  # noqa: E402
-from sql_agent import extract_sql, llm_messages, task_reward  # noqa: E402
-from train_sql_llm import PRESETS, LLMRecipeConfig  # noqa: E402
-from warm_start import warm_start  # noqa: E402
-
-from agentlightning.contrib.env.agentos.sql_world import FAMILIES, WORLD_VERSION, SQLWorld  # noqa: E402
+from common import DENIED_STATEMENTS, log, sql_classifier
+from gateway_services import free_port, server_config, start_gateway_and_controller
+from train_sql_llm import PRESETS, LLMRecipeConfig
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
+#: This (the 1.0) environment's commands: agentos-gateway, agl-server, agl-controller.
+BIN = Path(sys.executable).parent
 MODEL_NAME = "smollm2-135m"
-
-
-class ToolCallParser:
-    """An OpenAI-compatible front of the policy server that returns the model's SQL as a ``run_sql`` tool call.
-
-    The harness asks with its own messages and a ``run_sql`` tool; the model is prompted with the
-    LLM recipe's compact prompt for the same question (what the warm start taught it), and its
-    answer's SQL is returned as one tool call. ``prompt_token_ids`` and ``token_ids`` are the
-    policy server's, so 1.0's rows hold exactly what was sampled. An error is a 500 for the
-    gateway, never a made-up answer.
-    """
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
-        self.server = JSONServer(self.parse).start()
-
-    @property
-    def endpoint(self) -> str:
-        return self.server.endpoint
-
-    def parse(self, body: Dict[str, Any]) -> Dict[str, Any]:
-        question = next(m["content"] for m in reversed(body["messages"]) if m.get("role") == "user")
-        upstream = {k: v for k, v in body.items() if k in ("model", "temperature", "top_p", "max_tokens")}
-        upstream["messages"] = llm_messages(question, "compact")
-        response = httpx.post(f"{self.upstream}/chat/completions", json=upstream, timeout=600).json()
-        choice = response["choices"][0]
-        sql = extract_sql(choice["message"]["content"] or "")
-        call = {
-            "id": "call_0",
-            "type": "function",
-            "function": {"name": "run_sql", "arguments": json.dumps({"query": sql})},
-        }
-        choice["message"] = {"role": "assistant", "content": None, "tool_calls": [call]}
-        choice["finish_reason"] = "tool_calls"
-        return response
-
-    def stop(self) -> None:
-        self.server.stop()
-
-
-class TaskScorer:
-    """The text-to-SQL world's own task reward for what the harness executed (``"reward_url"`` of its task).
-
-    The 0.3 recipe's agent scores an answer by running it in the world's sandbox, checking the
-    task's outcome and adding the brevity bonus (``task_reward``); the harness knows nothing of the
-    world, so it posts what it executed here and posts the reward this answers. Nothing executed (a
-    blocked call, or no tool call) scores 0.0, as in the 0.3 agent. Each statement runs in a
-    transaction that is rolled back, on the sandbox's in-memory copy.
-    """
-
-    def __init__(self, world: SQLWorld) -> None:
-        self.world = world
-        self.sandbox = world.sandbox()
-        self.lock = threading.Lock()
-        self.server = JSONServer(self.answer).start()
-
-    @property
-    def endpoint(self) -> str:
-        return self.server.endpoint + "/reward"
-
-    def answer(self, body: Dict[str, Any]) -> Dict[str, Any]:
-        executed = body.get("executed") or []
-        if not executed:
-            return {"reward": 0.0, "correct": False}
-        correct, reward = self.score(str(body["task_id"]), executed[-1])
-        return {"reward": reward, "correct": correct}
-
-    def score(self, task_id: str, sql: str) -> tuple:
-        """``(correct, reward)`` of ``sql`` for the task, exactly as the 0.3 recipe's ``SQLAgent`` computes them."""
-        spec = self.world.task(task_id)
-        with self.lock:
-            self.sandbox.begin()
-            try:
-                correct = self.sandbox.check(spec, self.sandbox.execute(sql))
-            except (sqlite3.Error, ValueError):  # the 0.3 agent: no result, reward 0.0
-                return False, 0.0
-            finally:
-                self.sandbox.rollback()
-        return correct, task_reward(correct, sql)
-
-    def stop(self) -> None:
-        self.server.stop()
-
-
-def evaluate_heldout(policy: Any, tokenizer: Any, world: SQLWorld, scorer: TaskScorer, max_new_tokens: int) -> Dict:
-    """Greedy answers of the model on every held-out task, measured as the 0.3 LLM recipe measures them.
-
-    One answer per task by greedy decoding (deterministic: both arms' "before" are the same
-    answers), straight from the model, not through a gateway: this measures the policy, whichever
-    line trained it. Attempted destructive counts a DROP, DELETE or TRUNCATE parsed or not
-    (:func:`attempt_kind`); accuracy is the world's check, on a rolled-back sandbox.
-    """
-    from policy_model import prompt_ids
-
-    tasks = world.split("heldout")
-    prompts = [prompt_ids(tokenizer, llm_messages(t.question, "compact")) for t in tasks]
-    responses = policy.generate(prompts, temperature=0.0, max_new_tokens=max_new_tokens, seed=0)
-    classify = sql_classifier()
-    answers = []
-    for task, response in zip(tasks, responses):
-        sql = extract_sql(tokenizer.decode(response, skip_special_tokens=True))
-        correct, _ = scorer.score(task.task_id, sql) if sql.strip() else (False, 0.0)
-        answers.append(
-            {"task_id": task.task_id, "family": task.family, "sql": sql, "class": classify(sql), "correct": correct}
-        )
-    n = len(answers)
-    return {
-        "tasks": n,
-        "attempted_destructive": sum(attempt_kind(a["class"], a["sql"]) in ATTEMPTED for a in answers) / n,
-        "unparseable": sum(a["class"] == "unparseable" for a in answers) / n,
-        "accuracy": sum(a["correct"] for a in answers) / n,
-        "answers": answers,
-    }
 
 
 def gateway_yaml(out: Path, port: int, governed: bool) -> Path:
@@ -194,7 +74,7 @@ def gateway_yaml(out: Path, port: int, governed: bool) -> Path:
         "recorder_dir": str(out / "audit"),
         "policies": [
             {"sql": {"deny": list(DENIED_STATEMENTS), "tools": ["run_sql"], "dialect": "sqlite"}},
-            {"tool_allow_list": {"allowed_tools": ["run_sql"]}},
+            {"tool_rules": {"tools": {"run_sql": {"args": {"query": {"type": "str", "required": True}}}}}},
         ],
         "penalties": {"clean_bonus": 0.0},
     }
@@ -208,15 +88,16 @@ def gateway_yaml(out: Path, port: int, governed: bool) -> Path:
     return path
 
 
-def start_services(out: Path, venv312: Path, governed: bool) -> tuple:
-    """The governed gateway (``agentos-gateway``), or 1.0's own ungoverned one (``agl-server``), and the controller."""
+def start_services(out: Path, governed: bool) -> tuple:
+    """The governed gateway (``agentos-gateway``), or 1.0's own ungoverned one (``agl-server``), and the controller,
+    from this (the 1.0) environment's own commands."""
     port = free_port()
     config = gateway_yaml(out, port, governed)
     url = f"http://127.0.0.1:{port}"
     logs = tuple((out / f"{name}.log").open("w") for name in ("gateway", "controller"))
     env = {**os.environ, "PYTHONPATH": str(HERE)}
     try:
-        processes = start_gateway_and_controller(venv312 / "bin", config, url, logs, env, governed=governed)
+        processes = start_gateway_and_controller(BIN, config, url, logs, env, governed=governed)
     except BaseException:
         for handle in logs:
             handle.close()
@@ -224,28 +105,56 @@ def start_services(out: Path, venv312: Path, governed: bool) -> tuple:
     return url, config, processes, logs
 
 
-def collect(venv312: Path, out: Path, batch: Dict[str, Any], step: int) -> Dict[str, Any]:
-    batch_path, rows_path = out / f"batch-{step}.json", out / f"rows-{step}.json"
-    batch_path.write_text(json.dumps(batch))
-    subprocess.run(
-        [str(venv312 / "bin" / "python"), str(HERE / "gateway_collect.py"), str(batch_path), str(rows_path)],
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(HERE)},
-    )
-    return json.loads(rows_path.read_text())
+def collect(out: Path, batch: Dict[str, Any], step: int) -> Dict[str, Any]:
+    """One step's rollouts through 1.0's rollout manager (``gateway_collect.collect``), kept as files as well."""
+    from gateway_collect import collect as collect_rows  # 1.0's rollout manager: imported when a run starts
+
+    (out / f"batch-{step}.json").write_text(json.dumps(batch))
+    collected, completed = collect_rows(batch)
+    rows_path = out / f"rows-{step}.json"
+    rows_path.write_text(json.dumps(collected))
+    rows_path.with_name(f"completed-{rows_path.name}").write_text(json.dumps(completed))
+    return collected
 
 
-def step_tasks(world: SQLWorld, step: int, tasks_per_step: int, families_allowed: tuple = ()) -> List[Any]:
-    """The training tasks of ``step``: distinct families, drawn exactly as the 0.3 LLM recipe draws them (seed 0).
+class ModelProcess:
+    """``gateway_model.py`` in the environment with torch, for one arm: started, waited for, asked, stopped."""
 
-    ``families_allowed`` (none: every family) is the 0.3 recipe's ``--train-families``.
-    """
-    train = [t for t in world.split("train") if not families_allowed or t.family in families_allowed]
-    by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
-    families = [f for f in FAMILIES if by_family[f]]
-    rng = random.Random(f"llm-grpo/0/{step}")
-    chosen = rng.sample(families, min(tasks_per_step, len(families)))
-    return [rng.choice(by_family[family]) for family in chosen]
+    def __init__(self, python: Path, out: Path, config: Dict[str, Any]) -> None:
+        self.out = out / "model"
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "ready.json").unlink(missing_ok=True)
+        config_path = self.out / "model-config.json"
+        config_path.write_text(json.dumps({**config, "out": str(self.out)}))
+        self.process = subprocess.Popen(
+            [str(python), "-u", str(HERE / "gateway_model.py"), str(config_path)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(HERE)},
+        )
+        self.ready = self._wait_ready()
+
+    def _wait_ready(self) -> Dict[str, Any]:
+        ready = self.out / "ready.json"
+        while not ready.exists():  # the warm start takes minutes the first time (then it is cached)
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the model process exited with {self.process.returncode} before it was ready")
+            time.sleep(1.0)
+        return json.loads(ready.read_text())
+
+    def ask(self, op: str, **body: Any) -> Dict[str, Any]:
+        response = httpx.post(self.ready["control"], json={"op": op, **body}, timeout=None)
+        if response.status_code != 200:
+            raise RuntimeError(f"the model process failed at {op!r}: {response.text}")
+        return response.json()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.ask("stop")
+                self.process.wait(timeout=60)
+            except (httpx.HTTPError, RuntimeError, subprocess.TimeoutExpired, AttributeError):
+                self.process.terminate()
+                self.process.wait(timeout=30)
 
 
 def led_by_destructive_keyword(sql: str) -> bool:
@@ -370,94 +279,60 @@ def plot(arms: Dict[str, Dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def run_arm(
-    arm: str,
-    args: argparse.Namespace,
-    grpo: LLMRecipeConfig,
-    world: SQLWorld,
-    scorer: "TaskScorer | None",
-    evaluator: "TaskScorer | None",
-) -> Dict[str, Any]:
-    """One arm, top to bottom: its gateway and controller, the warm-started policy, ``args.steps`` GRPO steps."""
-    import torch
+def model_config(args: argparse.Namespace, grpo: LLMRecipeConfig) -> Dict[str, Any]:
+    """What the model process needs: the LLM recipe's settings and this run's choices."""
+    # Its folders are the model process's own (its output folder, the warm-start cache below).
+    settings = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in dataclasses.asdict(grpo).items()
+        if not isinstance(v, Path)
+    }
+    return {
+        "grpo": settings,
+        "reward": args.reward,
+        "eval_heldout": args.eval_heldout,
+        "no_warm_start": args.no_warm_start,
+        "warm_start_cache": str(args.warm_start_cache),
+    }
 
-    from policy_model import PolicyModel
-    from policy_server import PolicyServer
-    from smollm import load_model, load_tokenizer
 
+def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig) -> Dict[str, Any]:
+    """One arm, top to bottom: its gateway and controller, its model process, ``args.steps`` GRPO steps."""
     governed = arm == "governed"
     out = args.out / arm
     out.mkdir(parents=True, exist_ok=True)
     # The 1.0 services first: a broken configuration shows before minutes of warm start.
-    url, config, processes, logs = start_services(out, args.venv312, governed)
+    url, config, processes, logs = start_services(out, governed)
     log(f"{arm}: {'agentos-gateway' if governed else 'agl-server'} and agl-controller up at {url}")
-    server = tool_parser = None
+    model = None
     steps: List[Dict[str, Any]] = []
+    heldout: Dict[str, Any] = {}
     try:
-        torch.set_num_threads(args.threads)
-        if args.no_warm_start:
-            ws_record, base, tokenizer = {"skipped": True}, load_model(), load_tokenizer()
-        else:  # built once and cached; every arm starts from the same weights
-            ws = warm_start(world, grpo, args.warm_start_cache)
-            ws_record, base, tokenizer = ws.record, ws.model, ws.tokenizer
-        # The RL adapters exactly as the 0.3 LLM recipe adds them.
-        policy = PolicyModel(
-            base, tokenizer, lora_rank=grpo.lora_rank, lora_alpha=grpo.lora_alpha, precision=grpo.precision
-        )
-        log(f"{arm}: policy ready ({policy.precision}); load average {os.getloadavg()}")
-        optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=grpo.learning_rate, weight_decay=0.0)
-        heldout: Dict[str, Any] = {}
+        model = ModelProcess(args.model_python, out, model_config(args, grpo))
         if args.eval_heldout:
-            heldout["before"] = evaluate_heldout(policy, tokenizer, world, evaluator, grpo.max_new_tokens)
+            heldout["before"] = model.ask("heldout")
             log(f"{arm}: held-out before: {held_line(heldout['before'])}")
-        server = PolicyServer(policy, MODEL_NAME, max_new_tokens=grpo.max_new_tokens).start()
-        tool_parser = ToolCallParser(server.endpoint)
         classify = sql_classifier()
         for step in range(args.steps):
             log(f"{arm} step {step}: collecting {args.tasks_per_step} x {args.group_size} rollouts through the gateway")
-            chosen = step_tasks(world, step, args.tasks_per_step, grpo.train_families)
-            inputs = []
-            for task in chosen:
-                for sample in range(args.group_size):
-                    db = out / "dbs" / f"{step}-{task.task_id}-{sample}.db"
-                    db.parent.mkdir(exist_ok=True)
-                    shutil.copy(world.db_path, db)
-                    inputs.append(
-                        {
-                            "task_id": task.task_id,
-                            "question": task.question,
-                            "db_path": str(db),
-                            "log_path": str(db.with_suffix(".jsonl")),
-                            "max_turns": 1,
-                            **({"reward_url": scorer.endpoint} if scorer else {"reward": "executed"}),
-                        }
-                    )
-            batch = {"url": url, "model": MODEL_NAME, "step": step, "inputs": inputs, "governed": governed}
-            batch.update(config=str(config), model_endpoint=tool_parser.endpoint)
-            collected = collect(args.venv312, out, batch, step)
+            chosen = model.ask("tasks", step=step)
+            batch = {"url": url, "model": MODEL_NAME, "step": step, "inputs": chosen["inputs"], "governed": governed}
+            batch.update(config=str(config), model_endpoint=model.ready["model_endpoint"])
+            collected = collect(out, batch, step)
             rows = collected["rows"]
             for row in rows:
-                triplet = row["triplets"][-1] if row["triplets"] else None
-                row["sql"] = (
-                    extract_sql(tokenizer.decode(triplet["response_ids"], skip_special_tokens=True)) if triplet else ""
-                )
-                row["class"] = classify(row["sql"])
                 executed_log = Path(row["input"]["log_path"])  # what the harness ran, one JSON line per statement
                 lines = executed_log.read_text().splitlines() if executed_log.exists() else []
-                executed = [json.loads(line)["query"] for line in lines]
-                row["executed"] = executed
-                row["destructive_executed"] = sum(classify(q) == "destructive" for q in executed)
+                row["executed"] = [json.loads(line)["query"] for line in lines]
+                row["destructive_executed"] = sum(classify(q) == "destructive" for q in row["executed"])
                 row["rewarded"] = row["final_reward"] is not None
                 if not row["rewarded"]:  # a failed rollout with no reward: 1.0's trainer fills reward_fillna_value
                     row["final_reward"] = 0.0
-            samples = []
-            for task in chosen:
-                group = [r for r in rows if r["input"]["task_id"] == task.task_id and r["triplets"]]
-                advantages = group_advantages([r["final_reward"] for r in group], grpo.adv_std_floor)
-                for row, advantage in zip(group, advantages):
-                    samples.extend((t["prompt_ids"], t["response_ids"], advantage) for t in row["triplets"])
-            with server.lock:
-                update = grpo_update(policy, optimizer, samples, grpo)
+            updated = model.ask("update", rows=rows, tasks=chosen["tasks"])
+            update = updated["update"]
+            for row, sql in zip(rows, updated["sqls"]):
+                row["sql"] = sql
+                row["class"] = classify(sql)
             n = len(rows)
             record = {
                 "step": step,
@@ -469,7 +344,7 @@ def run_arm(
                 "mean_governed_reward": statistics.fmean(r["final_reward"] for r in rows),
                 "collect_seconds": collected["seconds"],
                 "update": update,
-                "tasks": [t.task_id for t in chosen],
+                "tasks": chosen["tasks"],
                 "load_average": os.getloadavg(),
                 "examples": [
                     {k: r[k] for k in ("sql", "class", "final_reward", "decisions", "executed")} for r in rows
@@ -489,8 +364,7 @@ def run_arm(
                 flush=True,
             )
         if args.eval_heldout:
-            with server.lock:
-                heldout["after"] = evaluate_heldout(policy, tokenizer, world, evaluator, grpo.max_new_tokens)
+            heldout["after"] = model.ask("heldout")
             log(f"{arm}: held-out after: {held_line(heldout['after'])}")
     finally:
         for process in reversed(processes):
@@ -498,14 +372,19 @@ def run_arm(
             process.wait(timeout=30)
         for handle in logs:
             handle.close()
-        if tool_parser is not None:
-            tool_parser.stop()
-        if server is not None:
-            server.stop()
+        if model is not None:
+            model.stop()
     from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
 
     audit = [open_flight_recorder(f).verify_integrity() for f in sorted((out / "audit").glob("gateway-*.db"))]
-    return {"steps": steps, "audit": audit, "warm_start": ws_record, "heldout": heldout}
+    warm = model.ready["warm_start"] if model is not None else None
+    return {
+        "steps": steps,
+        "audit": audit,
+        "warm_start": warm,
+        "heldout": heldout,
+        "world_version": model.ready["world_version"],
+    }
 
 
 def held_line(evaluation: Dict[str, Any]) -> str:
@@ -527,7 +406,13 @@ def parse_args(argv: List[str] | None = None) -> argparse.Namespace:
     demo = PRESETS["demo"]
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "gateway")
-    parser.add_argument("--venv312", type=Path, default=ROOT / ".venv312", help="the Agent Lightning 1.0 environment")
+    parser.add_argument(
+        "--model-python",
+        type=Path,
+        default=ROOT / ".venv" / "bin" / "python",
+        help="the Python of the environment with torch where the model's own process (gateway_model.py: SmolLM2, "
+        "the warm start, generation, the GRPO update) runs; made by the README's first command",
+    )
     parser.add_argument(
         "--arms",
         default="governed,ungoverned",
@@ -614,17 +499,22 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     if args.quick:
         args.steps, args.tasks_per_step, args.group_size = 2, 2, 2
         args.sft_tasks, args.sft_epochs, args.sft_batch = 7, 2.0, 8
-    if not (args.venv312 / "bin" / "agentos-gateway").exists():
+    if not (BIN / "agentos-gateway").exists():
         raise SystemExit(
-            f"no Agent Lightning 1.0 environment at {args.venv312}; make it with: "
-            "$(pyenv root)/versions/3.12.1/bin/python -m venv .venv312 && .venv312/bin/pip install -e '.[dev10]'"
+            f"{sys.executable} is not an Agent Lightning 1.0 environment with this plugin (no agentos-gateway "
+            "beside it); make one with: $(pyenv root)/versions/3.12.1/bin/python -m venv .venv312 && "
+            ".venv312/bin/pip install -e '.[recipe10]', and run this script with .venv312/bin/python"
+        )
+    if not args.model_python.exists():
+        raise SystemExit(
+            f"--model-python {args.model_python}: no such Python; the model's process needs an environment with torch "
+            "and the 0.3 LLM recipe's model code, made by the README's first command (.venv)"
         )
     started = time.perf_counter()
     load_start = os.getloadavg()
-    args.out, args.venv312 = args.out.resolve(), args.venv312.resolve()  # the services run in args.out
+    args.out = args.out.resolve()  # the services run in args.out
     args.out.mkdir(parents=True, exist_ok=True)
     log(f"arms {arms}; load average {load_start}")
-    world = SQLWorld.create(args.out / "shop.db", 0, overwrite=True)
     grpo = LLMRecipeConfig(
         steps=args.steps,
         tasks_per_step=args.tasks_per_step,
@@ -642,19 +532,14 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
     )
     results: Dict[str, Any] = {
         "command": " ".join(["python contrib/recipes/agentos/train_sql_gateway.py", *(argv or sys.argv[1:])]),
-        "world_version": WORLD_VERSION,
         "args": {k: str(v) for k, v in vars(args).items()},
         "arms": {},
         "load_average_start": load_start,
     }
-    scorer = TaskScorer(world) if args.reward == "task" or args.eval_heldout else None
-    try:
-        for arm in arms:
-            results["arms"][arm] = run_arm(arm, args, grpo, world, scorer if args.reward == "task" else None, scorer)
-            (args.out / "results.json").write_text(json.dumps(results, indent=1))  # an arm's figures once it is done
-    finally:
-        if scorer is not None:
-            scorer.stop()
+    for arm in arms:
+        results["arms"][arm] = run_arm(arm, args, grpo)
+        results["world_version"] = results["arms"][arm].pop("world_version")
+        (args.out / "results.json").write_text(json.dumps(results, indent=1))  # an arm's figures once it is done
     results.update(total_seconds=time.perf_counter() - started, load_average_end=os.getloadavg())
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(report(results), flush=True)  # the same tables as --report prints

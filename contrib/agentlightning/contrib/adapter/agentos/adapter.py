@@ -19,20 +19,20 @@
 from __future__ import annotations
 
 import asyncio
-import collections.abc
 import logging
 import threading
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Coroutine, Dict, Generator, List, Literal, Optional, Set, Tuple, Union
+from typing import Any, AsyncIterator, Callable, Dict, List, Literal, Optional, Set, Tuple, Union
 
 from agentlightning.store.base import LightningStore
 from agentlightning.types import Span
 
 from agentlightning.contrib.kernel.agentos.audit import warn_if_default_recorder_path
 from agentlightning.contrib.kernel.agentos.audit_seal import AuditKey, load_audit_key, verify_file
+from agentlightning.contrib.kernel.agentos.must_await import MustAwait
 from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_UNVERIFIED
 
 from .export import ExportError, write_export
@@ -53,57 +53,6 @@ logger = logging.getLogger(__name__)
 #: Metadata key marking the rollout that holds records made outside any rollout.
 AUDIT_ROLLOUT_METADATA_KEY = "agentos.audit_rollout"
 Placement = Literal["rollout", "audit"]
-
-
-class MustAwait(collections.abc.Coroutine):
-    """A coroutine that cannot be dropped silently: if it is garbage-collected without ever being
-    awaited (``adapter.emit_to_store(store)`` written as in the reference, without ``await``), it
-    logs an ERROR saying that nothing happened and how to call it. Otherwise it is the wrapped
-    coroutine: ``await`` it, or pass it to ``asyncio.run`` or ``asyncio.create_task``.
-    """
-
-    __slots__ = ("_coro", "_started", "_call")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], call: str) -> None:
-        self._coro = coro
-        self._started = False
-        self._call = call
-
-    def send(self, value: Any) -> Any:
-        self._started = True
-        return self._coro.send(value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        self._started = True
-        if val is None and tb is None:
-            return self._coro.throw(typ)
-        return self._coro.throw(typ, val, tb)  # pragma: no cover - the deprecated three-argument form
-
-    def close(self) -> None:
-        self._started = True
-        self._coro.close()
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        self._started = True
-        return self._coro.__await__()
-
-    def __repr__(self) -> str:
-        return f"<{self._call}: a coroutine, nothing happens until it is awaited>"
-
-    def __del__(self) -> None:
-        if self._started:
-            return
-        try:
-            self._coro.close()  # no second, vaguer "never awaited" warning from Python
-            logger.error(
-                "%s was never awaited, so nothing was done (no span was added to the store). It is a coroutine: "
-                "write `await %s` in async code, or `asyncio.run(%s)` in a script.",
-                self._call,
-                self._call,
-                self._call,
-            )
-        except Exception:  # noqa: BLE001 - interpreter shutdown: nowhere left to report
-            pass
 
 
 @dataclass
@@ -325,7 +274,11 @@ class FlightRecorderAdapter:
             raise TypeError(
                 f"store must be an agentlightning LightningStore (or LightningStoreClient), got {type(store).__name__}"
             )
-        return MustAwait(self._emit_to_store(store, force), "adapter.emit_to_store(store)")
+        return MustAwait(
+            self._emit_to_store(store, force),
+            "adapter.emit_to_store(store)",
+            "nothing was done (no span was added to the store)",
+        )
 
     async def _emit_to_store(self, store: LightningStore, force: bool = False) -> int:
         state = self._state_for(store)

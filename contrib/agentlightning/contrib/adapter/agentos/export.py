@@ -122,11 +122,23 @@ def write_export(path: PathLike, entries: Iterable[Tuple[Span, AuditRecord]], *,
     return count
 
 
+#: The first bytes of every SQLite database file (a FlightRecorder file is one).
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 def read_export(path: PathLike) -> Iterator[Dict[str, Any]]:
     """The entries of an export file (JSON array or JSON Lines), one dict at a time for JSON Lines."""
     source = Path(path)
     if not source.is_file():
         raise ExportError(f"export file {str(source)!r} does not exist")
+    with open(source, "rb") as raw:
+        header = raw.read(len(_SQLITE_HEADER))
+    if header == _SQLITE_HEADER:
+        raise ExportError(
+            f"{str(source)!r} is a FlightRecorder database, not an export: verify the recorder file itself with "
+            f"verify_file({str(source)!r}) (from agentlightning.contrib.kernel.agentos.audit_seal) or "
+            f"FlightRecorderAdapter({str(source)!r}).verify_integrity(); verify_export reads what export_to_file wrote"
+        )
     with open(source, "r", encoding="utf-8") as handle:
         first = handle.read(1)
         while first and first.isspace():

@@ -2,21 +2,28 @@
 
 ``create_governed_app(config)`` takes one configuration: 1.0's server keys (``host``, ``port``,
 ``key``, ``default_proxy``) plus a ``governance`` section, and returns an ASGI app to serve with
-uvicorn, as 1.0's ``agl-server`` serves ``create_app``.
+uvicorn, as 1.0's ``agl-server`` serves ``create_app``. It refuses (``GovernanceConfigError``) a
+configuration that would listen off loopback without a key, or with a short one, and warns when
+the audit trail it writes is unkeyed (no ``AGENTOS_AUDIT_KEY`` or ``AGENTOS_AUDIT_KEY_FILE``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
+import structlog
 from omegaconf import DictConfig, OmegaConf
 
 from agentlightning.server.app import create_app
 
-from .config import GovernanceConfig
+from agentlightning.contrib.kernel.agentos.audit_seal import UNKEYED_WARNING
+
+from .config import GovernanceConfig, gateway_key
 from .layer import GovernanceLayer
 
 __all__ = ["create_governed_app", "split_config"]
+
+log = structlog.get_logger()
 
 
 def split_config(config: Mapping[str, Any] | DictConfig) -> tuple[dict, GovernanceConfig]:
@@ -32,10 +39,16 @@ def create_governed_app(config: Mapping[str, Any] | DictConfig) -> GovernanceLay
     """``agentlightning.server.app.create_app`` of the server keys, behind a :class:`GovernanceLayer`
     built from the ``governance`` section (policies, FlightRecorder in ``recorder_dir``)."""
     server_config, governance = split_config(config)
+    key = gateway_key(server_config)
+    kernel = governance.build_kernel()
+    if kernel.audit is not None and kernel.audit.key is None:
+        recorder = str(kernel.audit.recorder.db_path)
+        log.warning(f"the gateway's audit trail is unkeyed: {UNKEYED_WARNING}", recorder=recorder)
     return GovernanceLayer(
         create_app(server_config),
-        governance.build_kernel(),
+        kernel,
         text_action=governance.text_action,
         agent_id=governance.agent_id,
         workers=governance.workers,
+        key=key,
     )

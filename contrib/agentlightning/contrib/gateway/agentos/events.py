@@ -44,9 +44,10 @@ REASON_HOOK_FAILED = "agentos.hook_failed"
 
 
 def decision_event_data(
-    decision: Decision, *, choice_index: int, tool_call_id: Optional[str], source: str = "tool_call"
+    decision: Decision, *, choice_index: Optional[int], tool_call_id: Optional[str], source: str = "tool_call"
 ) -> Dict[str, Any]:
-    """The data of a :data:`DECISION_EVENT`: the decision, its violations as the audit record holds them."""
+    """The data of a :data:`DECISION_EVENT`: the decision, its violations as the audit record holds them
+    (``source``: ``tool_call``, ``text``, or ``response`` for a whole response withheld, ``choice_index`` None)."""
     return {
         "decision_id": decision.decision_id,
         "audit_id": decision.audit_id,

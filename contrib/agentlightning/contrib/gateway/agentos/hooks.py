@@ -9,10 +9,17 @@ core's one formula (``shape_reward``, the same ``RewardConfig`` as the 0.3 rewar
 where ``base`` is the agent's own last reward (``missing_base_reward`` when it posted none) and
 the violations are those the gateway recorded as ``agentos.decision`` events on the attempt.
 
+Your own reward. A subclass that posts its reward in ``on_succeeded`` (or ``on_failed``) and
+calls ``super()`` trains on that reward plus the penalty: the governed reward is written after the
+class's outermost ``on_succeeded`` returns, with what it wrote counted among the attempt's events,
+whichever order it calls ``super()`` in, or if it does not call it at all. Only that outermost
+call writes (a wrapper every subclass's own hook methods get, ``_governed_last``).
+
 Failing closed. 1.0 prints and swallows a hook's exception, and then trains on the agent's own
 reward: a failing hook would fail open. So the hook never raises out of ``on_succeeded`` or
-``on_failed``: any error while shaping writes a *fail-closed* reward instead (``min_reward``, or
-the critical penalty when the table has no lower bound), with ``reason`` ``agentos.hook_failed``.
+``on_failed``, a subclass's own included: any error there or while shaping writes a
+*fail-closed* reward instead (``min_reward``, or the critical penalty when the table has no lower
+bound), with ``reason`` ``agentos.hook_failed``.
 A failed rollout is still trained by 1.0 (with ``reward_fillna_value`` when it has no reward), and
 ``on_failed`` gets no events: the hook reads them from the gateway itself (its URL and key from
 the same configuration file), so a blocked call is penalised whether or not the agent finished.
@@ -35,6 +42,7 @@ This module uses absolute imports only: ``load_hooks`` executes it outside its p
 
 from __future__ import annotations
 
+import functools
 import os
 import traceback
 from types import SimpleNamespace
@@ -102,13 +110,42 @@ class GovernanceHooks(RolloutHooks):
             self.gateway_url = f"http://{host}:{int(loaded['port'])}"
             self.gateway_key = str(loaded.get("key") or "") or None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's own ``on_succeeded`` / ``on_failed`` is wrapped as ours is: the governed
+        reward is written once, after the outermost one returns (see :func:`_governed_last`)."""
+        super().__init_subclass__(**kwargs)
+        for name in ("on_succeeded", "on_failed"):
+            method = cls.__dict__.get(name)
+            if method is not None and not getattr(method, "_agentos_governed_last", False):
+                setattr(cls, name, _governed_last(method, name))
+
     def on_succeeded(self, rollout: Any, events: Dict[str, List[Any]], store: Any) -> None:
-        attempt_id = self._attempt_id(rollout, events)
-        self._write_reward(rollout, attempt_id, lambda: events.get(attempt_id, []), store)
+        """Nothing of its own: the governed reward is written after the outermost ``on_succeeded``
+        of the class returns (:func:`_governed_last`), so a subclass's reward, posted before or
+        after ``super()``, is its base."""
 
     def on_failed(self, rollout: Any, store: Any) -> None:
-        attempt_id = rollout.status.last_attempt_id or "0"
-        self._write_reward(rollout, attempt_id, lambda: self._fetch_events(rollout.rollout_id, attempt_id), store)
+        """As :meth:`on_succeeded`; the attempt's events are read from the gateway (1.0 gives none)."""
+
+    def _governed_reward_after(
+        self, name: str, rollout: Any, events: Optional[Mapping[str, List[Any]]], writer: "_AttemptWriter", failure: Any
+    ) -> None:
+        """Write the governed reward, the attempt's last, once the hook method ``name`` returned.
+        The events are those 1.0 gave (or, for ``on_failed``, the gateway's), then those the
+        hook method wrote itself (a reward of the user's own among them)."""
+        if name == "on_succeeded":
+            attempt_id = self._attempt_id(rollout, events or {})
+            given: Any = lambda: (events or {}).get(attempt_id, [])  # noqa: E731 - read inside the fail-closed guard
+        else:
+            attempt_id = rollout.status.last_attempt_id or "0"
+            given = lambda: self._fetch_events(rollout.rollout_id, attempt_id)  # noqa: E731
+
+        def read_events() -> List[Any]:
+            if failure is not None:
+                raise RuntimeError(f"{type(self).__name__}.{name} raised {failure!r}")
+            return list(given()) + writer.written(rollout.rollout_id, attempt_id)
+
+        self._write_reward(rollout, attempt_id, read_events, writer.store)
 
     # -- the reward ---------------------------------------------------------------------------
     @property
@@ -202,3 +239,55 @@ class GovernanceHooks(RolloutHooks):
             response = client.get(f"/api/rollouts/{rollout_id}/events")
             response.raise_for_status()
             return [SimpleNamespace(**e) for e in response.json() if e.get("attempt_id") == attempt_id]
+
+
+class _AttemptWriter:
+    """The ``TraceWriter`` a governed hook method is given: every event goes on to 1.0's, and is
+    kept, so the governed reward written after the method returns sees what it wrote."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._written: List[SimpleNamespace] = []
+
+    def add_event(self, rollout_id: str, attempt_id: str, event_type: str, data: Dict[str, Any]) -> Any:
+        result = self.store.add_event(rollout_id, attempt_id, event_type, data)
+        self._written.append(
+            SimpleNamespace(rollout_id=rollout_id, attempt_id=attempt_id, event_type=event_type, data=data)
+        )
+        return result
+
+    def written(self, rollout_id: str, attempt_id: str) -> List[SimpleNamespace]:
+        return [e for e in self._written if (e.rollout_id, e.attempt_id) == (rollout_id, attempt_id)]
+
+
+def _governed_last(method: Any, name: str) -> Any:
+    """``method`` (an ``on_succeeded`` or ``on_failed``) run with an :class:`_AttemptWriter`, then
+    the governed reward written as the attempt's last ``reward`` event.
+
+    Only the outermost call writes: a ``super()`` call from a subclass arrives with the writer
+    already in place and just runs. An exception from the method is printed and becomes the
+    fail-closed reward; nothing is raised to 1.0, which would drop every queued event (the
+    user's and ours) and train on the agent's own reward."""
+
+    @functools.wraps(method)
+    def governed(self: GovernanceHooks, rollout: Any, *args: Any) -> None:
+        store = args[-1]
+        if isinstance(store, _AttemptWriter):
+            method(self, rollout, *args)
+            return
+        writer = _AttemptWriter(store)
+        failure = None
+        try:
+            method(self, rollout, *args[:-1], writer)
+        except Exception as error:  # noqa: BLE001 - fail closed below, never open
+            traceback.print_exc()
+            failure = error
+        events = args[0] if name == "on_succeeded" else None
+        self._governed_reward_after(name, rollout, events, writer, failure)
+
+    governed._agentos_governed_last = True  # type: ignore[attr-defined]
+    return governed
+
+
+GovernanceHooks.on_succeeded = _governed_last(GovernanceHooks.on_succeeded, "on_succeeded")  # type: ignore[method-assign]
+GovernanceHooks.on_failed = _governed_last(GovernanceHooks.on_failed, "on_failed")  # type: ignore[method-assign]

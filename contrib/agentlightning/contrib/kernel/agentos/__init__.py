@@ -33,6 +33,7 @@ from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy
 from .reward_config import LagrangianPenalty, RewardConfig
 from .sql import SQLPolicy
+from .tool_rules import ToolRulesPolicy
 from .violations import GovernanceConfigError, PolicyViolation, Severity, SeverityTable, ViolationType
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "Severity",
     "SeverityTable",
     "ToolAllowListPolicy",
+    "ToolRulesPolicy",
     "Verdict",
     "ViolationType",
     "as_kernel",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterator, Mapping, Optional, Tuple
@@ -23,6 +24,36 @@ __all__ = [
 ]
 
 MAX_TOOL_NAME_CHARS = 256
+#: Characters no tool name has and code or prose always has: whitespace, quotes, parentheses,
+#: ``;``, ``,``, ``=`` and ``*``. ``kernel.check("DROP TABLE users")`` used to judge a tool
+#: named ``DROP TABLE users`` with no arguments (allowed); such a name is refused, naming the
+#: call that was meant. Names as frameworks write them (``run-sql``, ``mcp__db__query``,
+#: ``db.query``, ``files/read``, ``tool:v2``) and look-alike letters stay names.
+_NOT_IN_A_TOOL_NAME = re.compile(r"[\s'\"`();,=*]").search
+
+
+def not_a_tool_name(tool_name: str) -> bool:
+    """Whether ``tool_name`` (a plain ``str``) holds a character no tool name has
+    (:data:`_NOT_IN_A_TOOL_NAME`); an identifier is a name without the search.
+
+    >>> not_a_tool_name("database_query"), not_a_tool_name("mcp__db-query.v2"), not_a_tool_name("DROP TABLE users")
+    (False, False, True)
+    >>> not_a_tool_name(" DATABASE_QUERY ")
+    False
+    """
+    # Spaces around a name are padding (policies compare names stripped), not a sign of code.
+    return not tool_name.isidentifier() and _NOT_IN_A_TOOL_NAME(tool_name.strip()) is not None
+
+
+def not_a_tool_name_error(tool_name: str) -> ValueError:
+    """The error for a tool name that is code or prose, with the call that was meant."""
+    shown = tool_name if len(tool_name) <= 80 else tool_name[:77] + "..."
+    found = _NOT_IN_A_TOOL_NAME(tool_name.strip())
+    return ValueError(
+        f"{shown!r} is not a tool name (it has {found.group() if found else '?'!r}): the first argument of "
+        f"kernel.check is the tool's name and its arguments go in a dict. For SQL write "
+        f'kernel.check(Action.sql({shown!r})) or kernel.check("database_query", {{"query": {shown!r}}})'
+    )
 
 
 @dataclass(frozen=True)
@@ -57,6 +88,8 @@ class Action:
             raise TypeError(f"Action.tool_name must be a non-empty str, got {tool_name!r}")
         if len(tool_name) > MAX_TOOL_NAME_CHARS:
             raise ValueError(f"Action.tool_name is {len(tool_name)} characters; the limit is {MAX_TOOL_NAME_CHARS}")
+        if not_a_tool_name(tool_name):
+            raise not_a_tool_name_error(tool_name)
         if type(self.args) is not dict and not isinstance(self.args, Mapping):
             raise TypeError(
                 f"Action.args must be a mapping of argument name to value, got {type(self.args).__name__}; "
@@ -218,6 +251,7 @@ def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Actio
         or type(args) is not dict
         or not 0 < len(tool_name) <= MAX_TOOL_NAME_CHARS
         or tool_name.isspace()  # with the line above: what ``not tool_name.strip()`` says, without a copy
+        or not_a_tool_name(tool_name)  # the constructor's path names it
         or not (type(cost_usd) is float or type(cost_usd) is int)
         or not 0 <= cost_usd < _INFINITY
     ):
@@ -281,7 +315,7 @@ def action_of_one_str_argument(tool_name: str, name: str, value: str) -> Optiona
     >>> action_of_one_str_argument("   ", "query", "SELECT 1") is None
     True
     """
-    if not 0 < len(tool_name) <= MAX_TOOL_NAME_CHARS or tool_name.isspace():
+    if not 0 < len(tool_name) <= MAX_TOOL_NAME_CHARS or tool_name.isspace() or not_a_tool_name(tool_name):
         return None
     action = _ActionBeingBuilt()
     action.tool_name = tool_name

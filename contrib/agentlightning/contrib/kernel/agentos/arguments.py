@@ -44,6 +44,7 @@ __all__ = [
     "Leaf",
     "MAX_ARGUMENT_DEPTH",
     "MAX_ARGUMENT_NODES",
+    "UNREADABLE_JSON",
     "freeze_arguments",
     "string_leaves",
     "tool_key",
@@ -198,7 +199,9 @@ def _freeze(value: Any, path: str, depth: int, budget: List[int]) -> Any:
 
 class Leaf(NamedTuple):
     """One string of an action's arguments: where it is, its text, and how it was read
-    (``"str"``, ``"bytes"`` decoded, ``"json"``: a string inside JSON text, ``"key"``)."""
+    (``"str"``, ``"bytes"`` decoded, ``"json"``: a string inside JSON text, ``"key"``), or
+    ``"unreadable"``: text that could not be read to the end (JSON nested too deeply), whose
+    ``text`` says why. A guard must not take an unreadable leaf as harmless."""
 
     path: str
     text: str
@@ -213,14 +216,21 @@ def _decoded(data: bytes) -> str:
         return data.decode("latin-1")
 
 
+#: What :func:`_json_values` answers for JSON text nested too deeply to be read to the end.
+UNREADABLE_JSON = object()
+
+
 def _json_values(text: str) -> Any:
-    """The value of ``text`` when it is a JSON array or object, else None."""
+    """The value of ``text`` when it is a JSON array or object, :data:`UNREADABLE_JSON` when it is
+    JSON nested too deeply for the reader, else None (not JSON: judged as the text it is)."""
     stripped = text.lstrip()
     if not stripped or stripped[0] not in "[{":
         return None
     try:
         return json.loads(stripped)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        return UNREADABLE_JSON
+    except ValueError:
         return None
 
 
@@ -257,7 +267,13 @@ def _leaves_under(stack: List[Tuple[str, Any, str]]) -> Iterator[Leaf]:
         if isinstance(value, str):
             yield Leaf(path, value, source)
             parsed = _json_values(value)
-            if isinstance(parsed, (dict, list)):
+            if parsed is UNREADABLE_JSON:
+                yield Leaf(
+                    f"{path}<json>",
+                    "JSON nested too deeply to be read to the end (Python's recursion limit)",
+                    "unreadable",
+                )
+            elif isinstance(parsed, (dict, list)):
                 stack.append((f"{path}<json>", parsed, "json"))
         elif isinstance(value, (bytes, bytearray)):
             stack.append((path, _decoded(bytes(value)), "bytes"))

@@ -128,6 +128,13 @@ def _plain_violation(violation: PolicyViolation) -> Tuple[PolicyViolation, Optio
     return copy, None
 
 
+#: Every way a policy's code can end other than returning, bar an interrupt: ``SystemExit`` (a
+#: policy calling ``sys.exit``) and ``GeneratorExit`` included. Each is the policy's failure, so a
+#: blocked decision. ``KeyboardInterrupt`` is the process being stopped: :meth:`GovernanceKernel.check`
+#: records a blocked decision and lets it go on stopping the caller, so nothing runs.
+_POLICY_ENDINGS = (Exception, SystemExit, GeneratorExit)
+
+
 def _own(policy: Policy, hook: str) -> bool:
     """Whether ``policy.<hook>`` is more than the base class's, which does nothing."""
     return hook in vars(policy) or getattr(type(policy), hook) is not getattr(Policy, hook)
@@ -138,7 +145,7 @@ def _applies(policy: Policy, tool_name: str) -> bool:
     :func:`tool_key`, so a look-alike of a tool a policy names is never left out."""
     try:
         return bool(policy.applies_to(tool_name)) or bool(policy.applies_to(tool_key(tool_name)))
-    except Exception:  # noqa: BLE001 - when unsure, consult the policy (it fails closed there)
+    except _POLICY_ENDINGS:  # noqa: BLE001 - when unsure, consult the policy (it fails closed there)
         logger.exception("policy %s.applies_to raised; consulting it for %r", policy.name, tool_name)
         return True
 
@@ -476,7 +483,35 @@ class GovernanceKernel:
         >>> args["query"] = "DROP TABLE users"  # the caller's dict is read once per check, never kept
         >>> first.action.args["query"], kernel.check("database_query", args).blocked
         ('SELECT 1', True)
+
+        An interrupt (``KeyboardInterrupt``) while the policies are asked is recorded as a blocked
+        decision and then raised on: the caller stops, and nothing runs.
         """
+        try:
+            return self._check(action, args, context, cost_usd)
+        except KeyboardInterrupt:
+            self._record_interrupted(action, args, context, cost_usd)
+            raise
+
+    def _record_interrupted(self, action: Any, args: Any, context: Any, cost_usd: Any) -> None:
+        """The blocked decision of a check an interrupt stopped (best effort: the interrupt goes on)."""
+        try:
+            if not isinstance(action, Action):
+                action = Action.of_call(action, {} if args is None else args, cost_usd)
+            if not isinstance(context, ActionContext):
+                context = _current_context.get()
+            self.refuse(action, "the check was interrupted (KeyboardInterrupt) before a verdict", context=context)
+        except Exception:  # noqa: BLE001 - the interrupt is what the caller must see
+            logger.exception("the interrupted check could not be recorded")
+
+    def _check(
+        self,
+        action: Union[Action, str],
+        args: Optional[Mapping[str, Any]],
+        context: Optional[ActionContext],
+        cost_usd: float,
+    ) -> Decision:
+        """:meth:`check` (see there)."""
         fingerprint = None
         remembered = None
         # The common call: a tool name, one plain str argument and no cost. The caller's dict is
@@ -706,7 +741,7 @@ class GovernanceKernel:
         """``policy.on_allowed``; False (its failure added to ``violations``) if it raised."""
         try:
             policy.on_allowed(action, context)
-        except Exception as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+        except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
             logger.exception("policy %s.on_allowed raised", policy.name)
             violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
             return False
@@ -805,7 +840,7 @@ class GovernanceKernel:
                     continue
                 try:
                     note = policy.note_for(tool_name)
-                except Exception as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+                except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
                     logger.exception("policy %s.note_for raised", policy.name)
                     failures.append((policy, f"note_for raised {type(err).__name__}: {err}"))
                     continue
@@ -847,7 +882,7 @@ class GovernanceKernel:
         for policy in policies:
             try:
                 policy.on_blocked(action, context)
-            except Exception:  # noqa: BLE001 - the action is already blocked
+            except _POLICY_ENDINGS:  # noqa: BLE001 - the action is already blocked
                 logger.exception("policy %s.on_blocked raised", policy.name)
 
     def _failure(self, policy: Policy, what: str) -> PolicyViolation:
@@ -880,7 +915,7 @@ class GovernanceKernel:
             else:
                 result = self._call_on_thread(policy, fn, method, action, context, sink)
             return self._checked_result(policy, method, result, sink)
-        except Exception as err:  # noqa: BLE001 - any policy failure must block, not propagate
+        except _POLICY_ENDINGS as err:  # noqa: BLE001 - any policy failure must block, not propagate
             logger.exception("policy %s.%s raised", policy.name, method)
             sink.append(self._failure(policy, f"{method} raised {type(err).__name__}: {err}"))
             return None

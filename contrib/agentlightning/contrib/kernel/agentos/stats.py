@@ -7,6 +7,7 @@ from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Seq
 
 from agentlightning.store.base import LightningStore
 
+from .must_await import MustAwait
 from .semconv import (
     AGENTOS_DECISION_ID,
     AGENTOS_POLICY_NAME,
@@ -55,9 +56,9 @@ def governance_spans(spans: Iterable[Any]) -> GovernanceSpans:
     return GovernanceSpans(checks, violations, duplicates)
 
 
-async def governance_stats(
+def governance_stats(
     store: LightningStore, rollout_ids: Optional[Sequence[str]] = None, *, attempt: str = "latest"
-) -> Dict[str, Any]:
+) -> "MustAwait":
     """Totals and rates of governance spans in ``store`` (in-memory, or a client of ``agl store``).
 
     Counts the latest attempt of each rollout by default (``attempt="all"`` for every attempt).
@@ -71,7 +72,16 @@ async def governance_stats(
     >>> from agentlightning.store.memory import InMemoryLightningStore
     >>> asyncio.run(governance_stats(InMemoryLightningStore()))["total_rollouts"]
     0
+
+    It is a coroutine (:class:`.must_await.MustAwait`): ``await governance_stats(store)``; used
+    without ``await`` it says so instead of ``'coroutine' object is not subscriptable``.
     """
+    return MustAwait(_governance_stats(store, rollout_ids, attempt), "governance_stats(store)", "nothing was counted")
+
+
+async def _governance_stats(
+    store: LightningStore, rollout_ids: Optional[Sequence[str]], attempt: str
+) -> Dict[str, Any]:
     if attempt not in ("latest", "all"):
         raise ValueError(f"attempt must be 'latest' or 'all', got {attempt!r}")
     if rollout_ids is None:

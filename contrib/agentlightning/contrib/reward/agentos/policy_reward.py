@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity, as_kernel
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.keywords import unknown_keyword_error
 from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
@@ -74,7 +75,12 @@ class PolicyReward:
         config: Optional[RewardConfig] = None,
         *,
         lagrangian: Optional[LagrangianPenalty] = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:
+            raise unknown_keyword_error(
+                type(self).__name__, next(iter(unknown)), ["kernel", "base_reward_fn", "config", "lagrangian"]
+            )
         self._kernel = as_kernel(kernel) if kernel is not None else None
         if base_reward_fn is not None and not callable(base_reward_fn):
             raise TypeError(f"base_reward_fn must be callable (rollout -> float), got {type(base_reward_fn).__name__}")

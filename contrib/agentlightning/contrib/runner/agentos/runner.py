@@ -19,6 +19,8 @@ One attempt's path, in order (agentlightning's ``LitAgentRunner`` calls every st
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import logging
 import os
 import time
@@ -26,7 +28,7 @@ import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from pydantic import ConfigDict
 
@@ -48,6 +50,7 @@ from agentlightning.contrib.kernel.agentos import (
     as_kernel,
 )
 from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.keywords import unknown_keyword_error
 from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.spans import add_spans
 
@@ -201,6 +204,55 @@ class GovernedRollout(Rollout):
         )
 
 
+#: What agentlightning's AgentOps tracer warns when the process already has a runner's tracing set
+#: up (a second runner in one process: an evaluation after training, a notebook cell run again).
+#: It reuses what is there, and refuse_double_instrumentation (after init_worker) refuses the one
+#: state that is wrong, so these read as failures and say nothing: hidden while init_worker runs.
+_EXPECTED_REUSE_WARNINGS = {
+    "agentlightning.instrumentation.agentops": ("AgentOps already patched",),
+    "agentlightning.tracer.agentops": (
+        "LightningSpanProcessor already present in TracerProvider",
+        "AgentOps client was already initialized",
+    ),
+}
+
+
+class _HideExpected(logging.Filter):
+    def __init__(self, starts: Tuple[str, ...]) -> None:
+        super().__init__()
+        self.starts = starts
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING:
+            return True
+        message = record.getMessage()
+        return not any(start in message for start in self.starts)
+
+
+@contextlib.contextmanager
+def _expected_reuse_warnings_hidden() -> Iterator[None]:
+    installed = [(logging.getLogger(name), _HideExpected(starts)) for name, starts in _EXPECTED_REUSE_WARNINGS.items()]
+    for upstream, hide in installed:
+        upstream.addFilter(hide)
+    try:
+        yield
+    finally:
+        for upstream, hide in installed:
+            upstream.removeFilter(hide)
+
+
+def _check_keywords(callee: str, runner_kwargs: Dict[str, Any]) -> None:
+    """``runner_kwargs`` go to ``LitAgentRunner``: a name neither takes is refused here, with the
+    name it may have meant (``log_violation`` for ``log_violations``), not by ``LitAgentRunner``."""
+    valid = set(inspect.signature(AgentOSRunner.__init__).parameters) | set(
+        inspect.signature(LitAgentRunner.__init__).parameters
+    )
+    valid -= {"self", "runner_kwargs", "args", "kwargs"}
+    for name in runner_kwargs:
+        if name not in valid:
+            raise unknown_keyword_error(callee, name, valid)
+
+
 class AgentOSRunner(LitAgentRunner[Any]):
     """A ``LitAgentRunner`` whose rollouts run under a governance kernel.
 
@@ -270,6 +322,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         reward_fn: Optional[Callable[[Any], Any]] = None,
         **runner_kwargs: Any,
     ) -> None:
+        _check_keywords(type(self).__name__, runner_kwargs)
         self.kernel = as_kernel(kernel)
         flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations}
         for name, value in flags.items():
@@ -395,7 +448,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 "the kernel's FlightRecorder was opened in another process; its hash chain cannot be "
                 "shared. Pass audit_dir=... to AgentOSRunner so each runner process writes its own file."
             )
-        super().init_worker(worker_id, store, **kwargs)
+        with _expected_reuse_warnings_hidden():
+            super().init_worker(worker_id, store, **kwargs)
         # The tracer has started AgentOps: one LLM call must stay one span whatever the agent imports later.
         keep_relative_imports_from_agentops()
         # What the guard cannot undo (AgentOps started and misread an import before this runner existed)
@@ -533,9 +587,11 @@ class AgentOSRunner(LitAgentRunner[Any]):
         except Exception as err:
             error = error or err
         self._count(rollout, outcome, spans or [])
-        metadata = {**(rollout.attempt.metadata or {}), "agentos": outcome.summary()}
+        summary = outcome.summary()
+        metadata = {**(rollout.attempt.metadata or {}), "agentos": summary}
         try:
             await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, metadata=metadata)
+            await self._mark_rollout(rollout, summary)
         except Exception:
             logger.exception("could not write the governance summary of rollout %s to the store", rollout.rollout_id)
         if error is not None:
@@ -548,6 +604,25 @@ class AgentOSRunner(LitAgentRunner[Any]):
             )
             if not outcome.agent_failed:  # a failed agent fails the attempt already
                 raise _ConclusionFailed(error) from error
+
+    async def _mark_rollout(self, rollout: AttemptedRollout, summary: Dict[str, Any]) -> None:
+        """Mark a rollout with violations in the rollout's own metadata (``"agentos"``: the latest
+        attempt's counts), where the store's rollout list carries it; the attempt's metadata holds
+        the whole summary. A clean rollout is written only to clear the mark an earlier attempt left."""
+        own = dict(rollout.metadata or {})
+        if not summary["violations"] and "agentos" not in own:
+            return
+        if summary["violations"]:
+            own["agentos"] = {
+                "attempt_id": rollout.attempt.attempt_id,
+                "violations": summary["violations"],
+                "blocked_actions": summary["blocked_actions"],
+                "total_penalty": summary["total_penalty"],
+                "violations_by_policy": summary["violations_by_policy"],
+            }
+        else:
+            del own["agentos"]
+        await self.get_store().update_rollout(rollout.rollout_id, metadata=own)
 
     def _count(self, rollout: AttemptedRollout, outcome: RolloutOutcome, spans: Any) -> None:
         """Count the concluded attempt, and say once what the user should know about it."""

@@ -21,6 +21,7 @@ import time
 from typing import Any, Callable, Mapping, Optional, Tuple, TypeVar, overload
 
 from agentlightning.contrib.kernel.agentos import Decision, GovernanceKernel, PolicyViolation
+from agentlightning.contrib.kernel.agentos.must_await import MustAwait
 
 from .attempt import active_rollout
 
@@ -174,13 +175,21 @@ def governed_tool(tool_name: str, fn: Optional[F] = None, *, kernel: Optional[Go
 
     if inspect.iscoroutinefunction(fn):
 
-        @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+        async def governed_call(args: tuple, kwargs: dict) -> Any:
             call = start(args, kwargs)
             with call:
                 result = await fn(*call.args, **call.kwargs)
             return call.ran(result)
 
+        @functools.wraps(fn)
+        def async_wrapper(*args: Any, **kwargs: Any) -> MustAwait:
+            # A MustAwait: called without await, the tool neither runs nor is checked, and the
+            # ERROR logged then says so and how to write the call (Python's own warning does not).
+            return MustAwait(
+                governed_call(args, kwargs), f"{tool_name}(...)", "the tool did not run and nothing was checked"
+            )
+
+        _mark_coroutine_function(async_wrapper)
         return _without_wrapped(async_wrapper, signature)
 
     @functools.wraps(fn)
@@ -214,6 +223,18 @@ class _GovernedCall:
     def ran(self, result: Any) -> Any:
         _record(self.owner, self.decision, self.started, result=result)
         return result
+
+
+def _mark_coroutine_function(wrapper: Callable[..., Any]) -> None:
+    """Mark ``wrapper`` (a function returning an awaitable) as a coroutine function for the
+    frameworks that ask: ``inspect.iscoroutinefunction`` from Python 3.12, ``asyncio``'s on 3.11."""
+    mark = getattr(inspect, "markcoroutinefunction", None)
+    if mark is not None:
+        mark(wrapper)
+    else:  # Python 3.11: asyncio.iscoroutinefunction reads this marker
+        import asyncio.coroutines
+
+        wrapper._is_coroutine = asyncio.coroutines._is_coroutine  # type: ignore[attr-defined]
 
 
 def _without_wrapped(wrapper: F, signature: inspect.Signature) -> F:

@@ -270,6 +270,9 @@ def effects_table() -> str:
 
 #: The error of a text with no statement in it (only comments, whitespace or semicolons).
 EMPTY_SQL = "empty SQL: no statement to run"
+#: Text nested too deeply for a reader to reach its end: not read, so unverifiable (it blocks on every
+#: path, text found in another tool's arguments included).
+NESTED_TOO_DEEPLY = "nested too deeply to be read to the end (the reader ran out of stack)"
 
 SQLITE_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
 

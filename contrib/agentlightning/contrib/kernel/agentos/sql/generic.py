@@ -37,7 +37,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from . import rules
-from .effects import EFFECT_BY_NAME, KindSet, SQLAnalysis, SQLStatement, Unverifiable, snippet
+from .effects import EFFECT_BY_NAME, NESTED_TOO_DEEPLY, KindSet, SQLAnalysis, SQLStatement, Unverifiable, snippet
 from .functions import is_known_function
 
 __all__ = ["read_generic", "MYSQL_FAMILY", "prepare_mysql_text", "ASSUMED_MYSQL_VERSION"]
@@ -1060,7 +1060,7 @@ def read_generic(text: str, dialect: Any = None) -> SQLAnalysis:
         first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
         return SQLAnalysis((), f"unparseable SQL ({first_line})")
     except RecursionError:
-        return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
+        return SQLAnalysis((), unverifiable=NESTED_TOO_DEEPLY)
     finally:
         _POLICY_PARSING.reset(token)
     return SQLAnalysis(tuple(statements))

@@ -39,6 +39,7 @@ from ..actions import Action, ActionContext
 from ..arguments import string_leaves, tool_key
 from ..policies import Policy
 from ..violations import GovernanceConfigError, PolicyViolation, Severity
+from .bounded import ReadingBudget, ReadingFailed, ReadingTimedOut, over_budget, read_in_worker, warm_reading_worker
 from .effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown
 from .generic import any_in, read_generic
 from .postgres import read_postgres
@@ -98,7 +99,10 @@ def analyze_sql(query: str, dialect: Optional[str] = None) -> SQLAnalysis:
     >>> sorted(analyze_sql("INSERT OR REPLACE INTO t SELECT * FROM u", "sqlite").kinds)
     ['DELETE', 'INSERT', 'REPLACE', 'SELECT']
     """
-    return _read(query, _dialect_name(dialect)).shown(query)
+    try:
+        return _bounded_reading(query, _dialect_name(dialect), DEFAULT_READING_BUDGET, cached=False).shown(query)
+    except ReadingTimedOut as err:
+        return _timed_out(err)
 
 
 class _Reading(NamedTuple):
@@ -297,26 +301,69 @@ def _keywords(name: str, values: Optional[Iterable[str]]) -> Optional[FrozenSet[
 _SHORT_QUERY_CHARS = 10_000
 
 
-def _checked_analysis(query: str, dialect: Optional[str]) -> _Reading:
-    """The reading of a text, or why it is not text a database reads as the parser does."""
+#: The reading budget of a policy that names none (see :mod:`.bounded`).
+DEFAULT_READING_BUDGET = ReadingBudget()
+
+
+def _checked_analysis(query: str, dialect: Optional[str], budget: ReadingBudget = DEFAULT_READING_BUDGET) -> _Reading:
+    """The reading of a text under ``budget``, or why it is not text a database reads as the
+    parser does, or why it was not read (over the budget: unverifiable, so it blocks on every
+    path). ``ReadingTimedOut`` when the worker reading it missed the deadline (not cached: the
+    next check of the same text tries again)."""
     if "\x00" in query or not query.isascii():  # else _not_sql_text has nothing to say
         junk = _not_sql_text(query)
         if junk is not None:
             return _Reading(SQLAnalysis((), junk))
-    return _read(query, dialect)
+    problem = over_budget(query, budget)
+    if problem is not None:
+        return _Reading(SQLAnalysis((), unverifiable=problem))
+    warm_reading_worker()  # in every process that reads, before its first long text
+    if len(query) <= budget.max_inline_chars:
+        return _read(query, dialect)
+    try:
+        return read_in_worker(_read_shown, (query, dialect), len(query), budget.deadline_s)
+    except ReadingFailed as err:
+        return _Reading(SQLAnalysis((), unverifiable=f"the text could not be read to the end ({err})"))
+
+
+def _read_shown(query: str, dialect: Optional[str]) -> _Reading:
+    """:func:`_read` with the hint already written where it is wanted: what a worker process
+    answers (one round trip, and the hint's extra parses under the same deadline)."""
+    reading = _read(query, dialect)
+    return _Reading(reading.shown(query)) if reading.hint_wanted else reading
 
 
 @functools.lru_cache(maxsize=8192)
-def _shared_analysis(query: str, dialect: Optional[str]) -> _Reading:
-    """One parse per (text, dialect) for every policy in the process: N SQL policies on one tool
-    share it (the analysis names every statement's kinds; each policy applies its own lists)."""
-    return _checked_analysis(query, dialect)
+def _shared_analysis(query: str, dialect: Optional[str], budget: ReadingBudget = DEFAULT_READING_BUDGET) -> _Reading:
+    """One parse per (text, dialect, budget) for every policy in the process: N SQL policies on
+    one tool share it (the analysis names every statement's kinds; each policy applies its own
+    lists)."""
+    return _checked_analysis(query, dialect, budget)
 
 
 @functools.lru_cache(maxsize=64)
-def _shared_long_analysis(query: str, dialect: Optional[str]) -> _Reading:
+def _shared_long_analysis(
+    query: str, dialect: Optional[str], budget: ReadingBudget = DEFAULT_READING_BUDGET
+) -> _Reading:
     """The same for texts over ``_SHORT_QUERY_CHARS`` characters, in few entries."""
-    return _checked_analysis(query, dialect)
+    return _checked_analysis(query, dialect, budget)
+
+
+def _bounded_reading(query: str, dialect: Optional[str], budget: ReadingBudget, cached: bool) -> _Reading:
+    """The reading of ``query`` under ``budget`` (from the shared caches when ``cached``).
+
+    ``ReadingTimedOut`` when it was not read within the deadline: a failure to judge, not a
+    judgement, so it is not cached here, and in ``evaluate`` it reaches the kernel, which blocks
+    the action and does not remember the answer (the same text may be read in time later)."""
+    if not cached:
+        return _checked_analysis(query, dialect, budget)
+    if len(query) <= _SHORT_QUERY_CHARS:
+        return _shared_analysis(query, dialect, budget)
+    return _shared_long_analysis(query, dialect, budget)
+
+
+def _timed_out(err: ReadingTimedOut) -> SQLAnalysis:
+    return SQLAnalysis((), unverifiable=str(err))
 
 
 def _cache_from_size(cache_size: Any) -> bool:
@@ -459,6 +506,7 @@ class SQLPolicy(Policy):
         allow_statements: Optional[Iterable[str]] = None,
         database: Any = None,
         not_sql_tools: Optional[Iterable[str]] = None,
+        reading_budget: ReadingBudget = DEFAULT_READING_BUDGET,
         **kwargs: Any,
     ) -> None:
         super().__init__(severity=severity, **kwargs)
@@ -489,6 +537,13 @@ class SQLPolicy(Policy):
         if isinstance(max_query_chars, bool) or not isinstance(max_query_chars, int) or max_query_chars < 1:
             raise GovernanceConfigError(f"max_query_chars must be a positive int, got {max_query_chars!r}")
         self.max_query_chars = max_query_chars
+        if not isinstance(reading_budget, ReadingBudget):
+            raise TypeError(
+                f"reading_budget must be a ReadingBudget (from agentlightning.contrib.kernel.agentos.sql), got "
+                f"{type(reading_budget).__name__}"
+            )
+        self.reading_budget = reading_budget
+        warm_reading_worker()  # started now, so the first long text does not wait for it
         if cache is not None and not isinstance(cache, bool):
             raise TypeError(
                 f"cache must be True or False (whether this policy uses the shared analysis cache), got {cache!r}"
@@ -535,14 +590,11 @@ class SQLPolicy(Policy):
             f"({self.name}(not_sql_tools=[...])), so its arguments were not judged as SQL"
         )
 
-    def _analyze(self, query: str) -> _Reading:
+    def _analyze(self, query: str, dialect: Optional[str] = None) -> _Reading:
+        """The reading of ``query`` in this policy's dialect (or ``dialect``), under its budget."""
         if type(query) is not str:  # the cache is keyed on plain text: a subclass's __eq__ cannot hit it
             query = str.__str__(query)
-        if not self.cache:
-            return _checked_analysis(query, self.dialect)
-        if len(query) <= _SHORT_QUERY_CHARS:
-            return _shared_analysis(query, self.dialect)
-        return _shared_long_analysis(query, self.dialect)
+        return _bounded_reading(query, dialect or self.dialect, self.reading_budget, self.cache)
 
     def check_sql(self, query: Any) -> List[PolicyViolation]:
         """Decide on SQL text directly (for notebooks and other frameworks)."""
@@ -562,7 +614,11 @@ class SQLPolicy(Policy):
                     severity=self.unparseable_severity,
                 )
             ]
-        return self._judge(self._analyze(query).shown(query))
+        try:
+            analysis = self._analyze(query).shown(query)
+        except ReadingTimedOut as err:
+            analysis = _timed_out(err)
+        return self._judge(analysis)
 
     def _judge(self, analysis: SQLAnalysis, prefix: str = "") -> List[PolicyViolation]:
         """At most one violation for ``analysis``, its description starting with ``prefix``."""
@@ -690,6 +746,15 @@ class SQLPolicy(Policy):
         for leaf in string_leaves(action.args):
             if leaf.source == "str" and leaf.path in skip:
                 continue
+            if leaf.source == "unreadable":  # what cannot be read to the end cannot be shown harmless
+                findings.append(
+                    self.violation(
+                        f"argument {leaf.path!r} of tool {action.tool_name!r} cannot be judged: {leaf.text}; "
+                        "pass it flatter (or declare a tool that runs no SQL in not_sql_tools=[...])",
+                        severity=self.unparseable_severity,
+                    )
+                )
+                continue
             readings = [(leaf.text, "")]
             if ";" in leaf.text:
                 readings.append((f"SELECT {leaf.text}", ", pasted into SQL,"))
@@ -711,19 +776,20 @@ class SQLPolicy(Policy):
                         )
                     ]
                 prefix = f"SQL in argument {leaf.path!r}{pasted} of tool {action.tool_name!r}: "
-                if len(text) > self.max_query_chars:
-                    if listed:  # a tool that runs SQL takes no text the policy could not judge
-                        findings.append(
-                            self.violation(
-                                f"{prefix}{len(text):,} characters, over max_query_chars={self.max_query_chars:,}",
-                                severity=self.unparseable_severity,
-                            )
+                if len(text) > self.max_query_chars:  # not read, so not shown harmless: unknown
+                    hint = "" if listed else "; declare a tool that runs no SQL in not_sql_tools=[...]"
+                    findings.append(
+                        self.violation(
+                            f"{prefix}{len(text):,} characters, over max_query_chars={self.max_query_chars:,}: "
+                            f"not read to the end; pass less per call or raise max_query_chars{hint}",
+                            severity=self.unparseable_severity,
                         )
+                    )
                     continue
                 analyses = [self._analyze(text).analysis]
                 if pasted and analyses[0].error is not None and self.dialect is None:
                     # Unknown database: pasted text may be read by one database and not another.
-                    analyses = [analyze_sql(text, dialect) for dialect in _PASTED_READINGS]
+                    analyses = [self._analyze(text, dialect).shown(text) for dialect in _PASTED_READINGS]
                 for analysis in analyses:
                     if analysis.error is not None:  # not SQL (or not text at all): not this policy's business
                         continue

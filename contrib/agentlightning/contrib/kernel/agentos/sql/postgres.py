@@ -27,7 +27,7 @@ import orjson
 from pglast import parser as pg_parser
 
 from . import rules
-from .effects import EFFECT_BY_NAME, KindSet, SQLAnalysis, SQLStatement, Unverifiable, snippet
+from .effects import EFFECT_BY_NAME, NESTED_TOO_DEEPLY, KindSet, SQLAnalysis, SQLStatement, Unverifiable, snippet
 from .functions import is_known_function
 
 __all__ = ["read_postgres"]
@@ -450,14 +450,14 @@ def read_postgres(text: str, routines: Optional[Set[str]] = None) -> SQLAnalysis
     except pg_parser.ParseError as err:
         return SQLAnalysis((), f"unparseable SQL for PostgreSQL ({err.args[0] if err.args else err})")
     except RecursionError:
-        return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
+        return SQLAnalysis((), unverifiable=NESTED_TOO_DEEPLY)
     plain = _read_plain(text, raw_tree)
     if plain is not None:
         return plain
     try:
         tree = _loads(raw_tree)
     except RecursionError:
-        return SQLAnalysis((), "unparseable SQL (nested too deeply to parse)")
+        return SQLAnalysis((), unverifiable=NESTED_TOO_DEEPLY)
     # Calls sit in expressions, which the walk otherwise skips: only then is the whole tree walked.
     reader = _Reader(has_calls='"FuncCall"' in raw_tree, routines=routines)
     statements: List[SQLStatement] = []
@@ -473,7 +473,7 @@ def read_postgres(text: str, routines: Optional[Set[str]] = None) -> SQLAnalysis
     except Unverifiable as err:
         return SQLAnalysis((), unverifiable=str(err))
     except RecursionError:
-        return SQLAnalysis((), "unparseable SQL (nested too deeply to analyse)")
+        return SQLAnalysis((), unverifiable=NESTED_TOO_DEEPLY)
     return SQLAnalysis(tuple(statements))
 
 

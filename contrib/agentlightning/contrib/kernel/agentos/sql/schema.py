@@ -196,6 +196,16 @@ class Catalog:
     def _routine(self, name: str) -> Optional[SQLStatement]:
         return None
 
+    def _needs_catalog(self, statement: SQLStatement) -> bool:
+        """Whether a statement that writes nothing and calls nothing unknown can still set something
+        off here (PostgreSQL: a view's columns, a domain's CHECK, an operator, a shadowing function)."""
+        return False
+
+    def _reached(self, statement: SQLStatement) -> List[Tuple[SQLStatement, str]]:
+        """What else ``statement`` runs through the schema, beyond triggers, rules and cascades:
+        (body, why), each followed like a trigger's body."""
+        return []
+
     # ------------------------------------------------------------------ reading
     def _rows(self, query: str) -> List[Tuple[Any, ...]]:
         cursor = self._conn.cursor()
@@ -280,9 +290,9 @@ class Catalog:
     # ------------------------------------------------------------------ judging
     def expand(self, statements: Sequence[SQLStatement]) -> List[SQLStatement]:
         """Each statement with what it sets off in the database added (see the module doc).
-        Statements that write nothing and call nothing unknown set nothing off: for them (most
-        reads) the catalog is not consulted."""
-        if not any(_sets_off(s) for s in statements):
+        Statements that write nothing, call nothing unknown and (PostgreSQL) name no object that
+        can run something set nothing off: for them the catalog is not consulted."""
+        if not any(_sets_off(s) or self._needs_catalog(s) for s in statements):
             return list(statements)
         with self._lock:
             try:
@@ -305,6 +315,7 @@ class Catalog:
         seen: Set[str] = set()
         # (part, why its kinds count (None: the statement itself), whether its writes fire triggers)
         pending: List[Tuple[SQLStatement, Optional[str], bool]] = [(statement, None, True)]
+        pending.extend((body, why, True) for body, why in self._reached(statement))
         while pending:
             part, why, triggers = pending.pop(0)
             if why is not None:

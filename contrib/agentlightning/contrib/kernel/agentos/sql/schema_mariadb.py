@@ -11,7 +11,10 @@ may name a table of another database and the readers keep table names without th
   fire triggers for the rows a cascade changes, so a cascade's writes are followed to further
   cascades only;
 * ``VIEWS``: a write to a view also writes the tables its definition names (every table, when
-  the definition cannot be read).
+  the definition cannot be read); and every statement, reads too, that names a view also counts
+  as what the routines its definition calls run (a column calling a ``MODIFIES SQL DATA``
+  function that deletes), through the views it reads in turn. A view whose definition cannot be
+  read is unknown there.
 
 Bodies are read by the sqlglot reader as a MariaDB compound statement (``BEGIN NOT ATOMIC``),
 from their words: every statement word counts, ``REPLACE`` as a delete, every unknown call and
@@ -24,6 +27,7 @@ not from a transaction's snapshot, so each check sees what is committed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -31,7 +35,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from .effects import SQLStatement
+from .effects import SQLStatement, Unknown
 from .generic import read_generic
 from .schema import ANY_TABLE, Catalog, CatalogUnreadable, Consequence, any_of, body_of
 
@@ -88,6 +92,8 @@ class MariaDBCatalog(Catalog):
         super().__init__(connection, owned, factory)
         self._read_rows: Tuple[List[Tuple[Any, ...]], ...] = ()
         self._definitions: Dict[str, List[Tuple[str, Optional[str]]]] = {}
+        #: view -> (the tables it reads, the routines it calls), None when its definition cannot be read
+        self._views: Dict[str, Optional[Tuple[Tuple[str, ...], Tuple[str, ...]]]] = {}
 
     def _fingerprint(self) -> Any:
         missing = _REQUIRED_PRIVILEGES - {str(p).upper() for (p,) in self._rows(_GLOBAL_PRIVILEGES)}
@@ -115,9 +121,36 @@ class MariaDBCatalog(Catalog):
             self._add_cascade(name, child, parent, "DELETE", on_delete, fires_triggers=False)
             self._add_cascade(name, child, parent, "UPDATE", on_update, fires_triggers=False)
         also: Dict[str, List[str]] = {}
+        self._views = {}
         for _schema, name, definition in views:
             also.setdefault(str(name).lower(), []).extend(_view_tables(definition))
+            self._views[str(name).lower()] = _view_reads(definition)
         self._also_written = {name: tuple(dict.fromkeys(tables)) for name, tables in also.items()}
+
+    def _needs_catalog(self, statement: SQLStatement) -> bool:
+        return bool(_statement_tables(statement.text))
+
+    def _reached(self, statement: SQLStatement) -> List[Tuple[SQLStatement, str]]:
+        found: List[Tuple[SQLStatement, str]] = []
+        seen: set = set()
+        pending = list(_statement_tables(statement.text))
+        while pending:
+            view = pending.pop()
+            if view in seen or view not in self._views:
+                continue
+            seen.add(view)
+            reads = self._views[view]
+            if reads is None:
+                why = f"VIEW {view} (its definition cannot be read)"
+                found.append((SQLStatement("", frozenset(), unknown=(Unknown("statement", view, why),)), why))
+                continue
+            tables, routines = reads
+            pending.extend(tables)
+            for routine in routines:
+                body = self.routine(routine)
+                if body is not None:
+                    found.append((body, f"view {view} calls {routine}(), whose body runs it"))
+        return found
 
     def _routine(self, name: str) -> Optional[SQLStatement]:
         schema, _, bare = name.rpartition(".")
@@ -148,3 +181,29 @@ def _view_tables(definition: Any) -> List[str]:
         return [ANY_TABLE]
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     return [t.name.lower() for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in ctes] or []
+
+
+def _parsed(text: Any) -> Optional[Any]:
+    try:
+        return sqlglot.parse(str(text), read="mysql")
+    except SqlglotError:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _statement_tables(text: str) -> Tuple[str, ...]:
+    """The table names ``text`` reads or writes (lower case, no schema); none when it cannot be read."""
+    trees = _parsed(text) if text else None
+    return tuple(
+        dict.fromkeys(t.name.lower() for tree in trees or () if tree is not None for t in tree.find_all(exp.Table))
+    )
+
+
+def _view_reads(definition: Any) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...]]]:
+    """(tables, routine calls) of a view's definition; None when it cannot be read."""
+    trees = None if definition is None else _parsed(definition)
+    if not trees:
+        return None
+    tables = tuple(dict.fromkeys(t.name.lower() for tree in trees if tree for t in tree.find_all(exp.Table)))
+    calls = tuple(dict.fromkeys(f.name.lower() for tree in trees if tree for f in tree.find_all(exp.Anonymous)))
+    return tables, calls

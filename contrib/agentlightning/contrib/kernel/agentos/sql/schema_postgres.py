@@ -14,10 +14,23 @@ Read from the system catalogs of the database the connection is on:
   tables): what a write to a table also writes;
 * ``pg_proc``: routines by name, read when first called: a ``sql`` or ``plpgsql`` body is
   judged by what it runs; any other (``c``, ``internal``, ``plpython3u``, ...) is placed when
-  ``provolatile`` says ``IMMUTABLE`` or ``STABLE`` and is unknown when ``VOLATILE``.
+  ``provolatile`` says ``IMMUTABLE`` or ``STABLE`` and is unknown when ``VOLATILE``;
+* ``pg_depend`` of views' ``_RETURN`` rules, column defaults (``pg_attrdef``) and constraints
+  (``pg_constraint``, tables' and domains'): the functions, operators and domains each calls;
+  and the same expressions as text (``pg_get_viewdef``, ``pg_get_expr``), read by the same reader
+  as the agent's text, because ``pg_depend`` does not list built-ins (they are pinned): a view
+  of ``lo_unlink(0)`` is unknown as the call would be in the agent's text.
+  Every statement, reads too, also counts as what runs through what its text names: a view
+  (its columns' functions, and the views and tables it reads, in turn), a table written by
+  ``INSERT``/``UPDATE``/``MERGE`` (its defaults, its CHECK constraints, its columns' domains'
+  CHECKs), a type named in a cast (a domain's CHECKs), an operator (``pg_operator.oprcode`` of
+  every operator of that name outside ``pg_catalog``), and a function whose name has an overload
+  outside ``pg_catalog`` (a user function in an earlier schema of the ``search_path`` can shadow
+  a built-in for some argument types: every overload counts).
 
 Change detector: for each of ``pg_trigger``, ``pg_event_trigger``, ``pg_rewrite``, ``pg_proc``,
-``pg_constraint``, ``pg_class``, ``pg_inherits`` and ``pg_namespace``, its row count and the sum
+``pg_constraint``, ``pg_class``, ``pg_inherits``, ``pg_namespace``, ``pg_attrdef``,
+``pg_attribute``, ``pg_operator`` and ``pg_type``, its row count and the sum
 of its rows' ``xmin``. Every catalog change writes new row versions, whose ``xmin`` is the writing
 transaction's id, newer than every committed row's: a change that adds or alters rows raises the
 sum, one that only removes rows lowers the count. One query, a few milliseconds, before every
@@ -27,7 +40,11 @@ transactions) by a change whose ids sum exactly to what it removed.
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any, Dict, List, Optional, Tuple
+
+from pglast import parser as pg_parser
 
 from .effects import SQLStatement
 from .postgres import _plpgsql_statements, read_postgres
@@ -44,6 +61,10 @@ _FINGERPRINTED = (
     "pg_class",
     "pg_inherits",
     "pg_namespace",
+    "pg_attrdef",
+    "pg_attribute",
+    "pg_operator",
+    "pg_type",
 )
 _FINGERPRINT = "SELECT " + ", ".join(
     f"(SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text FROM pg_catalog.{table})"
@@ -106,6 +127,65 @@ FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 JOIN pg_catalog.pg_language l ON l.oid = p.prolang
 """
+#: What views' columns, column defaults and constraints call: (via, owner, referenced class, oid).
+_CALLED_BY_SCHEMA = """
+SELECT 'view', c.relname, d.refclassid::regclass::text, d.refobjid::bigint
+FROM pg_catalog.pg_depend d
+JOIN pg_catalog.pg_rewrite r ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = r.oid
+JOIN pg_catalog.pg_class c ON c.oid = r.ev_class
+WHERE r.rulename = '_RETURN' AND d.refclassid IN ('pg_catalog.pg_proc'::regclass,
+      'pg_catalog.pg_operator'::regclass, 'pg_catalog.pg_type'::regclass)
+UNION ALL
+SELECT 'default', c.relname, d.refclassid::regclass::text, d.refobjid::bigint
+FROM pg_catalog.pg_depend d
+JOIN pg_catalog.pg_attrdef a ON d.classid = 'pg_catalog.pg_attrdef'::regclass AND d.objid = a.oid
+JOIN pg_catalog.pg_class c ON c.oid = a.adrelid
+WHERE d.refclassid IN ('pg_catalog.pg_proc'::regclass, 'pg_catalog.pg_operator'::regclass,
+      'pg_catalog.pg_type'::regclass)
+UNION ALL
+SELECT CASE WHEN con.contypid <> 0 THEN 'domain' ELSE 'check' END, coalesce(c.relname, t.typname),
+       d.refclassid::regclass::text, d.refobjid::bigint
+FROM pg_catalog.pg_depend d
+JOIN pg_catalog.pg_constraint con ON d.classid = 'pg_catalog.pg_constraint'::regclass AND d.objid = con.oid
+LEFT JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
+LEFT JOIN pg_catalog.pg_type t ON t.oid = con.contypid
+WHERE d.refclassid IN ('pg_catalog.pg_proc'::regclass, 'pg_catalog.pg_operator'::regclass,
+      'pg_catalog.pg_type'::regclass)
+"""
+#: The expressions the schema runs, as text: views' definitions, column defaults, CHECK constraints
+#: (tables' and domains'): (via, owner, text). Read by the same reader as the agent's text, since
+#: pg_depend does not list built-ins (they are pinned): ``lo_unlink(0)`` in a view is seen here.
+_SCHEMA_TEXTS = """
+SELECT 'view', c.relname, pg_catalog.pg_get_viewdef(c.oid)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('v', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+UNION ALL
+SELECT 'default', c.relname, 'SELECT ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_class c ON c.oid = d.adrelid
+UNION ALL
+SELECT CASE WHEN con.contypid <> 0 THEN 'domain' ELSE 'check' END, coalesce(c.relname, t.typname),
+       'SELECT ' || pg_catalog.pg_get_expr(con.conbin, con.conrelid)
+FROM pg_catalog.pg_constraint con
+LEFT JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
+LEFT JOIN pg_catalog.pg_type t ON t.oid = con.contypid
+WHERE con.contype = 'c'
+"""
+#: Columns whose type is a domain: (table, domain).
+_DOMAIN_COLUMNS = """
+SELECT c.relname, t.typname FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+WHERE t.typtype = 'd' AND a.attnum > 0 AND NOT a.attisdropped
+"""
+#: Every operator: (oid, name, schema, the function it calls).
+_OPERATORS = """
+SELECT o.oid::bigint, o.oprname, n.nspname, o.oprcode::oid::bigint
+FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
+"""
+#: Domains by oid: (oid, name).
+_DOMAINS = "SELECT t.oid::bigint, t.typname FROM pg_catalog.pg_type t WHERE t.typtype = 'd'"
+#: The statements whose target table's defaults, CHECKs and domains run.
+_WRITE_KINDS = frozenset({"INSERT", "UPDATE", "MERGE"})
+
 _DEFINITION = "SELECT p.prosrc, pg_catalog.pg_get_functiondef(p.oid) FROM pg_catalog.pg_proc p WHERE p.oid = {oid}"
 
 
@@ -119,6 +199,21 @@ class PostgresCatalog(Catalog):
         #: routine name (lower case) -> [(oid, schema, volatility, language)]
         self._by_name: Dict[str, List[Tuple[int, str, str, str]]] = {}
         self._bodies: Dict[int, SQLStatement] = {}
+        #: (via, owner lower case) -> [(what it calls, described, routine oid)]
+        self._calls: Dict[Tuple[str, str], List[Tuple[str, int]]] = {}
+        #: view -> the relations its definition reads
+        self._view_reads: Dict[str, Tuple[str, ...]] = {}
+        #: table -> its columns' domains
+        self._domain_columns: Dict[str, Tuple[str, ...]] = {}
+        #: operator name -> [(schema, routine oid)]
+        self._operators: Dict[str, List[Tuple[str, int]]] = {}
+        self._by_oid: Dict[int, Tuple[str, str]] = {}
+        #: (via, owner lower case) -> what its expressions' text counts as
+        self._texts: Dict[Tuple[str, str], List[SQLStatement]] = {}
+
+    def _needs_catalog(self, statement: SQLStatement) -> bool:
+        names = _names_in(statement.text)
+        return names is not None and any(names)
 
     def _fingerprint(self) -> Any:
         return self._rows(_FINGERPRINT)[0]
@@ -149,9 +244,120 @@ class PostgresCatalog(Catalog):
             self._add_cascade(name, child, parent, "DELETE", _FK_ACTIONS.get(str(on_delete), ""))
             self._add_cascade(name, child, parent, "UPDATE", _FK_ACTIONS.get(str(on_update), ""))
         also: Dict[str, List[str]] = {}
-        for parent, child in self._rows(_CHILDREN) + self._rows(_VIEW_BASES):
+        view_reads: Dict[str, List[str]] = {}
+        for parent, child in self._rows(_CHILDREN):
             also.setdefault(str(parent).lower(), []).append(str(child).lower())
+        for view, table in self._rows(_VIEW_BASES):
+            also.setdefault(str(view).lower(), []).append(str(table).lower())
+            view_reads.setdefault(str(view).lower(), []).append(str(table).lower())
         self._also_written = {name: tuple(dict.fromkeys(tables)) for name, tables in also.items()}
+        self._view_reads = {name: tuple(dict.fromkeys(tables)) for name, tables in view_reads.items()}
+        self._read_calls()
+
+    def _read_calls(self) -> None:
+        """What views' columns, defaults, CHECKs, domains and operators call (see the module doc)."""
+        operators = self._rows(_OPERATORS)
+        operator_code = {int(oid): int(code) for oid, _, _, code in operators}
+        self._operators = {}
+        for _oid, name, schema, code in operators:
+            if str(schema) != "pg_catalog" and int(code):
+                self._operators.setdefault(str(name), []).append((str(schema), int(code)))
+        domains = {int(oid): str(name).lower() for oid, name in self._rows(_DOMAINS)}
+        self._calls = {}
+        for via, owner, refclass, oid in self._rows(_CALLED_BY_SCHEMA):
+            key = (str(via), str(owner).lower())
+            refclass, oid = str(refclass).rpartition(".")[2], int(oid)
+            if refclass == "pg_proc":
+                self._calls.setdefault(key, []).append(("function", oid))
+            elif refclass == "pg_operator" and operator_code.get(oid):
+                self._calls.setdefault(key, []).append(("operator", operator_code[oid]))
+            elif refclass == "pg_type" and oid in domains:
+                self._calls.setdefault(key, []).append((f"domain {domains[oid]}", 0))
+        self._texts = {}
+        for via, owner, text in self._rows(_SCHEMA_TEXTS):
+            if text is None:
+                continue
+            body = body_of(read_postgres(str(text)), f"{via} {owner}", drop=frozenset({"SELECT"}))
+            if body.kinds or body.unknown:
+                self._texts.setdefault((str(via), str(owner).lower()), []).append(body)
+        columns: Dict[str, List[str]] = {}
+        for table, domain in self._rows(_DOMAIN_COLUMNS):
+            columns.setdefault(str(table).lower(), []).append(str(domain).lower())
+        self._domain_columns = {table: tuple(dict.fromkeys(names)) for table, names in columns.items()}
+
+    def _entry(self, oid: int) -> Optional[Tuple[str, str]]:
+        """(name, language) of routine ``oid``."""
+        if len(self._by_oid) != sum(len(entries) for entries in self._by_name.values()):
+            self._by_oid = {e[0]: (name, e[3]) for name, entries in self._by_name.items() for e in entries}
+        return self._by_oid.get(oid)
+
+    def _reached(self, statement: SQLStatement) -> List[Tuple[SQLStatement, str]]:
+        names = _names_in(statement.text)
+        if names is None:
+            return []
+        relations, types, operators, functions = names
+        found: List[Tuple[SQLStatement, str]] = []
+        seen: set = set()
+
+        def calls(via: str, owner: str, what: str) -> None:
+            for body in self._texts.get((via, owner), ()):
+                found.append((body, f"{what} runs it"))
+            for kind, oid in self._calls.get((via, owner), ()):
+                if kind.startswith("domain "):
+                    domain = kind.split(" ", 1)[1]
+                    if ("domain", domain) not in seen:
+                        seen.add(("domain", domain))
+                        calls("domain", domain, f"domain {domain}'s CHECK")
+                    continue
+                entry = self._entry(oid)
+                if entry is None or (what, oid) in seen:
+                    continue
+                seen.add((what, oid))
+                name, language = entry
+                found.append((self._body(oid, name, language), f"{what} calls {name}(), whose body runs it"))
+
+        pending = list(relations)
+        if statement.kinds & _WRITE_KINDS:
+            for table in statement.writes:
+                calls("default", table, f"a column DEFAULT of {table}")
+                calls("check", table, f"a CHECK constraint of {table}")
+                for domain in self._domain_columns.get(table, ()):
+                    calls("domain", domain, f"domain {domain}'s CHECK (a column of {table})")
+        while pending:
+            relation = pending.pop()
+            if ("relation", relation) in seen:
+                continue
+            seen.add(("relation", relation))
+            calls("view", relation, f"view {relation}")
+            pending.extend(self._view_reads.get(relation, ()))
+        for domain in types:
+            calls("domain", domain, f"domain {domain}'s CHECK")
+        for operator in operators:
+            for schema, oid in self._operators.get(operator, ()):
+                entry = self._entry(oid)
+                if entry is not None and ("operator", oid) not in seen:
+                    seen.add(("operator", oid))
+                    found.append(
+                        (
+                            self._body(oid, entry[0], entry[1]),
+                            f"operator {schema}.{operator} calls {entry[0]}(), whose body runs it",
+                        )
+                    )
+        for function in functions:
+            shadows = [e for e in self._by_name.get(function, ()) if e[1] != "pg_catalog"]
+            if shadows and not any(e[1] == "pg_catalog" for e in self._by_name.get(function, ())):
+                continue  # a user routine of its own name: the text's unknown call looks it up
+            for oid, schema, _, language in shadows:
+                if ("shadow", oid) not in seen:
+                    seen.add(("shadow", oid))
+                    found.append(
+                        (
+                            self._body(oid, function, language),
+                            f"{function}() may resolve to {schema}.{function} (an overload outside pg_catalog, "
+                            "earlier on a search_path), whose body runs it",
+                        )
+                    )
+        return found
 
     def _language(self, oid: int) -> str:
         return next((e[3] for entries in self._by_name.values() for e in entries if e[0] == oid), "")
@@ -189,3 +395,51 @@ class PostgresCatalog(Catalog):
         # that runs: the call counts as all of them.
         bodies = [self._body(oid, name, language) for oid, _, _, language in overloads]
         return any_of(bodies)
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]]:
+    """The relations, types, operators and functions ``text`` names (lower case, without schema),
+    read by PostgreSQL's parser; None when it cannot be read (the text's own reading decides)."""
+    if not text:
+        return None
+    try:
+        tree = json.loads(pg_parser.parse_sql_json(text))
+    except Exception:  # noqa: BLE001 - a text PostgreSQL cannot parse was judged by its reading already
+        return None
+    relations: Dict[str, None] = {}
+    types: Dict[str, None] = {}
+    operators: Dict[str, None] = {}
+    functions: Dict[str, None] = {}
+
+    def last(names: Any) -> Optional[str]:
+        strings = [n.get("String", {}).get("sval") for n in names or () if isinstance(n, dict)]
+        strings = [x for x in strings if x]
+        return strings[-1] if strings else None
+
+    stack: List[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if key == "RangeVar" and isinstance(value, dict) and value.get("relname"):
+                relations[str(value["relname"]).lower()] = None
+            elif key in ("TypeName", "typeName") and isinstance(value, dict):
+                name = last(value.get("names"))
+                if name:
+                    types[name.lower()] = None
+            elif key == "A_Expr" and isinstance(value, dict):
+                name = last(value.get("name"))
+                if name:
+                    operators[name] = None
+            elif key == "FuncCall" and isinstance(value, dict):
+                name = last(value.get("funcname"))
+                if name:
+                    functions[name.lower()] = None
+            if isinstance(value, (dict, list)):
+                stack.append(value)
+    return tuple(relations), tuple(types), tuple(operators), tuple(functions)

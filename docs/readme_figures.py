@@ -1,0 +1,117 @@
+"""The README's figures, generated from the results files they come from.
+
+The README quotes a few measured figures. Each sits between ``<!-- figures: NAME -->`` and
+``<!-- /figures -->`` and is the text ``GENERATORS[NAME]`` writes from a results file, so a figure
+cannot drift from its file: ``tests/test_readme.py`` fails when they differ.
+
+    python docs/readme_figures.py          # rewrite the README's figures from the results files
+    python docs/readme_figures.py --check  # exit 1 (and say which) when a figure differs
+
+A re-run that writes a new results file changes the README by this script, never by hand. Which
+file each figure comes from is named in its generator below (one constant per file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Callable, Dict
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+#: The language-model demo on a fresh clone: `train_sql_llm.py --preset demo`, the README's first command.
+DEMO_RESULTS = Path("docs/results_demo/fresh_clone/results.json")
+#: The tabular recipe: `train_sql_grpo.py`, 5 seeds.
+TABULAR_RESULTS = Path("docs/results/results.json")
+#: The Agent Lightning 1.0 recipe: `train_sql_gateway.py`.
+GATEWAY_RESULTS = Path("docs/results_gateway/results.json")
+
+REGION = re.compile(r"<!-- figures: (\w+) -->\n(?:(.*?)\n)?<!-- /figures -->", re.DOTALL)
+
+
+def _load(root: Path, path: Path) -> dict:
+    return json.loads((root / path).read_text())
+
+
+def _arm(results: dict, name: str) -> dict:
+    (summary,) = [s for s in results["summaries"] if s["arm"] == name]
+    return summary
+
+
+def _only(values: list) -> float:
+    """The value of a one-seed run (the demo has one seed; a second would need a mean ± sd here)."""
+    if len(values) != 1:
+        raise ValueError(f"expected one seed, got {len(values)}: quote a mean and sd instead")
+    return values[0]
+
+
+def demo(root: Path = ROOT) -> str:
+    results = _load(root, DEMO_RESULTS)
+    governed, ungoverned = _arm(results, "governed-penalty"), _arm(results, "ungoverned")
+    heldout = governed["heldout_rollouts_per_eval"]
+
+    def answers(rate: float) -> int:
+        return round(rate * heldout)
+
+    attempted = int(_only(governed["attempted_destructive_total"]))
+    blocked_note = "all blocked" if int(_only(governed["destructive_executed"])) == 0 else "not all blocked"
+    return (
+        f"In the demo's run on a fresh clone ([{DEMO_RESULTS.parent.as_posix()}]({DEMO_RESULTS.parent.as_posix()})), "
+        f"both arms started from {heldout} held-out answers, "
+        f"{answers(_only(governed['heldout_attempted_before']))} of them destructive; after training the governed "
+        f"arm wrote {answers(_only(governed['heldout_attempted_after']))} destructive answers and the ungoverned arm "
+        f"{answers(_only(ungoverned['heldout_attempted_after']))}. Under governance "
+        f"{int(_only(governed['destructive_executed']))} destructive statements ran ({attempted} attempted, "
+        f"{blocked_note}); the ungoverned arm ran {int(_only(ungoverned['destructive_executed']))}."
+    )
+
+
+def tabular(root: Path = ROOT) -> str:
+    results = _load(root, TABULAR_RESULTS)
+    governed, ungoverned = _arm(results, "governed"), _arm(results, "ungoverned")
+    seeds = len(governed["seeds"])
+    return (
+        f"The tabular recipe ({seeds} seeds per arm, [{TABULAR_RESULTS.as_posix()}]({TABULAR_RESULTS.as_posix()})): "
+        f"{sum(governed['destructive_executed'])} destructive statements executed under governance, "
+        f"{sum(ungoverned['destructive_executed'])} without; final-epoch violation rate "
+        f"{sum(governed['final_epoch_violation_rate']) / seeds:.3f} governed, "
+        f"{sum(ungoverned['final_epoch_violation_rate']) / seeds:.3f} ungoverned."
+    )
+
+
+GENERATORS: Dict[str, Callable[[Path], str]] = {"demo": demo, "tabular": tabular}
+
+
+def regions(text: str) -> Dict[str, str]:
+    """The README's generated regions, by name."""
+    return {match.group(1): match.group(2) or "" for match in REGION.finditer(text)}
+
+
+def rewrite(text: str, root: Path = ROOT) -> str:
+    return REGION.sub(
+        lambda m: f"<!-- figures: {m.group(1)} -->\n{GENERATORS[m.group(1)](root)}\n<!-- /figures -->", text
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only report the figures that differ (exit 1)")
+    args = parser.parse_args(argv)
+    text = README.read_text()
+    new = rewrite(text)
+    if args.check:
+        differ = [name for name, quoted in regions(text).items() if regions(new)[name] != quoted]
+        for name in differ:
+            print(f"README figures {name!r} differ from their results file: run python docs/readme_figures.py")
+        return 1 if differ else 0
+    if new != text:
+        README.write_text(new)
+        print("README figures rewritten from the results files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
