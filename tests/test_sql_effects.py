@@ -82,6 +82,7 @@ EXAMPLES = [
     ("run a statement", "pglast", None, "PREPARE q AS SELECT 1; EXECUTE q"),
     ("session settings", "sqlglot", "mysql", "SET @x = 1, autocommit = 0"),
     ("session settings", "sqlglot", "mysql", "SET sql_mode = 'STRICT_TRANS_TABLES'"),
+    ("non-strict sql_mode", "sqlglot", "mysql", "SET sql_mode = 'NO_ENGINE_SUBSTITUTION'"),
     ("session settings", "pglast", None, "SET statement_timeout = '5s'"),
     ("session settings", "pglast", None, "DISCARD ALL"),
     ("session settings", "command", None, "USE shop"),

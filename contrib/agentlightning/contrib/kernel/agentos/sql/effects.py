@@ -188,6 +188,13 @@ EFFECTS: Tuple[Effect, ...] = (
         group=True,
     ),
     _row(
+        "non-strict sql_mode",
+        "SET UPDATE",
+        "MariaDB/MySQL `SET [STATEMENT] sql_mode` to modes without `STRICT_TRANS_TABLES`, `STRICT_ALL_TABLES` "
+        "or `TRADITIONAL`",
+        "without a strict mode, later writes silently truncate, clip or zero the values they store: counts as UPDATE",
+    ),
+    _row(
         "transaction control",
         "BEGIN COMMIT ROLLBACK SAVEPOINT RELEASE",
         "`BEGIN`, `START TRANSACTION`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`",
@@ -227,7 +234,8 @@ EFFECTS: Tuple[Effect, ...] = (
     _row(
         "pure function",
         "",
-        "a built-in known to have no side effects (aggregate, string, math, date, JSON, window)",
+        "a built-in its engine declares free of effects (PostgreSQL IMMUTABLE/STABLE, SQLite innocuous, "
+        "a MariaDB section that computes values), or curated as harmless with a reason",
         "computes a value",
     ),
     _row(

@@ -104,6 +104,11 @@ def _dialect_and_parser(dialect: Any) -> Tuple[sqlglot.Dialect, Any, Any]:
     return triple
 
 
+def _ends_transaction(tokens: Sequence[Token]) -> bool:
+    """``END``, ``END TRANSACTION`` or ``END WORK`` (SQLite's and PostgreSQL's COMMIT)."""
+    return len(tokens) == 1 or (len(tokens) == 2 and _word(tokens[1]) in ("TRANSACTION", "WORK"))
+
+
 def _word(token: Token) -> str:
     """The keyword a token is, upper case; empty for data (strings, quoted names, numbers)."""
     return "" if token.token_type in _DATA_TOKENS else token.text.upper()
@@ -552,8 +557,11 @@ class _Reader:
                 kinds.add("ALTER")
                 kinds.not_placed("statement", f"ALTER {words[1]}")  # ALTER EVENT ... DO <body>, ...
                 return kinds
-        if first in _COMMAND_FIRST or first in rules.WRAPPER_WORDS:
+        if first in _COMMAND_FIRST or first in rules.WRAPPER_WORDS or (first == "END" and _ends_transaction(tokens)):
             self._command(tokens, kinds)
+            return kinds
+        if first == "SET" and self.mysql_family and len(tokens) > 2 and _word(tokens[1]) == "STATEMENT":
+            self._set_statement(tokens, kinds)
             return kinds
         if first == "UPDATE" and len(tokens) > 2 and _word(tokens[1]) == "OR":
             # SQLite's UPDATE OR <conflict>: OR REPLACE deletes rows, the others keep UPDATE's effect
@@ -575,7 +583,10 @@ class _Reader:
                 # its tokens, by the clause rules.
                 self._command(tokens, kinds)
                 return kinds
-            raise
+            reread = self._mysql_form(first, tokens) if self.mysql_family else None
+            if reread is None:
+                raise
+            return reread
         for node in nodes:
             if node is None or isinstance(node, exp.Semicolon):
                 continue
@@ -586,6 +597,48 @@ class _Reader:
             else:
                 self._tree(node, kinds)
         return kinds
+
+    def _set_statement(self, tokens: List[Token], kinds: KindSet) -> None:
+        """MariaDB's ``SET STATEMENT var = value [, ...] FOR <statement>``: the settings are read as
+        a ``SET`` of them (the same rules, ``sql_mode`` included), and the statement as itself."""
+        depth, split_at = 0, None
+        for i in range(2, len(tokens)):
+            kind = tokens[i].token_type
+            depth += kind == TokenType.L_PAREN
+            depth -= kind == TokenType.R_PAREN
+            if depth == 0 and _word(tokens[i]) == "FOR":
+                split_at = i
+                break
+        if split_at is None or split_at == 2 or split_at + 1 == len(tokens):
+            raise SqlglotError("SET STATEMENT needs settings, FOR, and a statement")
+        kinds.merge([self._reread("SET " + self._raw(tokens[2:split_at])).statement("")], _RUNS.why)
+        kinds.merge([self.statement(tokens[split_at + 1 :]).statement("")], _RUNS.why)
+
+    def _mysql_form(self, first: str, tokens: List[Token]) -> Optional[KindSet]:
+        """MariaDB/MySQL forms sqlglot cannot parse, read as the statement they are equivalent to
+        (None: not one of them): ``UPDATE IGNORE``/``LOW_PRIORITY`` (an UPDATE that skips rows
+        that would fail), ``VALUES (...), (...)`` as a statement (a read of its rows), and
+        ``SELECT ... INTO @a, @b`` (sets user variables only)."""
+        if first == "UPDATE":
+            kept = 1
+            while kept < len(tokens) and _word(tokens[kept]) in ("IGNORE", "LOW_PRIORITY"):
+                kept += 1
+            return self.statement(tokens[:1] + tokens[kept:]) if kept > 1 else None
+        if first == "VALUES":
+            return self._reread(f"SELECT * FROM ({self._raw(tokens)}) AS agentos_values")
+        if first in ("SELECT", "WITH", "("):
+            into = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.INTO), None)
+            end = into + 1 if into is not None else 0
+            while into is not None and end + 1 < len(tokens) and tokens[end].token_type == TokenType.PARAMETER:
+                end += 2  # @name
+                if end < len(tokens) and tokens[end].token_type == TokenType.COMMA:
+                    end += 1
+                else:
+                    break
+            if into is None or end - into <= 3:
+                return None  # no INTO of several @variables
+            return self.statement(tokens[: into + 3] + tokens[end:])  # INTO the first variable only
+        return None
 
     def _raw(self, tokens: Sequence[Token], replacements: Optional[Dict[int, str]] = None) -> str:
         """The statement's own text, token by token (comments left out), some tokens replaced."""

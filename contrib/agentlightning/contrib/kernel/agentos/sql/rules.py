@@ -37,6 +37,7 @@ __all__ = [
     "SQLGLOT_PLACED",
     "KNOWN_SETTINGS",
     "SAFE_SQL_MODES",
+    "STRICT_SQL_MODES",
     "KNOWN_PRAGMAS",
     "ALTER_CLAUSES",
     "PG_ALTER_TABLE",
@@ -85,7 +86,7 @@ KNOWN_SETTINGS: FrozenSet[str] = frozenset(
     effective_cache_size jit extra_float_digits default_transaction_isolation default_transaction_read_only
     transaction enable_seqscan enable_indexscan enable_bitmapscan enable_hashjoin enable_mergejoin
     enable_nestloop enable_sort enable_hashagg parallel_setup_cost max_parallel_workers_per_gather
-    lc_messages lc_monetary lc_numeric lc_time row_security synchronous_commit
+    lc_messages lc_monetary lc_numeric lc_time row_security synchronous_commit max_statement_time
     """.split()
 )
 #: ``sql_mode`` values that leave quoting and comments as the default reads them.
@@ -171,6 +172,24 @@ def _set_known(node: exp.Set) -> bool:
     return not node.args.get("unset") and all(_set_item_known(i) for i in node.expressions)
 
 
+#: ``sql_mode`` values any of which keeps MariaDB/MySQL refusing values a column cannot hold.
+STRICT_SQL_MODES: FrozenSet[str] = frozenset({"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"})
+
+
+def _set_relaxes_strictness(node: exp.Set) -> bool:
+    """A known ``SET`` whose ``sql_mode`` has no strict mode (``SET sql_mode = ''``)."""
+    for item in node.expressions:
+        target = item.this if isinstance(item, exp.SetItem) else None
+        if not isinstance(target, exp.EQ) or not isinstance(target.expression, exp.Literal):
+            continue
+        name = target.this
+        if isinstance(name, (exp.Column, exp.SessionParameter, exp.Var)) and name.name.lower() == "sql_mode":
+            modes = {m.strip().upper() for m in target.expression.name.split(",")}
+            if not modes & STRICT_SQL_MODES:
+                return _set_known(node)
+    return False
+
+
 def _insert_replaces(node: exp.Insert) -> bool:
     return str(node.args.get("alternative") or "").upper() == "REPLACE"
 
@@ -213,6 +232,8 @@ _ALTER_OPTIONS_KEEP: Tuple[Type[exp.Expression], ...] = (
     exp.AutoIncrementProperty,
     exp.CharacterSetProperty,
     exp.CollateProperty,
+    exp.AlgorithmProperty,  # ALGORITHM=INPLACE/COPY/INSTANT: how the change is made
+    exp.LockProperty,  # LOCK=NONE/SHARED/EXCLUSIVE: what others may do meanwhile
 )
 _ALTER_KINDS = frozenset({"TABLE", "VIEW", "INDEX", "SEQUENCE", "SCHEMA", "DATABASE"})
 
@@ -610,6 +631,7 @@ RULES: Tuple[Rule, ...] = (
         pglast=_pg("VariableSetStmt"),
         pglast_when=_pg_setting,
     ),
+    Rule("non-strict sql_mode", sqlglot=(exp.Set,), sqlglot_when=_set_relaxes_strictness),
     Rule("session settings", sqlglot=(exp.Use,), command=("USE",), keyword="USE"),
     Rule("session settings", pglast=_pg("DiscardStmt"), command=("DISCARD",), keyword="DISCARD"),
     Rule("session settings", command=("RESET",), command_when=_reset_query_cache, keyword="RESET"),
