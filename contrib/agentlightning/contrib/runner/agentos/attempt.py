@@ -151,6 +151,19 @@ class RolloutGovernance:
             self._refuse_if_concluded(f"the action {decision.action.tool_name!r} is refused")
         return decision
 
+    def refuse(self, action: Action, reason: str, refused_by: str) -> Decision:
+        """Record a refusal that came after an allowed check (the database refusing what the
+        :class:`~agentlightning.contrib.kernel.agentos.sql.SQLEnvelope` ran) as a blocked decision
+        of this attempt, like any other: the audit trail, a violation span, ``on_decision``."""
+        with self._lock:
+            decision = self.kernel.refuse(action, reason, context=self.context, refused_by=refused_by)
+            if self._outcome is None:
+                self._decisions.append(decision)
+        emit_decision_spans(decision)
+        if self.on_decision is not None:
+            self.on_decision(decision)
+        return decision
+
     def record_agent_started(self) -> None:
         """The agent's rollout method was entered."""
         self._flag("agent_started")

@@ -20,12 +20,15 @@ import inspect
 import time
 from typing import Any, Callable, Mapping, Optional, Tuple, TypeVar, overload
 
-from agentlightning.contrib.kernel.agentos import Decision, GovernanceKernel, PolicyViolation
+from agentlightning.contrib.kernel.agentos import Action, Decision, GovernanceKernel, PolicyViolation
+from agentlightning.contrib.kernel.agentos.actions import NO_COST, ActionContext
 from agentlightning.contrib.kernel.agentos.must_await import MustAwait
+from agentlightning.contrib.kernel.agentos.sql import SQLEnvelope
+from agentlightning.contrib.kernel.agentos.sql.envelope import ENVELOPE_NAME
 
 from .attempt import active_rollout
 
-__all__ = ["ActionBlockedError", "PolicyViolationError", "governed_tool"]
+__all__ = ["ActionBlockedError", "PolicyViolationError", "governed_sql", "governed_tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -243,3 +246,39 @@ def _without_wrapped(wrapper: F, signature: inspect.Signature) -> F:
     del wrapper.__wrapped__  # type: ignore[attr-defined]
     wrapper.__signature__ = signature  # type: ignore[attr-defined]
     return wrapper
+
+
+def governed_sql(kernel: GovernanceKernel, connection: Any, **options: Any) -> SQLEnvelope:
+    """A :class:`~agentlightning.contrib.kernel.agentos.sql.SQLEnvelope` (the kernel's check, then
+    the database's own enforcement) whose decisions land in the rollout running when it is called:
+    inside :class:`AgentOSRunner` each check is a decision of the attempt (spans, reward), and a
+    refusal by the database is a blocked decision of that attempt too, recorded once. Outside a
+    rollout it is the kernel's own envelope. ``options`` are the envelope's (``tool_name``, ``arg``).
+
+    >>> import sqlite3
+    >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
+    >>> kernel = GovernanceKernel([SQLPolicy(deny=["DELETE"])])
+    >>> db = sqlite3.connect(":memory:")
+    >>> _ = db.executescript("CREATE TABLE a (x); CREATE TABLE b (y); INSERT INTO b VALUES (1);"
+    ...                      "CREATE TRIGGER wipe AFTER INSERT ON a BEGIN DELETE FROM b; END;")
+    >>> try:  # the text shows an INSERT; the trigger's DELETE is refused by SQLite's authorizer
+    ...     governed_sql(kernel, db).execute("INSERT INTO a VALUES (1)")
+    ... except Exception as err:
+    ...     print(type(err).__name__, db.execute("SELECT count(*) FROM b").fetchone()[0])
+    SQLRefused 1
+    """
+
+    def check(tool_name: str, args: Mapping[str, Any], context: Optional[ActionContext], cost_usd: float) -> Decision:
+        record = active_rollout()
+        if record is None:
+            return kernel.check(tool_name, args, context=context, cost_usd=cost_usd)
+        action = tool_name if cost_usd is NO_COST else Action(tool_name, args, cost_usd)
+        return record.decide(action, kernel, args=None if cost_usd is not NO_COST else dict(args))
+
+    def refuse(action: Action, reason: str, context: ActionContext) -> Decision:
+        record = active_rollout()
+        if record is None:
+            return kernel.refuse(action, reason, context=context, refused_by=ENVELOPE_NAME)
+        return record.refuse(action, reason, refused_by=ENVELOPE_NAME)
+
+    return SQLEnvelope(kernel, connection, check=check, refuse=refuse, **options)
