@@ -190,7 +190,7 @@ def test_sigkill_victim_recorder_verifies_and_kept_the_blocked_record(sigkill):
 
 def test_sigkill_reimport_keeps_the_lost_violation_and_leaves_the_killed_attempt_unresponsive(sigkill):
     """The killed attempt's lost violation is imported from the victim's file; the attempt is
-    unresponsive, and a span would turn it back into running (issue 37), so the span goes to the
+    unresponsive, and a span would turn it back into running, so the span goes to the
     audit rollout, marked with the killed attempt, and the attempt stays as the store left it."""
     reimport = sigkill["reimport_of_victim_file"]
     assert reimport["added"] == len(sigkill["victim_recorder_kill_rollout_queries_on_disk"])

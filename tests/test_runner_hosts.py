@@ -1,4 +1,4 @@
-"""Several runner hosts against one store (issue 37): hosts have an identity, long clean rollouts
+"""Several runner hosts against one store: hosts have an identity, long clean rollouts
 stay alive, and an attempt the store has given up on is never rewritten, by its runner or by an import.
 
 Real parts: agentlightning 0.3's ``InMemoryLightningStore`` (thread-safe, as the ``agl store``

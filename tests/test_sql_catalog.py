@@ -1,4 +1,4 @@
-"""The SQL guard's function knowledge comes from the engines (issue 33, part 1).
+"""The SQL guard's function knowledge comes from the engines.
 
 * The checked-in tables (``sql/catalog/*.json``) are what the engines say now: each is generated
   again here from the real server (PostgreSQL's ``pg_proc``, Python's SQLite, MariaDB's help

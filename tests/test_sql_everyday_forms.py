@@ -1,4 +1,4 @@
-"""Everyday statements of the named dialects are read, not refused (issue 33, part 4), and the
+"""Everyday statements of the named dialects are read, not refused, and the
 ``sql_mode`` handling is the same for ``SET`` and ``SET STATEMENT``.
 
 Each harmless form is allowed with the broad destructive deny list; the same form carrying a

@@ -5,7 +5,7 @@ Run it on demand (pytest does not collect ``tests/benchmarks``)::
 
     python tests/benchmarks/bench_pg_regress.py
     python tests/benchmarks/bench_pg_regress.py --json runs/pg_regress.json
-    python tests/benchmarks/bench_pg_regress.py --tree /work/main   # the same corpus, another tree's guard
+    python tests/benchmarks/bench_pg_regress.py --tree <another checkout>   # the same corpus, another tree's guard
 
 **The corpus** is built here, not checked in: the ``src/test/regress/sql`` files of PostgreSQL
 (PostgreSQL licence) in the copy libpg_query keeps for its own tests, taken from the source
@@ -31,7 +31,7 @@ A blocked read-only statement is put in one bucket, in this order: it calls a fu
 itself creates (``CREATE FUNCTION``/``CREATE AGGREGATE``/``CREATE PROCEDURE`` anywhere in the
 corpus: PostgreSQL would run the user's body, the guard cannot know it without ``database=``);
 it calls a VOLATILE built-in (``pg_proc`` says it may write); it calls a name PostgreSQL 15's
-``pg_catalog`` does not have (a later version's function); anything else. The target (issue 33):
+``pg_catalog`` does not have (a later version's function); anything else. The target:
 at most 3% of read-only statements blocked, not counting the first bucket; every destructive
 statement blocked.
 """

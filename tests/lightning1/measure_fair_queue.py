@@ -1,6 +1,6 @@
 """How long another rollout's ``SELECT 1`` waits at the governed 1.0 gateway while slow inputs are checked.
 
-The slow input is the review's (issue 32): a 98 KB ``SELECT 1 /*`` followed by ``/*`` openers,
+The slow input is the review's: a 98 KB ``SELECT 1 /*`` followed by ``/*`` openers,
 emitted as a ``run_sql`` tool call, under the packaged policies (``sql`` with no dialect). The
 gateway is the real one (``create_governed_app``, two workers) in front of a scripted model::
 

@@ -413,7 +413,7 @@ def test_one_rollouts_slow_checks_do_not_delay_another_rollouts_check(start_gate
     assert len(of_type(gateway.events(busy), DECISION_EVENT)) == 2
 
 
-# -- issue 38, item 4: an unkeyed audit trail is said at start -----------------------------------------------
+# -- an unkeyed audit trail is said at start -----------------------------------------------
 
 
 def test_the_gateway_warns_when_its_audit_trail_is_unkeyed(tmp_path, monkeypatch):
@@ -433,7 +433,7 @@ def test_the_gateway_warns_when_its_audit_trail_is_unkeyed(tmp_path, monkeypatch
     assert [entry for entry in logs if "unkeyed" in entry["event"]] == []
 
 
-# -- issue 38, item 3: a stream is judged whole, then re-emitted ---------------------------------------------
+# -- a stream is judged whole, then re-emitted ---------------------------------------------
 
 
 @pytest.mark.parametrize("include_usage", [False, True])
@@ -463,7 +463,7 @@ def test_a_stream_is_judged_whole_and_re_emitted(gateway_without_key, scripted_m
     assert verdicts == ["allowed", "blocked"]
 
 
-# -- issue 38, item 7: the SQL a text carries is judged; prose is speech ----------------------------------------
+# -- the SQL a text carries is judged; prose is speech ----------------------------------------
 
 CARRIED = {
     "fenced drop": [{"content": "Let me look.\n```sql\nDROP TABLE users\n```\nDone."}],
