@@ -47,7 +47,7 @@ _PARENTHESES = re.compile(r"[()]")
 _HOW_TO_RAISE = "SQLPolicy(reading_budget=ReadingBudget({field}=...))"
 
 
-@dataclass(frozen=True, eq=False)  # compared (and cached) by identity: hashing it is free
+@dataclass(frozen=True, eq=False)  # one budget object is one cache key: equal budgets need not share entries
 class ReadingBudget:
     """How much work reading one text may take (see the module doc).
 
