@@ -46,10 +46,11 @@ three engines)::
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..actions import NO_COST, Action, ActionContext, Decision
 from ..violations import GovernanceConfigError
@@ -410,13 +411,28 @@ class SQLEnvelope:
         finally:
             cursor.close()
 
-    def _run_postgres(self, statements: Sequence[SQLStatement], read_only: bool) -> Tuple[Any, Any, int]:
-        conn = self.connection
-        cursor = conn.cursor()
-        cursor.execute("BEGIN READ ONLY" if read_only else "BEGIN")
+    @contextlib.contextmanager
+    def _transaction(self, begin: str) -> Iterator[None]:
+        """``begin`` (a PostgreSQL or MariaDB transaction start); COMMIT when the block ends
+        normally, ROLLBACK when it raises or the COMMIT fails."""
+        cursor = self.connection.cursor()
+        cursor.execute(begin)
         cursor.close()
         committed = False
         try:
+            yield
+            self.connection.cursor().execute("COMMIT")
+            committed = True
+        finally:
+            if not committed:
+                try:
+                    self.connection.cursor().execute("ROLLBACK")
+                except Exception:  # the connection is broken: its transaction ends with it
+                    pass
+
+    def _run_postgres(self, statements: Sequence[SQLStatement], read_only: bool) -> Tuple[Any, Any, int]:
+        conn = self.connection
+        with self._transaction("BEGIN READ ONLY" if read_only else "BEGIN"):
             if read_only and self._rows("SHOW transaction_read_only") != [("on",)]:
                 raise _DatabaseRefusal("PostgreSQL did not start a read-only transaction; nothing was run")
             before = None if read_only else self._pg_objects()
@@ -436,15 +452,7 @@ class SQLEnvelope:
                         f"the transaction's own statistics show {'; '.join(found)}, which the policy denies; "
                         "rolled back, nothing was changed"
                     )
-            conn.cursor().execute("COMMIT")
-            committed = True
             return result
-        finally:
-            if not committed:
-                try:
-                    conn.cursor().execute("ROLLBACK")
-                except Exception:  # the connection is broken: its transaction ends with it
-                    pass
 
     def _pg_objects(self) -> Dict[Tuple[str, int], Tuple[str, int, str]]:
         return {(str(k), int(o)): (str(n), int(s), str(shape)) for k, o, n, s, shape in self._rows(_PG_OBJECTS)}
@@ -478,11 +486,7 @@ class SQLEnvelope:
     def _run_mariadb(self, statements: Sequence[SQLStatement], read_only: bool) -> Tuple[Any, Any, int]:
         conn = self.connection
         before = None if read_only else self._mariadb_handlers()
-        cursor = conn.cursor()
-        cursor.execute("START TRANSACTION READ ONLY" if read_only else "START TRANSACTION")
-        cursor.close()
-        committed = False
-        try:
+        with self._transaction("START TRANSACTION READ ONLY" if read_only else "START TRANSACTION"):
             try:
                 result = self._run_each(statements, conn.cursor)
             except Exception as err:
@@ -512,15 +516,7 @@ class SQLEnvelope:
                     raise _DatabaseRefusal(
                         f"the session's row handler counters show {'; '.join(found)}, which the policy denies; {undone}"
                     )
-            conn.cursor().execute("COMMIT")
-            committed = True
             return result
-        finally:
-            if not committed:
-                try:
-                    conn.cursor().execute("ROLLBACK")
-                except Exception:  # the connection is broken: its transaction ends with it
-                    pass
 
     def _mariadb_handlers(self) -> Dict[str, int]:
         return {str(name): int(value) for name, value in self._rows(_MARIADB_HANDLERS)}
