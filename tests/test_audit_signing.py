@@ -22,8 +22,6 @@ import pytest
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_context
 
-pytestmark = pytest.mark.xfail(strict=True, reason="per-host Ed25519 signing is not built yet")
-
 QUERIES = ["SELECT 1", "DROP TABLE users", "SELECT 2", "SELECT 3"]
 BLOCKED_ID = 2  # the DROP
 
