@@ -15,7 +15,6 @@ from agentlightning.contrib.adapter.agentos import AuditError, FlightRecorderAda
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_context
 
 
-@pytest.mark.xfail(strict=True, reason="the adapter takes no keyring yet")
 def test_the_adapter_refuses_a_file_another_host_signed(tmp_path):
     from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder
     from agentlightning.contrib.kernel.agentos.audit_signing import (
