@@ -153,7 +153,7 @@ def test_a_hosts_trail_verifies_with_the_keyring(trail_a, keys, monkeypatch):
     result = _verify(trail_a, keys)
     assert result["valid"] is True, result
     assert result["signed"] is True and result["total_entries"] == len(QUERIES)
-    assert result["signed_by"] == {"host": "runner-a", "key_id": keys["a"]["key_id"], "checked": True}
+    assert result["signed_by"] == {"host": "runner-a", "key_id": keys["a"]["key_id"], "signed_from": 1, "checked": True}
     assert _verify(trail_a, keys, host="runner-a")["valid"] is True
     # no keyring: the head is reported as it is, not checked, and the result says so
     from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
@@ -311,6 +311,34 @@ def test_rotation_is_a_recorded_event_and_retires_the_old_key(tmp_path, keys, mo
     _resign(forged, unknown)
     result = _verify(forged, keys)
     assert result["valid"] is False and "does not match the old key's signature" in result["error"]
+
+
+def test_rotations_follow_one_another_and_a_bad_one_is_refused_before_the_writer(tmp_path, keys, monkeypatch):
+    from agentlightning.contrib.kernel.agentos.audit_signing import SigningKey, SigningKeyError
+
+    path = tmp_path / "audit.db"
+    kernel = _write_trail(path, monkeypatch, keys["a"]["path"], "runner-a")
+    with pytest.raises(SigningKeyError, match="keeps the host"):
+        kernel.audit.rotate_signing_key(SigningKey.generate("runner-b"))
+    with pytest.raises(SigningKeyError, match="is the current one"):
+        kernel.audit.rotate_signing_key(keys["a"]["path"])
+    assert kernel.audit.outage is None and kernel.check(Action.sql("SELECT 5")).allowed  # the trail goes on
+    kernel.audit.rotate_signing_key(keys["a2"]["path"])
+    third = SigningKey.generate("runner-a")
+    kernel.audit.rotate_signing_key(third)  # signed by the second key, which the keyring does not list
+    kernel.check(Action.sql("SELECT 6"))
+    kernel.close()
+    result = _verify(path, keys)
+    assert result["valid"] is True, result
+    assert [r["new_key_id"] for r in result["rotations"]] == [keys["a2"]["key_id"], third.key_id]
+    assert result["signed_by"]["key_id"] == third.key_id
+
+
+def test_an_empty_file_has_nothing_to_sign(tmp_path, keys, monkeypatch):
+    path = tmp_path / "audit.db"
+    _write_trail(path, monkeypatch, keys["a"]["path"], "runner-a", queries=[]).close()
+    result = _verify(path, keys)
+    assert result["valid"] is True and result["total_entries"] == 0 and result["signed"] is False
 
 
 def test_a_signed_file_is_continued_only_by_its_host_and_key(trail_a, keys, monkeypatch):

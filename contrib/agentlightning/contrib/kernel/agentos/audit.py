@@ -49,6 +49,7 @@ from .audit_signing import (
     SigningKeyError,
     load_signing_key,
     open_head_signer,
+    rotation_problem,
 )
 
 __all__ = [
@@ -485,7 +486,11 @@ class AuditTrail:
         (:mod:`.audit_signing`)."""
         if self.signer is None:
             raise SigningKeyError(f"the audit trail {self.path!r} signs no heads (no signing key): nothing to rotate")
-        item = _Item("rotation", load_signing_key(new_key, host=self.signer.key.host), waitable=True)
+        new = load_signing_key(new_key, host=self.signer.key.host)
+        problem = rotation_problem(self.signer.key, new)
+        if problem:  # refused here: a bad argument must not reach the writer (it would count as a failed write)
+            raise SigningKeyError(problem)
+        item = _Item("rotation", new, waitable=True)
         item.waited = True
         with self._mutex:
             self._raise_if_unusable(item)

@@ -444,7 +444,7 @@ def verify_rows(
     elif key is not None and head is not None:
         return invalid(None, "the file has a signed head but no sealed record: seals were removed")
     signed = False
-    if history is not None and (host_head is not None or require_head):
+    if history is not None and (host_head is not None or (require_head and total > 0)):
         problem = _host_head_problem(history, host_head, host, previous, total)
         if problem:
             return invalid(previous["id"] if previous else None, problem)
@@ -461,7 +461,12 @@ def verify_rows(
         "assurance": "keyed" if key is not None else "unkeyed",
     }
     if host_head is not None:
-        result["signed_by"] = {"host": host_head.get("host"), "key_id": host_head.get("key_id"), "checked": signed}
+        result["signed_by"] = {
+            "host": host_head.get("host"),
+            "key_id": host_head.get("key_id"),
+            "signed_from": host_head.get("signed_from"),
+            "checked": signed,
+        }
     if history is not None:
         result["rotations"] = list(history.rotations)
     if key is None and signed:

@@ -452,12 +452,22 @@ def _rotation_message(host: str, old_key_id: str, new_key_id: str, new_public_ke
     ).encode()
 
 
+def rotation_problem(old: SigningKey, new: Any) -> Optional[str]:
+    """Why ``new`` cannot take over from ``old`` (None if it can)."""
+    if not isinstance(new, SigningKey):
+        return f"the new signing key must be a SigningKey or its file, got {type(new).__name__}"
+    if new.host != old.host:
+        return f"a rotation keeps the host: the new key is for {new.host!r}, the current one for {old.host!r}"
+    if new.key_id == old.key_id:
+        return f"the new signing key is the current one ({old.key_id}); generate a new key"
+    return None
+
+
 def rotation_args(old: SigningKey, new: SigningKey, previous_hash: Optional[str]) -> Dict[str, Any]:
     """The ``tool_args`` of the record that hands ``old``'s host over to ``new``, signed by ``old``."""
-    if new.host != old.host:
-        raise SigningKeyError(f"a rotation keeps the host: the new key is for {new.host!r}, the old one {old.host!r}")
-    if new.key_id == old.key_id:
-        raise SigningKeyError(f"the new signing key is the current one ({old.key_id}); generate a new key")
+    problem = rotation_problem(old, new)
+    if problem:
+        raise SigningKeyError(problem)
     fields = {
         "host": old.host,
         "old_key_id": old.key_id,
@@ -476,8 +486,12 @@ def rotation_of(row: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     try:
         decoded = json.loads(row.get("tool_args") or "null")
     except ValueError:
-        return {}
-    fields = decoded.get(ROTATION_ARGS_KEY) if isinstance(decoded, dict) else None
+        return None
+    # Only the writer's rotation record holds this key (a decision's tool_args hold the arguments
+    # and the envelope), so a decision about a tool of this name is never taken for one.
+    if not isinstance(decoded, dict) or ROTATION_ARGS_KEY not in decoded:
+        return None
+    fields = decoded[ROTATION_ARGS_KEY]
     return fields if isinstance(fields, dict) else {}
 
 
@@ -570,8 +584,9 @@ class HeadSigner:
         conn.execute(HOST_HEAD_UPSERT, tuple(head[name] for name in HOST_HEAD_COLUMNS))
 
     def rotation_args(self, new: SigningKey, previous_hash: Optional[str]) -> Dict[str, Any]:
-        """The rotation record's ``tool_args``; the heads of this transaction use ``new``."""
-        args = rotation_args(self.key, new, previous_hash)
+        """The rotation record's ``tool_args``, signed by the key signing now (a rotation earlier in
+        the same transaction hands over first); the heads of this transaction use ``new``."""
+        args = rotation_args(self._next or self.key, new, previous_hash)
         self._next = new
         return args
 
@@ -681,6 +696,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         failed += not result["valid"]
         if args.json:
             print(json.dumps(result, sort_keys=True))
+        elif result["valid"] and not result.get("signed"):
+            print(f"{path}: valid, {result['total_entries']} records, nothing signed yet (no records)")
         elif result["valid"]:
             signer = result.get("signed_by") or {}
             rotated = f", {len(result['rotations'])} key rotation(s)" if result.get("rotations") else ""
