@@ -270,6 +270,9 @@ class AuditTrail:
 
     **Sealed** when a key is given or set in the environment (:mod:`.audit_seal`): each record's
     HMAC and the signed chain head are written in the same transaction as the records.
+    **Host-signed** when this host's Ed25519 key is given (``signing_key``) or named by
+    ``AGENTOS_AUDIT_SIGNING_KEY_FILE`` (:mod:`.audit_signing`): the host head, signed once per
+    commit, in the same transaction; :meth:`rotate_signing_key` records a key rotation.
 
     **The opt-out** (``durability="queued"``): the previous design, for speed. Allowed decisions
     are queued and the check returns at once; blocked ones still wait for their commit. What is
