@@ -65,11 +65,11 @@ import sqlite3
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 __all__ = [
     "SIGNING_KEY_FILE_ENV",
@@ -141,7 +141,29 @@ def key_id_of(public_raw: bytes) -> str:
     return hashlib.sha256(public_raw).hexdigest()[:16]
 
 
-def _raw_public(public: Ed25519PublicKey) -> bytes:
+_CRYPTO: Optional[SimpleNamespace] = None
+
+
+def _crypto() -> SimpleNamespace:
+    """The parts of ``cryptography`` used here, imported on first use: a kernel that signs nothing
+    does not pay for importing them (tens of milliseconds per process)."""
+    global _CRYPTO
+    if _CRYPTO is None:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+        _CRYPTO = SimpleNamespace(
+            InvalidSignature=InvalidSignature,
+            serialization=serialization,
+            Ed25519PrivateKey=Ed25519PrivateKey,
+            Ed25519PublicKey=Ed25519PublicKey,
+        )
+    return _CRYPTO
+
+
+def _raw_public(public: "Ed25519PublicKey") -> bytes:
+    serialization = _crypto().serialization
     return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
@@ -157,8 +179,8 @@ class SigningKey:
 
     __slots__ = ("_private", "public_raw", "key_id", "host", "source")
 
-    def __init__(self, private: Ed25519PrivateKey, host: str, source: str = "argument") -> None:
-        if not isinstance(private, Ed25519PrivateKey):
+    def __init__(self, private: "Ed25519PrivateKey", host: str, source: str = "argument") -> None:
+        if not isinstance(private, _crypto().Ed25519PrivateKey):
             raise SigningKeyError(f"a signing key must be an Ed25519 private key, got {type(private).__name__}")
         if not isinstance(host, str) or not host or _UNSAFE_HOST.search(host):
             raise SigningKeyError(f"the signing host must be a name of [A-Za-z0-9._-], got {host!r}")
@@ -170,17 +192,18 @@ class SigningKey:
 
     @classmethod
     def generate(cls, host: str) -> "SigningKey":
-        return cls(Ed25519PrivateKey.generate(), host, source="generated")
+        return cls(_crypto().Ed25519PrivateKey.generate(), host, source="generated")
 
     @classmethod
     def from_bytes(cls, data: bytes, *, host: str, source: str = "argument") -> "SigningKey":
         """A key from a PEM (PKCS#8 ``PRIVATE KEY``) or from its raw 32 bytes."""
+        crypto = _crypto()
         text = data.strip()
         try:
             if text.startswith(b"-----BEGIN"):
-                private = serialization.load_pem_private_key(text, password=None)
+                private = crypto.serialization.load_pem_private_key(text, password=None)
             elif len(data) == RAW_KEY_BYTES:
-                private = Ed25519PrivateKey.from_private_bytes(data)
+                private = crypto.Ed25519PrivateKey.from_private_bytes(data)
             else:
                 raise SigningKeyError(
                     f"{source}: not an Ed25519 private key (expected a PEM 'PRIVATE KEY' or its raw {RAW_KEY_BYTES} "
@@ -190,7 +213,7 @@ class SigningKey:
             if isinstance(err, SigningKeyError):
                 raise
             raise SigningKeyError(f"{source}: cannot read an Ed25519 private key ({err}); create one with: {_KEYGEN}")
-        if not isinstance(private, Ed25519PrivateKey):
+        if not isinstance(private, crypto.Ed25519PrivateKey):
             raise SigningKeyError(
                 f"{source}: a {type(private).__name__.lstrip('_')} key, not Ed25519; create one with: {_KEYGEN}"
             )
@@ -208,6 +231,7 @@ class SigningKey:
         return f"{self.host} {self.key_id} {self.public_key}"
 
     def private_pem(self) -> bytes:
+        serialization = _crypto().serialization
         return self._private.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
@@ -264,15 +288,15 @@ def load_signing_key(
 class KeyringEntry(NamedTuple):
     host: str
     key_id: str
-    public: Ed25519PublicKey
+    public: "Ed25519PublicKey"
     public_key: str  # base64 of the raw 32 bytes
 
 
-def _public_from_base64(text: str) -> Tuple[Ed25519PublicKey, bytes]:
+def _public_from_base64(text: str) -> Tuple["Ed25519PublicKey", bytes]:
     raw = base64.b64decode(text.encode("ascii"), validate=True)
     if len(raw) != RAW_KEY_BYTES:
         raise ValueError(f"an Ed25519 public key is {RAW_KEY_BYTES} bytes, this one is {len(raw)}")
-    return Ed25519PublicKey.from_public_bytes(raw), raw
+    return _crypto().Ed25519PublicKey.from_public_bytes(raw), raw
 
 
 class Keyring:
@@ -305,8 +329,7 @@ class Keyring:
     def of(cls, *keys: SigningKey) -> "Keyring":
         """The keyring of these keys' public halves (tests, and a host checking its own files)."""
         return cls(
-            (KeyringEntry(key.host, key.key_id, Ed25519PublicKey.from_public_bytes(key.public_raw), key.public_key))
-            for key in keys
+            KeyringEntry(key.host, key.key_id, _public_from_base64(key.public_key)[0], key.public_key) for key in keys
         )
 
     @classmethod
@@ -374,7 +397,7 @@ def load_keyring(
 def _verify(entry: KeyringEntry, message: bytes, signature: Any) -> bool:
     try:
         entry.public.verify(base64.b64decode(str(signature).encode("ascii"), validate=True), message)
-    except (InvalidSignature, ValueError, binascii.Error):
+    except (_crypto().InvalidSignature, ValueError, binascii.Error):
         return False
     return True
 
