@@ -35,6 +35,7 @@ import pytest
 KERNEL_CORE_TESTS = frozenset(
     {
         "tests/test_audit_durability.py",
+        "tests/test_audit_signing.py",
         "tests/test_kernel.py",
         "tests/test_kernel_remembered.py",
         "tests/test_sql_effects.py",

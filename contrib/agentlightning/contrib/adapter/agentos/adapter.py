@@ -32,6 +32,7 @@ from agentlightning.types import Span
 
 from agentlightning.contrib.kernel.agentos.audit import warn_if_default_recorder_path
 from agentlightning.contrib.kernel.agentos.audit_seal import AuditKey, load_audit_key, verify_file
+from agentlightning.contrib.kernel.agentos.audit_signing import Keyring, load_keyring
 from agentlightning.contrib.kernel.agentos.must_await import MustAwait
 from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_UNVERIFIED
 
@@ -119,6 +120,9 @@ class FlightRecorderAdapter:
             ``agent_os.policy_check`` of the reference API.
         key: the audit key the file was sealed with (default: ``AGENTOS_AUDIT_KEY`` /
             ``AGENTOS_AUDIT_KEY_FILE``, or none).
+        keyring: the hosts' public keys the file's host-signed head is checked with (a
+            ``Keyring`` or its file; default: ``AGENTOS_AUDIT_KEYRING``, or none). With one, a file
+            whose head is not signed by a key the keyring registers to its host fails.
 
     :meth:`emit_to_store` and :meth:`export_to_file` verify the file first (every hash, link,
     seal and the signed head; :meth:`verify_integrity`) and refuse a file that fails, or that is
@@ -143,6 +147,7 @@ class FlightRecorderAdapter:
         readable_names: bool = True,
         chunk_size: int = 2000,
         key: Union[AuditKey, bytes, str, None] = None,
+        keyring: Union[Keyring, str, Path, None] = None,
     ) -> None:
         if not isinstance(trace_id_prefix, str) or not trace_id_prefix:
             raise ValueError(f"trace_id_prefix must be a non-empty string, got {trace_id_prefix!r}")
@@ -158,6 +163,7 @@ class FlightRecorderAdapter:
         self.placement: Placement = placement
         self.readable_names = bool(readable_names)
         self.key = load_audit_key(key)
+        self.keyring = load_keyring(keyring)
         self._lock = threading.Lock()
         self._cursor = _Cursor()
         self._store_state: "weakref.WeakKeyDictionary[Any, _StoreState]" = weakref.WeakKeyDictionary()
@@ -454,7 +460,7 @@ class FlightRecorderAdapter:
         if not self.path.is_file():
             raise RecorderFileError(f"FlightRecorder file {str(self.path)!r} no longer exists")
         self.reader.flush()
-        return verify_file(self.path, key=self.key)
+        return verify_file(self.path, key=self.key, keyring=self.keyring)
 
     def chain_head(self) -> Optional[str]:
         """The newest record's chain hash: keep it with an export to detect a truncated tail."""

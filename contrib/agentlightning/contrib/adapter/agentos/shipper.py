@@ -238,7 +238,7 @@ def _files(paths: Iterable[PathLike]) -> list:
     return files
 
 
-async def _ship_command(url: str, paths: Iterable[PathLike]) -> int:
+async def _ship_command(url: str, paths: Iterable[PathLike], keyring: Optional[str] = None) -> int:
     from agentlightning.store.client_server import LightningStoreClient
 
     files = _files(paths)
@@ -247,7 +247,7 @@ async def _ship_command(url: str, paths: Iterable[PathLike]) -> int:
     try:
         for path in files:
             try:
-                added = await ship_files(client, [path])
+                added = await ship_files(client, [path], keyring=keyring)
             except Exception as err:  # noqa: BLE001 - one file's problem does not stop the others
                 failed += 1
                 print(f"{path}: not shipped: {type(err).__name__}: {err}", file=sys.stderr)
@@ -275,10 +275,16 @@ def main(argv: Optional[list] = None) -> int:
         "ship", help="send the records of FlightRecorder files (e.g. a stopped host's audit_dir) the store lacks"
     )
     ship.add_argument("--store-url", required=True, help="URL of the agl store, e.g. http://127.0.0.1:4747")
+    ship.add_argument(
+        "--keyring",
+        default=None,
+        help="the hosts' public keys: a file whose host-signed head fails is not shipped (default: "
+        "$AGENTOS_AUDIT_KEYRING, or none)",
+    )
     ship.add_argument("paths", nargs="+", help="FlightRecorder files, or directories of them (*.db)")
     args = parser.parse_args(argv)
     try:
-        return asyncio.run(_ship_command(args.store_url, args.paths))
+        return asyncio.run(_ship_command(args.store_url, args.paths, args.keyring))
     except FileNotFoundError as err:
         print(str(err), file=sys.stderr)
         return 2

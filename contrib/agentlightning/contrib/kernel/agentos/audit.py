@@ -42,6 +42,15 @@ from .audit_seal import (
     sign_head,
     verify_file,
 )
+from .audit_signing import (
+    ROTATION_AGENT_ID,
+    ROTATION_TOOL_NAME,
+    SigningKey,
+    SigningKeyError,
+    load_signing_key,
+    open_head_signer,
+    rotation_problem,
+)
 
 __all__ = [
     "AuditTrail",
@@ -261,6 +270,9 @@ class AuditTrail:
 
     **Sealed** when a key is given or set in the environment (:mod:`.audit_seal`): each record's
     HMAC and the signed chain head are written in the same transaction as the records.
+    **Host-signed** when this host's Ed25519 key is given (``signing_key``) or named by
+    ``AGENTOS_AUDIT_SIGNING_KEY_FILE`` (:mod:`.audit_signing`): the host head, signed once per
+    commit, in the same transaction; :meth:`rotate_signing_key` records a key rotation.
 
     **The opt-out** (``durability="queued"``): the previous design, for speed. Allowed decisions
     are queued and the check returns at once; blocked ones still wait for their commit. What is
@@ -277,6 +289,7 @@ class AuditTrail:
         recorder: FlightRecorder,
         *,
         key: Union[AuditKey, bytes, str, None] = None,
+        signing_key: Union[SigningKey, str, Path, None] = None,
         durability: str = DURABLE,
         max_args_chars: int = DEFAULT_MAX_ARGS_CHARS,
         max_queued: int = DEFAULT_MAX_QUEUED,
@@ -315,6 +328,7 @@ class AuditTrail:
         warn_if_default_recorder_path(recorder)
         self.recorder = recorder
         self.key = load_audit_key(key)
+        self._signing_key = signing_key  # this host's Ed25519 key (a file path, or from the environment)
         self.durability = durability
         # The FlightRecorder logs a WARNING per blocked action; in training that is one stderr line
         # per violation. Route this recorder's messages to a logger of ours that shows errors only.
@@ -359,6 +373,14 @@ class AuditTrail:
             self._head: Tuple[int, Optional[str]] = (last[0], last[1]) if last else (0, None)
             self._records = conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
             self._sealed_from = self._head[0] + 1
+            self.signer = open_head_signer(
+                conn,
+                path,
+                self._signing_key,
+                last_id=self._head[0],
+                last_entry_hash=self._head[1],
+                records=self._records,
+            )
             stored_head = read_head(conn)
             if self.key is not None:
                 conn.execute(HEAD_SCHEMA)
@@ -459,6 +481,24 @@ class AuditTrail:
                 )
         if item.error is not None:
             raise item.error
+
+    def rotate_signing_key(self, new_key: Union[SigningKey, str, Path]) -> None:
+        """Hand this trail's head signing over to ``new_key`` (a :class:`SigningKey` or its file):
+        a rotation record, signed by the current key and naming the new one, is committed like a
+        decision, and every head from that commit on is signed by ``new_key``
+        (:mod:`.audit_signing`)."""
+        if self.signer is None:
+            raise SigningKeyError(f"the audit trail {self.path!r} signs no heads (no signing key): nothing to rotate")
+        new = load_signing_key(new_key, host=self.signer.key.host)
+        problem = rotation_problem(self.signer.key, new)
+        if problem:  # refused here: a bad argument must not reach the writer (it would count as a failed write)
+            raise SigningKeyError(problem)
+        item = _Item("rotation", new, waitable=True)
+        item.waited = True
+        with self._mutex:
+            self._raise_if_unusable(item)
+        self._put(item)
+        self._wait(item)
 
     def record_outcome(
         self,
@@ -632,7 +672,7 @@ class AuditTrail:
     def _process(self, group: List[_Item], recovering: Optional[Dict[str, Any]]) -> bool:
         """Commit ``group`` (after the outage record when recovering); True on stop."""
         stop = any(item.kind == "stop" for item in group)
-        work = [item for item in group if item.kind in ("decision", "outcome")]
+        work = [item for item in group if item.kind in ("decision", "outcome", "rotation")]
         syncs = [item for item in group if item.kind == "sync"]
         if self._failure is not None:
             self._finish(work, AuditWriteError(f"the audit trail stopped: {self._failure}"), None)
@@ -726,6 +766,11 @@ class AuditTrail:
                     else:
                         recorder.log_success(trace_id, result=None)
                         awaiting.append((decision_id, trace_id))
+                elif item.kind == "rotation":
+                    rotation = self.signer.rotation_args(item.payload, recorder._last_hash)
+                    trace_id = recorder.start_trace(ROTATION_AGENT_ID, ROTATION_TOOL_NAME, tool_args=rotation)
+                    recorder.log_success(trace_id, result=None)
+                    inserted.append(trace_id)
                 else:
                     audit_id, result, error, execution_time_ms = item.payload
                     trace_id = self._awaiting_outcome.pop(audit_id, None)
@@ -743,6 +788,8 @@ class AuditTrail:
                 recorder._write_buffer.clear()
             head = self._transaction(operations, touched, len(inserted))
         except BaseException:
+            if self.signer is not None:
+                self.signer.settle(committed=False)
             recorder._last_hash = self._head[1]
             with recorder._buffer_lock:
                 recorder._write_buffer.clear()
@@ -751,6 +798,8 @@ class AuditTrail:
             for audit_id, trace_id in outcomes:
                 self._awaiting_outcome[audit_id] = trace_id  # its row is still there; a later outcome may land
             raise
+        if self.signer is not None:
+            self.signer.settle(committed=True)
         self._head = head
         self._records += len(inserted)
         for decision_id, trace_id in awaiting:
@@ -797,6 +846,8 @@ class AuditTrail:
                         sealed_from=self._sealed_from,
                     )
                     conn.execute(HEAD_UPSERT, tuple(head[name] for name in HEAD_COLUMNS))
+            if self.signer is not None and last is not None:
+                self.signer.write_head(conn, records=self._records + inserted, last_id=last[0], last_entry_hash=last[1])
             conn.execute("COMMIT")
         except BaseException:
             try:

@@ -16,7 +16,9 @@ never stored in the audit file) the kernel's writer adds, in the same transactio
 
 :func:`verify_rows` (and :func:`verify_file` over a recorder file) recomputes every content hash
 and entry hash, checks every link, that the chain starts at its first record, that each
-governance envelope agrees with the row's verdict, and, given the key, every seal and the head.
+governance envelope agrees with the row's verdict, and, given the key, every seal and the head;
+given a keyring of hosts' public keys (:mod:`.audit_signing`), the host-signed head and every key
+rotation, so a host cannot pass off records as another host's.
 
 >>> key = AuditKey(b"k" * 32)
 >>> row = {"id": 1, "trace_id": "t", "timestamp": "2026-01-01T00:00:00+00:00", "agent_id": "a", "tool_name": "x",
@@ -48,6 +50,15 @@ from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Union
 
 from agent_os import FlightRecorder
 
+from .audit_signing import (
+    HOST_HEAD_TABLE,
+    KeyHistory,
+    Keyring,
+    load_keyring,
+    read_host_head,
+    rotation_of,
+)
+
 __all__ = [
     "KEY_ENV",
     "KEY_FILE_ENV",
@@ -66,6 +77,7 @@ __all__ = [
     "verify_rows",
     "verify_file",
     "UNKEYED_WARNING",
+    "SIGNED_ONLY_WARNING",
 ]
 
 #: The audit key itself (at least :data:`MIN_KEY_BYTES` bytes of text, e.g. 64 hex digits).
@@ -98,6 +110,12 @@ RECORD_COLUMNS = (
 #: The columns a seal covers, in this order: every column but ``id`` (SQLite assigns it) and
 #: ``metadata`` (where the seal itself is kept).
 SEALED_COLUMNS = tuple(name for name in RECORD_COLUMNS if name not in ("id", "metadata"))
+SIGNED_ONLY_WARNING = (
+    "host-signed head, no audit key: the signature binds every record's decision (arguments, governance envelope, "
+    "verdict), order and count; the columns written after a record's insert (result, execution_time_ms, "
+    f"violation_reason) are covered by the unkeyed content hash only. Set {KEY_ENV} or {KEY_FILE_ENV} as well to "
+    "seal them"
+)
 UNKEYED_WARNING = (
     "no audit key: the hash chain only detects accidental damage; anyone who can write the file can edit a "
     f"record and recompute every hash. Set {KEY_ENV} or {KEY_FILE_ENV} to seal records with a key kept "
@@ -310,6 +328,9 @@ def verify_rows(
     expected_head: Optional[str] = None,
     require_complete: bool = True,
     require_head: bool = True,
+    keyring: Optional[Keyring] = None,
+    host_head: Optional[Mapping[str, Any]] = None,
+    host: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Recompute everything over ``rows`` (FlightRecorder rows, in id order).
 
@@ -320,6 +341,14 @@ def verify_rows(
     ``expected_head`` is a chain hash kept elsewhere; the last row must have it. An export has
     no signed head (``require_head=False``): its end is anchored by ``expected_head`` only.
 
+    With a ``keyring`` (:class:`.audit_signing.Keyring`), the ``host_head`` (the file's
+    host-signed head; its absence is an error unless ``require_head=False``) must be signed by a
+    key the keyring registers to the host the head names (or by the key the file's last rotation
+    record handed over to), must name the file's last record and count, and must name ``host``
+    when given; every key rotation record must be signed by the key it retires. The result then
+    has ``signed`` (True when the head checked out), ``signed_by`` (host and key id) and
+    ``rotations``.
+
     Returns ``valid``, ``total_entries``, ``head`` (last chain hash), ``sealed`` (True only if a
     key checked every record and the head), ``unsealed_records``, ``assurance`` (``"keyed"`` or
     ``"unkeyed"``), ``warning`` (what the result does not prove) and, when invalid, ``error`` and
@@ -329,6 +358,8 @@ def verify_rows(
     previous: Optional[Dict[str, Any]] = None
     first_sealed: Optional[int] = None
     sealed_from = head.get("sealed_from") if (key is not None and head is not None) else None
+    history = KeyHistory(keyring) if keyring is not None else None
+    rotations = 0
 
     def invalid(record_id: Any, error: str) -> Dict[str, Any]:
         return {
@@ -337,6 +368,7 @@ def verify_rows(
             "first_tampered_id": record_id,
             "error": error,
             "sealed": False,
+            "signed": False,
             "assurance": "keyed" if key is not None else "unkeyed",
         }
 
@@ -354,6 +386,12 @@ def verify_rows(
             problem = _row_problem(row, previous)
         if problem:
             return invalid(row.get("id"), problem)
+        rotation = rotation_of(row)
+        if rotation is not None:
+            rotations += 1
+            problem = history.problem(row, rotation) if history is not None else None
+            if problem:
+                return invalid(row.get("id"), problem)
         seal = _seal_of(row)
         if seal is None:
             unsealed += 1
@@ -405,17 +443,35 @@ def verify_rows(
         sealed = unsealed == 0
     elif key is not None and head is not None:
         return invalid(None, "the file has a signed head but no sealed record: seals were removed")
+    signed = False
+    if history is not None and (host_head is not None or (require_head and total > 0)):
+        problem = _host_head_problem(history, host_head, host, previous, total)
+        if problem:
+            return invalid(previous["id"] if previous else None, problem)
+        signed = True
     result: Dict[str, Any] = {
         "valid": True,
         "total_entries": total,
         "head": last_hash,
         "last_id": previous["id"] if previous else 0,
         "sealed": sealed,
+        "signed": signed,
         "unsealed_records": unsealed,
         "gaps": gaps,
         "assurance": "keyed" if key is not None else "unkeyed",
     }
-    if key is None:
+    if host_head is not None:
+        result["signed_by"] = {
+            "host": host_head.get("host"),
+            "key_id": host_head.get("key_id"),
+            "signed_from": host_head.get("signed_from"),
+            "checked": signed,
+        }
+    if history is not None:
+        result["rotations"] = list(history.rotations)
+    if key is None and signed:
+        result["warning"] = SIGNED_ONLY_WARNING
+    elif key is None:
         result["warning"] = UNKEYED_WARNING + (
             " (this file's records are sealed: pass the key to check them)" if first_sealed is not None else ""
         )
@@ -425,6 +481,38 @@ def verify_rows(
             "detect accidental damage"
         )
     return result
+
+
+def _host_head_problem(
+    history: KeyHistory,
+    host_head: Optional[Mapping[str, Any]],
+    host: Optional[str],
+    last: Optional[Mapping[str, Any]],
+    total: int,
+) -> Optional[str]:
+    """What is wrong with the file's host-signed head, after the walk through its rows."""
+    if host_head is None:
+        return (
+            f"the file has no host-signed head ({HOST_HEAD_TABLE}): it was written without a signing key (set "
+            "AGENTOS_AUDIT_SIGNING_KEY_FILE on the host that writes it), or the head was removed"
+        )
+    problem = history.head_problem(host_head)
+    if problem:
+        return problem
+    if host is not None and host_head.get("host") != host:
+        return (
+            f"the file is signed by host {host_head.get('host')!r}, not by host {host!r} whose records it claims "
+            "to hold"
+        )
+    last_id, last_hash = (last["id"], last.get("entry_hash")) if last else (None, None)
+    if (host_head.get("last_id"), host_head.get("last_entry_hash")) != (last_id, last_hash):
+        return (
+            f"the host-signed head names record {host_head.get('last_id')} as the last, but the file ends at record "
+            f"{last_id}: records were removed from the end (or added after it)"
+        )
+    if host_head.get("records") != total:
+        return f"the host-signed head counts {host_head.get('records')} records, the file holds {total}"
+    return None
 
 
 def _hash_problem(row: Mapping[str, Any]) -> Optional[str]:
@@ -465,13 +553,21 @@ def _unreadable(error: str) -> Dict[str, Any]:
 
 
 def verify_file(
-    path: Union[str, Path], *, key: Union[AuditKey, bytes, str, None] = None, expected_head: Optional[str] = None
+    path: Union[str, Path],
+    *,
+    key: Union[AuditKey, bytes, str, None] = None,
+    expected_head: Optional[str] = None,
+    keyring: Union[Keyring, str, Path, None] = None,
+    host: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """:func:`verify_rows` over a FlightRecorder file, opened read-only, with its signed head.
+    """:func:`verify_rows` over a FlightRecorder file, opened read-only, with its signed heads.
 
-    ``key`` defaults to the environment's (:func:`load_audit_key`).
+    ``key`` defaults to the environment's (:func:`load_audit_key`), ``keyring`` to the keyring
+    file named by ``AGENTOS_AUDIT_KEYRING`` (:func:`.audit_signing.load_keyring`); ``host`` is
+    the host the file must be signed by.
     """
     audit_key = load_audit_key(key)
+    host_keyring = load_keyring(keyring)
     source = Path(path)
     if not source.is_file():
         return _unreadable(f"the audit file {str(source)!r} does not exist (deleted or moved?)")
@@ -482,7 +578,15 @@ def verify_file(
     try:
         conn.execute("BEGIN")  # one snapshot: the head and the rows as of the same moment, while a writer goes on
         head = read_head(conn)
-        result = verify_rows(iter_file_rows(conn), key=audit_key, head=head, expected_head=expected_head)
+        result = verify_rows(
+            iter_file_rows(conn),
+            key=audit_key,
+            head=head,
+            expected_head=expected_head,
+            keyring=host_keyring,
+            host_head=read_host_head(conn),
+            host=host,
+        )
     except sqlite3.Error as err:
         return _unreadable(f"cannot read the audit file {str(source)!r}: {err}")
     finally:

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from typing import Optional, Tuple
+
+# One rule for this host's name: the kernel's, which also names the host in the audit file's signed head.
+from agentlightning.contrib.kernel.agentos.audit_signing import HOST_NAME_ENV, host_name
 
 __all__ = [
     "HOST_NAME_ENV",
@@ -43,18 +45,8 @@ __all__ = [
     "worker_name",
 ]
 
-#: Overrides the system host name in worker names and audit file names.
-HOST_NAME_ENV = "AGENTOS_HOST_NAME"
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _WORKER = re.compile(r"^Worker-(\d+)@([A-Za-z0-9._-]+)-(\d+)$")
 _AUDIT_FILE = re.compile(r"^worker-(\d+)@([A-Za-z0-9._-]+)-(\d+)\.db$")
-
-
-def host_name() -> str:
-    """This host's name as worker names carry it (``AGENTOS_HOST_NAME``, else the system's)."""
-    name = os.environ.get(HOST_NAME_ENV) or socket.gethostname() or "unknown-host"
-    return _UNSAFE.sub("_", name)
 
 
 def process_identity() -> str:
