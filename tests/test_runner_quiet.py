@@ -93,7 +93,6 @@ def _audit_outcomes(audit_dir) -> list:
     return rows
 
 
-@pytest.mark.xfail(strict=True, reason="the FlightRecorder's ERROR line for a tool that raised still prints")
 @pytest.mark.e2e
 def test_a_wrong_sql_answer_prints_no_error_line_and_is_recorded_as_its_outcome(tmp_path):
     script = tmp_path / "wrong_sql.py"
@@ -115,7 +114,6 @@ def test_a_wrong_sql_answer_prints_no_error_line_and_is_recorded_as_its_outcome(
     assert ("error", "OperationalError: no such column: oi.quantity") in outcomes, outcomes
 
 
-@pytest.mark.xfail(strict=True, reason="the FlightRecorder's ERROR line for a tool that raised still prints")
 def test_a_tool_that_raised_is_logged_at_info_and_other_recorder_errors_still_show(tmp_path, caplog):
     db = sqlite3.connect(":memory:", check_same_thread=False)
 
