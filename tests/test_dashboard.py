@@ -19,7 +19,8 @@ import pytest
 # End to end (an `agl store` server, a two-runner Trainer and Chromium): minutes; `pytest -m "not e2e"` leaves it out.
 pytestmark = pytest.mark.e2e
 
-RECIPES = Path(__file__).resolve().parent.parent / "contrib" / "recipes" / "agentos"
+ROOT = Path(__file__).resolve().parent.parent
+RECIPES = ROOT / "contrib" / "recipes" / "agentos"
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +66,16 @@ def test_dashboard_views_show_violations_penalties_and_rewards(recipe, tmp_path,
     assert "rollouts table rows show governance: False" in printed
     assert re.search(r'^attempt metadata in the rollouts API: \{.*"violations": 1.*\}$', printed, re.M)
     assert "3 of 6 rollouts had violations" in printed and printed.count("/traces?rolloutId=") >= 3
-    for name in ("dashboard.png", "dashboard-search.png", "dashboard-rollouts.png"):
+    # The rollout itself carries the mark (its metadata, in the rollouts API and the rollout's JSON drawer).
+    assert re.search(
+        r'^rollout metadata in the rollouts API: \{.*"blocked_actions": 1.*"violations": 1.*\}$', printed, re.M
+    )
+    # docs/audit.md's one-shot screenshot command works: its flags drew the table, not the placeholder.
+    assert "one-shot screenshot shows the rollouts table: True" in printed
+    documented = (ROOT / "docs" / "audit.md").read_text()
+    command = re.search(r"```text\n(chromium --headless[^`]*)```", documented).group(1)
+    assert all(flag in command.split() for flag in recipe.ONE_SHOT_FLAGS), (command, recipe.ONE_SHOT_FLAGS)
+    assert "--user-data-dir=" in command and "--screenshot=" in command
+    for name in ("dashboard.png", "dashboard-search.png", "dashboard-rollouts.png", "dashboard-oneshot.png"):
         png = tmp_path / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, name

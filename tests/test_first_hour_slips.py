@@ -94,3 +94,40 @@ def test_an_unknown_keyword_of_policy_reward_says_did_you_mean():
         PolicyReward(GovernanceKernel([SQLPolicy(deny=["DROP"])]), base_reward=lambda rollout: 1.0)
     with pytest.raises(TypeError, match=r"did you mean 'base_reward_fn'\?"):
         PolicyReward(GovernanceKernel([SQLPolicy(deny=["DROP"])]), base_reward=lambda rollout: 1.0)
+
+
+# ----------------------------------------------------------------------------- Trainer.fit(plain function)
+def test_trainer_fit_needs_as_agent_for_a_plain_function_and_fails_upstream_before_any_code_of_ours():
+    """``Trainer.fit(fn)`` fails in agentlightning's first line of ``fit`` (``agent.set_trainer``),
+    before the runner is set up, so no code of this package is on that path and the fix is
+    documented (docs/runner.md) instead: ``Trainer.fit(as_agent(fn))``, which governs as usual."""
+    import agentlightning as agl
+    from agentlightning.algorithm import algo
+    from agentlightning.execution import SharedMemoryExecutionStrategy
+
+    from agentlightning.contrib.runner.agentos import as_agent
+
+    stats = []
+
+    @algo
+    async def enqueue(*, store) -> None:
+        await store.add_resources({"prompt": agl.PromptTemplate(template="{task}", engine="f-string")})
+        ids = [(await store.enqueue_rollout(input=q, mode="train")).rollout_id for q in ["SELECT 1", "DROP TABLE t"]]
+        while len(await store.wait_for_rollouts(rollout_ids=ids, timeout=0.1)) < len(ids):
+            await asyncio.sleep(0.05)
+        stats.append(await governance_stats(store, ids))
+
+    def sql_agent(task):
+        return 1.0
+
+    runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False)
+    trainer = agl.Trainer(
+        algorithm=enqueue, runner=runner, strategy=SharedMemoryExecutionStrategy(n_runners=1, main_thread="algorithm")
+    )
+    with pytest.raises(AttributeError, match=r"'function' object has no attribute 'set_trainer'"):
+        trainer.fit(sql_agent)
+    assert stats == []  # agentlightning stopped before the runner was set up
+    with pytest.raises(ValueError):
+        runner.get_agent()
+    trainer.fit(as_agent(sql_agent))
+    assert stats[0]["total_rollouts"] == 2 and stats[0]["blocked_actions"] == 1

@@ -11,7 +11,9 @@
    component updates and sync disabled, since the machine is offline): the traces view of a
    rollout with a violation, the same view searched by span name for ``violation``, and the
    rollouts table; waits until each shows what is checked, and saves one PNG per view;
-5. prints what ``python -m agentlightning.contrib.runner.agentos violations`` lists.
+5. takes the rollouts page again with chromium's one-shot ``--screenshot`` and the flags
+   docs/audit.md documents (``ONE_SHOT_FLAGS``), and checks the table is drawn in it;
+6. prints what ``python -m agentlightning.contrib.runner.agentos violations`` lists.
 
 The traces table shows span names (not attribute values), which is why the runner's spans are
 named ``agentos.violation: SQLPolicy (critical) penalty -100.0, blocked``,
@@ -83,6 +85,17 @@ CHROMIUM_FLAGS = [
     "--metrics-recording-only",
     "--password-store=basic",
     "--hide-scrollbars",
+]
+
+#: The one-shot screenshot docs/audit.md documents (with a fresh --user-data-dir, --screenshot=<png>
+#: and the page's URL): the flags that work, checked by this script on the rollouts page. Without
+#: --virtual-time-budget the picture is taken before the table is fetched (its grey placeholder).
+ONE_SHOT_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--window-size=1600,1000",
+    "--virtual-time-budget=10000",
 ]
 
 #: How the runner's spans are named in the traces table (see agentlightning.contrib.kernel.agentos.semconv).
@@ -252,6 +265,31 @@ class DevToolsPage:
         out.write_bytes(base64.b64decode(shot["data"]))
 
 
+def one_shot_screenshot(chromium: str, url: str, out: Path, timeout: float = 120.0) -> List[str]:
+    """Take ``out`` with chromium's one-shot ``--screenshot`` and ``ONE_SHOT_FLAGS``, as a user would
+    from the command line; returns the command. (Chromium also prints D-Bus errors on stderr in a
+    container: harmless, the picture is written.)"""
+    profile = tempfile.mkdtemp(prefix="agentos-chromium-")
+    command = [chromium, *ONE_SHOT_FLAGS, f"--user-data-dir={profile}", f"--screenshot={out}", url]
+    try:
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout, check=True)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    return command
+
+
+def table_drawn(png: Path) -> int:
+    """Dark (text) pixels where the rollouts table is drawn (right of the sidebar, below the search
+    box): thousands when its rows are drawn, 0 on the grey loading placeholder."""
+    from PIL import Image  # installed with matplotlib
+
+    with Image.open(png) as image:
+        gray = image.convert("L")
+        width, height = gray.size
+        area = gray.crop((width // 5, height * 14 // 100, width, height // 2))
+        return sum(count for value, count in enumerate(area.histogram()) if value < 100)
+
+
 async def _browse(
     chromium: str,
     store_url: str,
@@ -408,6 +446,15 @@ def main(argv: Optional[List[str]] = None) -> int:
             "attempt metadata in the rollouts API:",
             json.dumps((item.get("attempt") or {}).get("metadata", {}).get("agentos"), sort_keys=True),
         )
+        print(
+            "rollout metadata in the rollouts API:",
+            json.dumps((item.get("metadata") or {}).get("agentos"), sort_keys=True),
+        )
+        one_shot = args.out.with_name(args.out.stem + "-oneshot.png")
+        command = one_shot_screenshot(chromium, f"{store_url}/rollouts", one_shot)
+        dark = table_drawn(one_shot)
+        print(f"one-shot screenshot: {' '.join(command[1:])}")
+        print(f"one-shot screenshot shows the rollouts table: {dark > 1000} ({dark} text pixels)")
         print(f"$ python -m agentlightning.contrib.runner.agentos violations --store-url {store_url}")
         report.main(["violations", "--store-url", store_url])
         reward_row = f"{REWARD_NAME_PREFIX} {round(float(chosen['final_reward']), 4)!r} "
@@ -417,6 +464,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             and any(n.startswith(VIOLATION_NAME_PREFIX) for n in names["traces"])
             and any(n.startswith(reward_row) for n in names["traces"])
             and all("violation" in n for n in names["search"])
+            and dark > 1000
         )
         return 0 if ok else 1
 

@@ -68,6 +68,28 @@ logger = logging.getLogger(__name__)
 #: The FlightRecorders of audit trails log here; errors only, unless the user set a level first.
 RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
 
+
+class _ToolRaisedLine(logging.Filter):
+    """Keeps out of the log the one line the FlightRecorder writes at ERROR when it records that an
+    allowed action's tool raised (``ERROR: <trace id> - OperationalError: no such column ...``).
+
+    That is the action's outcome (a model's wrong SQL, say), not a failure of governance: the
+    exception goes to the agent, the trail records it, and :meth:`AuditTrail._record_tool_raised`
+    says it at INFO. Only the exact line being written by this thread is dropped, so every other
+    error of the recorder shows (and if Agent OS words the line differently, it shows again).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        expected = getattr(self.writing, "line", None)
+        return expected is None or record.getMessage() != expected
+
+
+_TOOL_RAISED_LINE = _ToolRaisedLine()
+
 #: Records queued for the writer thread at most; beyond that, checks wait for the disk.
 DEFAULT_MAX_QUEUED = 10_000
 #: Allowed records kept open for their outcome (result or error) at most; older ones are closed.
@@ -731,6 +753,17 @@ class AuditTrail:
                 item.finish(error)
         return late
 
+    def _record_tool_raised(self, trace_id: str, error: str) -> None:
+        """Record that an allowed action's tool raised ``error``: its outcome, logged at INFO."""
+        _TOOL_RAISED_LINE.writing.line = f"ERROR: {trace_id} - {error}"
+        try:
+            self.recorder.log_error(trace_id, error)
+        finally:
+            _TOOL_RAISED_LINE.writing.line = None
+        logger.info(
+            "the tool of audit record %s raised (its outcome; the exception went to its caller): %s", trace_id, error
+        )
+
     def _commit(self, work: List[_Item], outage_facts: Optional[Dict[str, Any]]) -> None:
         """Write ``work`` (after the outage record, when recovering) in one transaction. On any
         failure nothing is committed and the recorder's chain head is restored."""
@@ -778,7 +811,7 @@ class AuditTrail:
                         continue  # not an allowed record of this trail, or its outcome came long after
                     outcomes.append((audit_id, trace_id))
                     if error is not None:
-                        recorder.log_error(trace_id, _encodable(error))
+                        self._record_tool_raised(trace_id, _encodable(error))
                     else:
                         recorder.log_success(trace_id, result=_encodable(result), execution_time_ms=execution_time_ms)
                     touched.append(trace_id)
@@ -945,13 +978,14 @@ _configured = False
 
 def _configure_once() -> None:
     """What the first audit trail of a process sets up (done here, not at import, so importing the
-    kernel changes nothing): the recorder logger's level, and the exit hook that drains trails."""
+    kernel changes nothing): the recorder logger's level and filter, and the exit hook that drains trails."""
     global _configured
     with _CONFIGURED:
         if _configured:
             return
         if RECORDER_LOGGER.level == logging.NOTSET:
             RECORDER_LOGGER.setLevel(logging.ERROR)
+        RECORDER_LOGGER.addFilter(_TOOL_RAISED_LINE)
         atexit.register(_drain_live_trails)
         _configured = True
 
