@@ -192,14 +192,12 @@ def test_the_docs_knowledge_table_is_generated_from_the_tables():
 ENGINES = ("postgres", "sqlite", "mariadb")
 
 
-@pytest.mark.xfail(strict=True, reason="no dialect still allows a name that any one engine declares")
 def test_with_no_dialect_a_function_is_known_only_when_every_engine_declares_it():
     every = frozenset.intersection(*(functions.KNOWN_FUNCTIONS[e] for e in ENGINES))
     assert functions.KNOWN_FUNCTIONS[None] == every
     assert {"lower", "replace", "round", "substr", "count"} <= functions.KNOWN_FUNCTIONS[None]
 
 
-@pytest.mark.xfail(strict=True, reason="no dialect still allows a name that any one engine declares")
 @pytest.mark.parametrize(
     "query, declared_by, dialect",
     [

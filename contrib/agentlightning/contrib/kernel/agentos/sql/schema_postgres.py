@@ -65,6 +65,8 @@ _FINGERPRINTED = (
     "pg_attribute",
     "pg_operator",
     "pg_type",
+    "pg_policy",
+    "pg_cast",
 )
 _FINGERPRINT = "SELECT " + ", ".join(
     f"(SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text FROM pg_catalog.{table})"
@@ -151,6 +153,18 @@ LEFT JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
 LEFT JOIN pg_catalog.pg_type t ON t.oid = con.contypid
 WHERE d.refclassid IN ('pg_catalog.pg_proc'::regclass, 'pg_catalog.pg_operator'::regclass,
       'pg_catalog.pg_type'::regclass)
+UNION ALL
+SELECT 'policy', c.relname, d.refclassid::regclass::text, d.refobjid::bigint
+FROM pg_catalog.pg_depend d
+JOIN pg_catalog.pg_policy pol ON d.classid = 'pg_catalog.pg_policy'::regclass AND d.objid = pol.oid
+JOIN pg_catalog.pg_class c ON c.oid = pol.polrelid
+WHERE c.relrowsecurity AND d.refclassid IN ('pg_catalog.pg_proc'::regclass,
+      'pg_catalog.pg_operator'::regclass, 'pg_catalog.pg_type'::regclass)
+UNION ALL
+SELECT CASE k.castcontext WHEN 'e' THEN 'cast' WHEN 'a' THEN 'assignment cast' ELSE 'implicit cast' END,
+       t.typname, 'pg_catalog.pg_proc', k.castfunc::bigint
+FROM pg_catalog.pg_cast k JOIN pg_catalog.pg_type t ON t.oid = k.casttarget
+WHERE k.castfunc <> 0 AND k.oid >= 16384
 """
 #: The expressions the schema runs, as text: views' definitions, column defaults, CHECK constraints
 #: (tables' and domains'): (via, owner, text). Read by the same reader as the agent's text, since
@@ -169,6 +183,11 @@ FROM pg_catalog.pg_constraint con
 LEFT JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
 LEFT JOIN pg_catalog.pg_type t ON t.oid = con.contypid
 WHERE con.contype = 'c'
+UNION ALL
+SELECT 'policy', c.relname, 'SELECT ' || pg_catalog.pg_get_expr(e.expr, pol.polrelid)
+FROM pg_catalog.pg_policy pol JOIN pg_catalog.pg_class c ON c.oid = pol.polrelid
+CROSS JOIN LATERAL (VALUES (pol.polqual), (pol.polwithcheck)) AS e(expr)
+WHERE c.relrowsecurity AND e.expr IS NOT NULL
 """
 #: Columns whose type is a domain: (table, domain).
 _DOMAIN_COLUMNS = """
@@ -295,7 +314,7 @@ class PostgresCatalog(Catalog):
         names = _names_in(statement.text)
         if names is None:
             return []
-        relations, types, operators, functions = names
+        relations, types, operators, functions, cast_targets = names
         found: List[Tuple[SQLStatement, str]] = []
         seen: set = set()
 
@@ -329,9 +348,22 @@ class PostgresCatalog(Catalog):
                 continue
             seen.add(("relation", relation))
             calls("view", relation, f"view {relation}")
+            # Row-level security: every policy of the table, whatever its command and whoever
+            # runs the statement (the guard knows neither which role runs it nor, through a
+            # view, which command reaches the table), counts.
+            calls("policy", relation, f"a row-level security policy on {relation}")
             pending.extend(self._view_reads.get(relation, ()))
         for domain in types:
             calls("domain", domain, f"domain {domain}'s CHECK")
+        for target in cast_targets:  # every user-defined cast to the type, whatever its source type
+            for context in ("cast", "assignment cast", "implicit cast"):
+                calls(context, target, f"a user-defined {context} to {target}")
+        # Where an assignment cast applies (a value written to a column of its type) or an implicit
+        # one (any expression of its source type where its target type is wanted), the text need
+        # not name the type, and the guard does not resolve expression types: they count for every
+        # write, and for every statement, respectively.
+        for (via, target) in self._casts_without_the_type_named(statement):
+            calls(via, target, f"a user-defined {via} to {target} (applied where the text need not name it)")
         for operator in operators:
             for schema, oid in self._operators.get(operator, ()):
                 entry = self._entry(oid)
@@ -358,6 +390,10 @@ class PostgresCatalog(Catalog):
                         )
                     )
         return found
+
+    def _casts_without_the_type_named(self, statement: SQLStatement) -> List[Tuple[str, str]]:
+        contexts = ("implicit cast", "assignment cast") if statement.kinds & _WRITE_KINDS else ("implicit cast",)
+        return [key for key in self._calls if key[0] in contexts]
 
     def _language(self, oid: int) -> str:
         return next((e[3] for entries in self._by_name.values() for e in entries if e[0] == oid), "")
@@ -398,9 +434,10 @@ class PostgresCatalog(Catalog):
 
 
 @functools.lru_cache(maxsize=1024)
-def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]]:
+def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], ...]]:
     """The relations, types, operators and functions ``text`` names (lower case, without schema),
-    read by PostgreSQL's parser; None when it cannot be read (the text's own reading decides)."""
+    and the types it casts a value other than a string literal to, read by PostgreSQL's parser;
+    None when it cannot be read (the text's own reading decides)."""
     if not text:
         return None
     try:
@@ -411,6 +448,7 @@ def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...], Tup
     types: Dict[str, None] = {}
     operators: Dict[str, None] = {}
     functions: Dict[str, None] = {}
+    cast_targets: Dict[str, None] = {}
 
     def last(names: Any) -> Optional[str]:
         strings = [n.get("String", {}).get("sval") for n in names or () if isinstance(n, dict)]
@@ -426,12 +464,21 @@ def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...], Tup
         if not isinstance(node, dict):
             continue
         for key, value in node.items():
-            if key == "RangeVar" and isinstance(value, dict) and value.get("relname"):
+            if key == "TypeCast" and isinstance(value, dict) and _is_string_literal(value.get("arg")):
+                # 'text'::t is read by t's input function, not by a cast: only t's domain CHECKs run
+                name = last((value.get("typeName") or {}).get("names"))
+                if name:
+                    types[name.lower()] = None
+                continue
+            # A FROM item is a RangeVar node; a write's target (INSERT/UPDATE/DELETE/MERGE's
+            # ``relation``) is the same struct, unwrapped.
+            if key in ("RangeVar", "relation") and isinstance(value, dict) and value.get("relname"):
                 relations[str(value["relname"]).lower()] = None
             elif key in ("TypeName", "typeName") and isinstance(value, dict):
                 name = last(value.get("names"))
                 if name:
                     types[name.lower()] = None
+                    cast_targets[name.lower()] = None
             elif key == "A_Expr" and isinstance(value, dict):
                 name = last(value.get("name"))
                 if name:
@@ -442,4 +489,8 @@ def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...], Tup
                     functions[name.lower()] = None
             if isinstance(value, (dict, list)):
                 stack.append(value)
-    return tuple(relations), tuple(types), tuple(operators), tuple(functions)
+    return tuple(relations), tuple(types), tuple(operators), tuple(functions), tuple(cast_targets)
+
+
+def _is_string_literal(node: Any) -> bool:
+    return isinstance(node, dict) and "sval" in (node.get("A_Const") or {})
