@@ -362,7 +362,7 @@ class PostgresCatalog(Catalog):
         # one (any expression of its source type where its target type is wanted), the text need
         # not name the type, and the guard does not resolve expression types: they count for every
         # write, and for every statement, respectively.
-        for (via, target) in self._casts_without_the_type_named(statement):
+        for via, target in self._casts_without_the_type_named(statement):
             calls(via, target, f"a user-defined {via} to {target} (applied where the text need not name it)")
         for operator in operators:
             for schema, oid in self._operators.get(operator, ()):
