@@ -382,3 +382,41 @@ def test_a_user_defined_cast_runs_its_function(pg, context, sql, harmless):
     assert "cast" in reason and "to_mood()" in reason, reason
     if harmless is not None:
         assert not pg.aware(["DELETE"]).check_sql(harmless)
+
+
+# ----------------------------------------------------------------- operators the text does not name
+_SHADOW_COMPARISONS = "".join(
+    f"CREATE FUNCTION shadow.{name}(int, int) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$"
+    f" BEGIN DELETE FROM public.keep; RETURN $1 OPERATOR(pg_catalog.{op}) $2; END $$;"
+    f"CREATE OPERATOR shadow.{op} (LEFTARG = int, RIGHTARG = int, FUNCTION = shadow.{name});"
+    for name, op in (("eq", "="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
+)
+
+
+@pytest.mark.xfail(strict=True, reason="operators PostgreSQL's parse analysis adds are not looked up")
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM people WHERE id BETWEEN 0 AND 5",
+        "SELECT * FROM people WHERE id NOT BETWEEN 5 AND 9",
+        "SELECT * FROM people WHERE id BETWEEN SYMMETRIC 5 AND 0",
+        "SELECT * FROM people WHERE id IN (SELECT 1)",
+        "SELECT CASE id WHEN 1 THEN 'one' END FROM people",
+        "SELECT * FROM people JOIN people AS p2 USING (id)",
+        "SELECT * FROM people NATURAL JOIN people AS p2",
+    ],
+)
+def test_an_operator_the_text_does_not_name_is_looked_up(pg, sql):
+    """BETWEEN is read as >= and <=, IN (subquery), CASE x WHEN and JOIN USING as =: PostgreSQL
+    looks those operators up on the search_path like any other (CVE-2018-1058's pattern)."""
+    pg.run(
+        _KEEP_AND_PURGE + "CREATE TABLE people (id int, name text); INSERT INTO people VALUES (1, 'ada');"
+        "CREATE SCHEMA shadow;" + _SHADOW_COMPARISONS
+    )
+    pg.run("SET search_path = shadow, pg_catalog, public")
+    _deletes_when_run(pg, sql)
+    pg.run("RESET search_path")
+    assert not TEXT_ONLY.check_sql(sql)
+    reason = _blocked(pg.aware(["DELETE"]), sql)
+    assert "operator shadow." in reason, reason
+    assert not pg.aware(["DELETE"]).check_sql("SELECT name FROM people WHERE name LIKE 'a%'")
