@@ -420,3 +420,50 @@ def test_an_operator_the_text_does_not_name_is_looked_up(pg, sql):
     reason = _blocked(pg.aware(["DELETE"]), sql)
     assert "operator shadow." in reason, reason
     assert not pg.aware(["DELETE"]).check_sql("SELECT name FROM people WHERE name LIKE 'a%'")
+
+
+# ----------------------------------------------------------------- overloads shadowing a built-in
+_SHADOW_OVERLOADS = (
+    "CREATE SCHEMA shadow;"
+    "CREATE FUNCTION shadow.initcap(varchar) RETURNS text LANGUAGE plpgsql VOLATILE AS $$"
+    " BEGIN DELETE FROM public.keep; RETURN $1::text; END $$;"
+    "CREATE FUNCTION shadow.lower(text, int) RETURNS text LANGUAGE plpgsql VOLATILE AS $$"
+    " BEGIN DELETE FROM public.keep; RETURN $1; END $$;"
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT initcap('ada'::varchar)",  # exactly shadow.initcap's argument type
+        "SELECT initcap(name) FROM people",  # a varchar column: the guard does not know its type
+        "SELECT lower(name, 2) FROM people",  # only shadow.lower takes two arguments
+    ],
+)
+def test_a_user_overload_that_the_arguments_can_reach_counts(pg, sql):
+    pg.run(_KEEP_AND_PURGE + "CREATE TABLE people (id int, name varchar(40)); INSERT INTO people VALUES (1, 'ada');")
+    pg.run(_SHADOW_OVERLOADS + "SET search_path = shadow, public")
+    _deletes_when_run(pg, sql)
+    reason = _blocked(pg.aware(["DELETE"]), sql)
+    assert "may resolve to shadow." in reason, reason
+
+
+@pytest.mark.xfail(strict=True, reason="every overload outside pg_catalog counts, whatever the call's arguments")
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT initcap('ada'::text)",  # pg_catalog.initcap(text) is the exact match
+        "SELECT lower(name) FROM people",  # shadow.lower takes two arguments
+        "SELECT lower('A'::text), initcap(5::text)",
+    ],
+)
+def test_a_user_overload_the_arguments_cannot_reach_does_not_count(pg, sql):
+    pg.run(_KEEP_AND_PURGE + "CREATE TABLE people (id int, name varchar(40)); INSERT INTO people VALUES (1, 'ada');")
+    pg.run(_SHADOW_OVERLOADS + "SET search_path = shadow, public")
+    pg.run("BEGIN")
+    try:
+        pg.run(sql)
+        assert pg.count("keep") == 10, f"{sql} should resolve to the built-in"
+    finally:
+        pg.run("ROLLBACK")
+    assert not pg.aware(["DELETE"]).check_sql(sql)
