@@ -393,7 +393,6 @@ _SHADOW_COMPARISONS = "".join(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="operators PostgreSQL's parse analysis adds are not looked up")
 @pytest.mark.parametrize(
     "sql",
     [
@@ -448,7 +447,6 @@ def test_a_user_overload_that_the_arguments_can_reach_counts(pg, sql):
     assert "may resolve to shadow." in reason, reason
 
 
-@pytest.mark.xfail(strict=True, reason="every overload outside pg_catalog counts, whatever the call's arguments")
 @pytest.mark.parametrize(
     "sql",
     [
