@@ -23,14 +23,20 @@ Read from the system catalogs of the database the connection is on:
   Every statement, reads too, also counts as what runs through what its text names: a view
   (its columns' functions, and the views and tables it reads, in turn), a table written by
   ``INSERT``/``UPDATE``/``MERGE`` (its defaults, its CHECK constraints, its columns' domains'
-  CHECKs), a type named in a cast (a domain's CHECKs), an operator (``pg_operator.oprcode`` of
-  every operator of that name outside ``pg_catalog``), and a function whose name has an overload
-  outside ``pg_catalog`` (a user function in an earlier schema of the ``search_path`` can shadow
-  a built-in for some argument types: every overload counts).
+  CHECKs), a table's row-level security policies (``pg_policy``, when row security is enabled:
+  their ``USING`` and ``WITH CHECK`` expressions, whatever their command and role), a type named
+  in a cast (a domain's CHECKs; a user-defined cast's function, ``pg_cast.castfunc``, unless the
+  value cast is a string literal; assignment casts for every write and implicit casts for every
+  statement, since the text need not name their type), an operator (``pg_operator.oprcode`` of
+  every operator of that name outside ``pg_catalog``, the ones parse analysis adds too:
+  ``BETWEEN``, ``IN (subquery)``, ``CASE x WHEN``, ``JOIN USING``), and a function whose name has
+  an overload outside ``pg_catalog`` (a user function in an earlier schema of the ``search_path``
+  can shadow a built-in for some argument types: each overload the call can reach counts, see
+  :meth:`PostgresCatalog._may_resolve_to`).
 
 Change detector: for each of ``pg_trigger``, ``pg_event_trigger``, ``pg_rewrite``, ``pg_proc``,
 ``pg_constraint``, ``pg_class``, ``pg_inherits``, ``pg_namespace``, ``pg_attrdef``,
-``pg_attribute``, ``pg_operator`` and ``pg_type``, its row count and the sum
+``pg_attribute``, ``pg_operator``, ``pg_type``, ``pg_policy`` and ``pg_cast``, its row count and the sum
 of its rows' ``xmin``. Every catalog change writes new row versions, whose ``xmin`` is the writing
 transaction's id, newer than every committed row's: a change that adds or alters rows raises the
 sum, one that only removes rows lowers the count. One query, a few milliseconds, before every
