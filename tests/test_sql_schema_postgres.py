@@ -465,3 +465,18 @@ def test_a_user_overload_the_arguments_cannot_reach_does_not_count(pg, sql):
     finally:
         pg.run("ROLLBACK")
     assert not pg.aware(["DELETE"]).check_sql(sql)
+
+
+def test_a_policy_or_cast_created_after_the_catalog_was_read_is_seen(pg):
+    pg.run(
+        _KEEP_AND_PURGE + "CREATE TABLE notes (id int); ALTER TABLE notes ENABLE ROW LEVEL SECURITY;"
+        "CREATE TYPE mood AS ENUM ('ok');"
+        "CREATE FUNCTION to_mood(int) RETURNS mood LANGUAGE plpgsql VOLATILE AS $$"
+        " BEGIN DELETE FROM keep; RETURN 'ok'; END $$;"
+    )
+    aware = pg.aware(["DELETE"])
+    assert not aware.check_sql("SELECT * FROM notes") and not aware.check_sql("SELECT 5::mood")
+    pg.run("CREATE POLICY p ON notes USING (purge_keep())")
+    assert "row-level security policy on notes" in _blocked(aware, "SELECT * FROM notes")
+    pg.run("CREATE CAST (int AS mood) WITH FUNCTION to_mood(int)")
+    assert "to_mood()" in _blocked(aware, "SELECT 5::mood")
