@@ -3465,6 +3465,12 @@ _FP_READINGS_DIFFER = frozenset(
         "vc-bang-nested-in-block",
     }
 )
+#: Without a dialect, a function only some engines declare a safe built-in is unknown (the text
+#: may run on an engine where the name is a user function, or absent): name the dialect.
+_FP_ONE_DATABASE_FUNCTION = frozenset({"dia-sqlite-pragma-function"})
+#: The same, for entries judged on the destructive deny list only: SQLite's RAISE() in a trigger
+#: body, and NEXT VALUE FOR (nextval: PostgreSQL's and MariaDB's, not SQLite's).
+_FP_ONE_DATABASE_FUNCTION_NOT_DENIED = frozenset({"rt-sqlite-trigger-select-raise", "dd-maria-next-value-for"})
 #: Without a dialect, syntax only one database reads is not parsed, so it fails closed: name the
 #: dialect (SQLPolicy(dialect=...)) to have it read.
 _FP_ONE_DATABASE_SYNTAX = frozenset(
@@ -3530,6 +3536,7 @@ KNOWN_FALSE_POSITIVES: FrozenSet[str] = (
     | frozenset({"deep-parens-1000"})
     | _FP_READINGS_DIFFER
     | _FP_ONE_DATABASE_SYNTAX
+    | _FP_ONE_DATABASE_FUNCTION
     | _FP_EXECUTABLE_COMMENT
     | _FP_PROGRAM
 )
@@ -3546,6 +3553,8 @@ KNOWN_DESTRUCTIVE_FALSE_POSITIVES: Dict[str, FrozenSet[str]] = {
             - {"dia-tsql-top", "lex-bracket-identifier-script", "syn-tsql-top-percent", "syn-tsql-temp-table-read"}
         )
         | _FP_ONE_DATABASE_SYNTAX_NOT_DENIED
+        | _FP_ONE_DATABASE_FUNCTION
+        | _FP_ONE_DATABASE_FUNCTION_NOT_DENIED
         | _FP_EXECUTABLE_COMMENT
         | _FP_EXECUTABLE_COMMENT_DESTRUCTIVE_ELSEWHERE
         | _FP_PROGRAM

@@ -184,3 +184,40 @@ def test_every_curated_entry_has_a_reason_and_names_a_builtin_of_its_engine():
 def test_the_docs_knowledge_table_is_generated_from_the_tables():
     docs = (ROOT / "docs" / "kernel.md").read_text(encoding="utf-8")
     assert functions.knowledge_table() in docs, "docs/kernel.md's knowledge table differs: paste knowledge_table()"
+
+
+# --------------------------------------------------------------------------- no dialect named
+
+#: The engines the guard has generated tables for: with no dialect, the text may run on any.
+ENGINES = ("postgres", "sqlite", "mariadb")
+
+
+def test_with_no_dialect_a_function_is_known_only_when_every_engine_declares_it():
+    every = frozenset.intersection(*(functions.KNOWN_FUNCTIONS[e] for e in ENGINES))
+    assert functions.KNOWN_FUNCTIONS[None] == every
+    assert {"lower", "replace", "round", "substr", "count"} <= functions.KNOWN_FUNCTIONS[None]
+
+
+@pytest.mark.parametrize(
+    "query, declared_by, dialect",
+    [
+        ("SELECT websearch_to_tsquery('english', 'cat')", "postgres", "postgres"),
+        ("SELECT julianday(d) FROM t", "sqlite", "sqlite"),
+        ("SELECT date_format(d, '%Y') FROM t", "mariadb", "mariadb"),
+        ("SELECT quote(name) FROM t", "sqlite and mariadb", "sqlite"),
+        ("SELECT json_array_length('[1, 2]')", "postgres and sqlite", "postgres"),
+    ],
+)
+def test_with_no_dialect_a_function_only_some_engines_declare_is_unknown_naming_them(query, declared_by, dialect):
+    blocked = SQLPolicy(deny=DENY).check_sql(query)
+    assert blocked and "unknown effect" in blocked[0].description, query
+    reason = blocked[0].description
+    assert f"declared a safe built-in by {declared_by} only" in reason, reason
+    assert f'SQLPolicy(dialect="{dialect}")' in reason, reason
+    assert SQLPolicy(deny=DENY, dialect=dialect).check_sql(query) == []
+
+
+def test_with_no_dialect_functions_every_engine_declares_stay_allowed():
+    query = "SELECT lower(name), replace(name, 'a', 'b'), round(price, 2), substr(name, 1, 3), count(*) FROM t"
+    assert SQLPolicy(deny=DENY).check_sql(query) == []
+    assert SQLPolicy(deny=DENY).check_sql("SELECT sleep(10)")  # declared by no engine: unknown as before

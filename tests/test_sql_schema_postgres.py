@@ -298,3 +298,185 @@ def test_the_guard_wants_its_own_autocommit_connection(pg):
             SQLPolicy(deny=["DELETE"], dialect="mysql", database=pg.guard)
     finally:
         in_transaction.close()
+
+
+# ----------------------------------------------------------------- row-level security and user casts
+_KEEP_AND_PURGE = (
+    "CREATE TABLE keep (id int); INSERT INTO keep SELECT generate_series(1, 10);"
+    "CREATE FUNCTION purge_keep() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$"
+    " BEGIN DELETE FROM keep; RETURN true; END $$;"
+)
+
+
+@pytest.fixture
+def agent_role(pg):
+    """A role that is not a superuser (superusers bypass row-level security), dropped after."""
+    role = f"agentos_agent_{uuid.uuid4().hex[:10]}"
+    pg.run(f"CREATE ROLE {role} NOLOGIN")
+    try:
+        yield role
+    finally:
+        pg.run("RESET ROLE")
+        pg.run(f"DROP OWNED BY {role}; DROP ROLE {role}")
+
+
+def _deletes_when_run(pg: Any, sql: str, role: str = "") -> None:
+    """``sql`` really empties ``keep`` when run (in a transaction, rolled back)."""
+    pg.run("BEGIN")
+    try:
+        if role:
+            pg.run(f"SET LOCAL ROLE {role}")
+        pg.run(sql)
+        pg.run("RESET ROLE")
+        assert pg.count("keep") == 0, f"{sql}: the schema should delete the rows"
+    finally:
+        pg.run("ROLLBACK")
+    assert pg.count("keep") == 10
+
+
+@pytest.mark.parametrize(
+    "policy, sql",
+    [
+        ("FOR SELECT USING (purge_keep())", "SELECT * FROM notes"),
+        ("USING (purge_keep())", "SELECT count(*) FROM notes WHERE id > 0"),
+        ("FOR INSERT WITH CHECK (purge_keep())", "INSERT INTO notes VALUES (2, 'b')"),
+        ("FOR UPDATE USING (purge_keep())", "UPDATE notes SET body = 'c'"),
+    ],
+)
+def test_a_row_level_security_policy_runs_for_statements_on_its_table(pg, agent_role, policy, sql):
+    pg.run(
+        _KEEP_AND_PURGE + "CREATE TABLE notes (id int, body text); INSERT INTO notes VALUES (1, 'a');"
+        "CREATE TABLE plain (id int);"
+        f"ALTER TABLE notes ENABLE ROW LEVEL SECURITY; CREATE POLICY p ON notes {policy};"
+        f"GRANT ALL ON notes, keep, plain TO {agent_role}"
+    )
+    _deletes_when_run(pg, sql, role=agent_role)
+    assert not TEXT_ONLY.check_sql(sql)
+    reason = _blocked(pg.aware(["DELETE"]), sql)
+    assert "a row-level security policy on notes" in reason, reason
+    assert not pg.aware(["DELETE"]).check_sql("SELECT * FROM plain")
+
+
+@pytest.mark.parametrize(
+    "context, sql, harmless",
+    [
+        ("", "SELECT 5::mood", "SELECT 'ok'::mood, 5::text"),
+        ("", "SELECT CAST(id AS mood) FROM keep LIMIT 1", "SELECT CAST(id AS text) FROM keep"),
+        ("AS ASSIGNMENT", "INSERT INTO feelings (m) VALUES (5)", "SELECT 5::text"),
+        # where an implicit cast applies the text does not show: it counts for every statement
+        ("AS IMPLICIT", "SELECT mood_name(5)", None),
+    ],
+)
+def test_a_user_defined_cast_runs_its_function(pg, context, sql, harmless):
+    pg.run(
+        _KEEP_AND_PURGE + "CREATE TYPE mood AS ENUM ('ok');"
+        "CREATE FUNCTION to_mood(int) RETURNS mood LANGUAGE plpgsql VOLATILE AS $$"
+        " BEGIN DELETE FROM keep; RETURN 'ok'; END $$;"
+        f"CREATE CAST (int AS mood) WITH FUNCTION to_mood(int) {context};"
+        "CREATE TABLE feelings (m mood);"
+        "CREATE FUNCTION mood_name(mood) RETURNS text LANGUAGE sql IMMUTABLE AS 'SELECT $1::text'"
+    )
+    _deletes_when_run(pg, sql)
+    assert not TEXT_ONLY.check_sql(sql.replace("mood_name", "lower"))  # the text alone shows no DELETE
+    reason = _blocked(pg.aware(["DELETE"]), sql)
+    assert "cast" in reason and "to_mood()" in reason, reason
+    if harmless is not None:
+        assert not pg.aware(["DELETE"]).check_sql(harmless)
+
+
+# ----------------------------------------------------------------- operators the text does not name
+_SHADOW_COMPARISONS = "".join(
+    f"CREATE FUNCTION shadow.{name}(int, int) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$"
+    f" BEGIN DELETE FROM public.keep; RETURN $1 OPERATOR(pg_catalog.{op}) $2; END $$;"
+    f"CREATE OPERATOR shadow.{op} (LEFTARG = int, RIGHTARG = int, FUNCTION = shadow.{name});"
+    for name, op in (("eq", "="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM people WHERE id BETWEEN 0 AND 5",
+        "SELECT * FROM people WHERE id NOT BETWEEN 5 AND 9",
+        "SELECT * FROM people WHERE id BETWEEN SYMMETRIC 5 AND 0",
+        "SELECT * FROM people WHERE id IN (SELECT 1)",
+        "SELECT CASE id WHEN 1 THEN 'one' END FROM people",
+        "SELECT * FROM people JOIN people AS p2 USING (id)",
+        "SELECT * FROM people NATURAL JOIN people AS p2",
+    ],
+)
+def test_an_operator_the_text_does_not_name_is_looked_up(pg, sql):
+    """BETWEEN is read as >= and <=, IN (subquery), CASE x WHEN and JOIN USING as =: PostgreSQL
+    looks those operators up on the search_path like any other (CVE-2018-1058's pattern)."""
+    pg.run(
+        _KEEP_AND_PURGE + "CREATE TABLE people (id int, name text); INSERT INTO people VALUES (1, 'ada');"
+        "CREATE SCHEMA shadow;" + _SHADOW_COMPARISONS
+    )
+    pg.run("SET search_path = shadow, pg_catalog, public")
+    _deletes_when_run(pg, sql)
+    pg.run("RESET search_path")
+    assert not TEXT_ONLY.check_sql(sql)
+    reason = _blocked(pg.aware(["DELETE"]), sql)
+    assert "operator shadow." in reason, reason
+    assert not pg.aware(["DELETE"]).check_sql("SELECT name FROM people WHERE name LIKE 'a%'")
+
+
+# ----------------------------------------------------------------- overloads shadowing a built-in
+_SHADOW_OVERLOADS = (
+    "CREATE SCHEMA shadow;"
+    "CREATE FUNCTION shadow.initcap(varchar) RETURNS text LANGUAGE plpgsql VOLATILE AS $$"
+    " BEGIN DELETE FROM public.keep; RETURN $1::text; END $$;"
+    "CREATE FUNCTION shadow.lower(text, int) RETURNS text LANGUAGE plpgsql VOLATILE AS $$"
+    " BEGIN DELETE FROM public.keep; RETURN $1; END $$;"
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT initcap('ada'::varchar)",  # exactly shadow.initcap's argument type
+        "SELECT initcap(name) FROM people",  # a varchar column: the guard does not know its type
+        "SELECT lower(name, 2) FROM people",  # only shadow.lower takes two arguments
+    ],
+)
+def test_a_user_overload_that_the_arguments_can_reach_counts(pg, sql):
+    pg.run(_KEEP_AND_PURGE + "CREATE TABLE people (id int, name varchar(40)); INSERT INTO people VALUES (1, 'ada');")
+    pg.run(_SHADOW_OVERLOADS + "SET search_path = shadow, public")
+    _deletes_when_run(pg, sql)
+    reason = _blocked(pg.aware(["DELETE"]), sql)
+    assert "may resolve to shadow." in reason, reason
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT initcap('ada'::text)",  # pg_catalog.initcap(text) is the exact match
+        "SELECT lower(name) FROM people",  # shadow.lower takes two arguments
+        "SELECT lower('A'::text), initcap(5::text)",
+    ],
+)
+def test_a_user_overload_the_arguments_cannot_reach_does_not_count(pg, sql):
+    pg.run(_KEEP_AND_PURGE + "CREATE TABLE people (id int, name varchar(40)); INSERT INTO people VALUES (1, 'ada');")
+    pg.run(_SHADOW_OVERLOADS + "SET search_path = shadow, public")
+    pg.run("BEGIN")
+    try:
+        pg.run(sql)
+        assert pg.count("keep") == 10, f"{sql} should resolve to the built-in"
+    finally:
+        pg.run("ROLLBACK")
+    assert not pg.aware(["DELETE"]).check_sql(sql)
+
+
+def test_a_policy_or_cast_created_after_the_catalog_was_read_is_seen(pg):
+    pg.run(
+        _KEEP_AND_PURGE + "CREATE TABLE notes (id int); ALTER TABLE notes ENABLE ROW LEVEL SECURITY;"
+        "CREATE TYPE mood AS ENUM ('ok');"
+        "CREATE FUNCTION to_mood(int) RETURNS mood LANGUAGE plpgsql VOLATILE AS $$"
+        " BEGIN DELETE FROM keep; RETURN 'ok'; END $$;"
+    )
+    aware = pg.aware(["DELETE"])
+    assert not aware.check_sql("SELECT * FROM notes") and not aware.check_sql("SELECT 5::mood")
+    pg.run("CREATE POLICY p ON notes USING (purge_keep())")
+    assert "row-level security policy on notes" in _blocked(aware, "SELECT * FROM notes")
+    pg.run("CREATE CAST (int AS mood) WITH FUNCTION to_mood(int)")
+    assert "to_mood()" in _blocked(aware, "SELECT 5::mood")

@@ -17,7 +17,7 @@ is generated from these rows (:func:`effects_table`) and a test checks it matche
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
 
 __all__ = [
@@ -309,12 +309,15 @@ class Unknown:
     category: str
     name: str
     construct: str
+    #: What else the reason says of it (which engines declare a call safe when none was named).
+    hint: str = field(default="", compare=False)
 
     def reason(self) -> str:
         option = "allow_statements" if self.category == "statement" else "allow_functions"
         what = "function or routine" if self.category == "function" else "statement"
+        hint = f"; it is {self.hint}" if self.hint else ""
         return (
-            f"unknown effect: {what} {self.construct} is not one the guard knows to be safe; "
+            f"unknown effect: {what} {self.construct} is not one the guard knows to be safe{hint}; "
             f"if it is, allow it with SQLPolicy({option}=[{self.name!r}])"
         )
 
@@ -403,9 +406,9 @@ class KindSet:
         for kind in kinds:
             self.add(kind, why)
 
-    def not_placed(self, category: str, name: str, construct: Optional[str] = None) -> None:
+    def not_placed(self, category: str, name: str, construct: Optional[str] = None, hint: str = "") -> None:
         """Record a construct no row places (``unknown``)."""
-        self.unknown[Unknown(category, name, construct or name)] = None
+        self.unknown[Unknown(category, name, construct or name, hint)] = None
 
     def merge(self, statements: Iterable[SQLStatement], why: str) -> None:
         """Add the kinds of nested statements (a body, a prepared text) as effects of this one."""

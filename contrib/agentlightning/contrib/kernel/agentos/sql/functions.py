@@ -22,9 +22,12 @@ is known. Where that knowledge comes from (:data:`KNOWLEDGE` says it for each di
   information) only the curated :data:`HARMLESS_VOLATILE` entries are known.
 * Every dialect: :data:`UNSAFE_BUILTINS` takes out the few the engines would place but that are
   not harmless, each with its reason (``load_file`` reads a file on the server).
-* **No dialect, and dialects without an engine here** (T-SQL, Snowflake, ...): a name known to any
-  of the tables above, or in the small curated standard list (:data:`_COMMON`, T-SQL's), and
-  unsafe in none of the engines that have it. Name the dialect to judge against one engine alone.
+* **No dialect, and dialects without an engine here** (Snowflake, BigQuery, ...): the guard cannot
+  know which engine runs the text, so a name is known only when **every** engine above declares
+  it a safe built-in (``lower``, ``round``, ``count``, ...). A name only some engines declare
+  (``julianday``, ``date_format``, ``websearch_to_tsquery``) is unknown, and its reason names the
+  engines that declare it and the dialect to name (``SQLPolicy(dialect="sqlite")``). T-SQL, which
+  has no engine here, has the small curated standard list (:data:`_COMMON`, :data:`_TSQL`).
 
 A name is compared in lower case, without its schema (``pg_catalog.lower`` is ``lower``); a schema
 other than the dialect's own catalog makes it a user routine (unknown). Anything else is allowed
@@ -48,6 +51,9 @@ __all__ = [
     "KNOWN_FUNCTIONS",
     "SQLGLOT_KEYS",
     "is_known_function",
+    "engines_declaring",
+    "unknown_function_hint",
+    "ENGINES",
     "CATALOG_SCHEMAS",
     "HARMLESS_VOLATILE",
     "UNSAFE_BUILTINS",
@@ -209,8 +215,8 @@ def _engine_sets() -> Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]]:
     return result
 
 
-#: The SQL standard's and the common databases' shared pure built-ins: what dialects with no
-#: engine here (and no dialect) know besides the engines' tables.
+#: The SQL standard's and the common databases' shared pure built-ins: what T-SQL (no engine
+#: here to read it from) knows.
 _COMMON = _names(
     """
     count sum avg min max every bool_and bool_or stddev stddev_pop stddev_samp variance var_pop var_samp
@@ -246,11 +252,14 @@ _TSQL = _names(
 )
 
 _ENGINES = _engine_sets()
+#: The engines the guard has tables for, in the order a reason names them.
+ENGINES: Tuple[str, ...] = ("postgres", "sqlite", "mariadb")
 #: Names some engine has as a built-in that it does not place: unknown with no dialect too.
 _UNSAFE_ANYWHERE: FrozenSet[str] = frozenset().union(*(unsafe for _, unsafe in _ENGINES.values()))
-#: With no dialect named, a call known to any engine (or the curated standard lists) is known,
-#: unless an engine that has it does not place it.
-_ANY: FrozenSet[str] = (_COMMON | _TSQL).union(*(known for known, _ in _ENGINES.values())) - _UNSAFE_ANYWHERE
+#: With no dialect named the guard cannot know which engine runs the text, so a call is known
+#: only when every engine declares it a safe built-in (default deny: a name one engine declares
+#: can be another engine's user function, or a built-in with effects there).
+_ANY: FrozenSet[str] = frozenset.intersection(*(_ENGINES[engine][0] for engine in ENGINES))
 
 #: Each dialect's known names (what is judged, per dialect); other dialects use ``None``'s.
 KNOWN_FUNCTIONS: Dict[Optional[str], FrozenSet[str]] = {name: known for name, (known, _) in _ENGINES.items()}
@@ -271,6 +280,33 @@ KNOWLEDGE: Mapping[str, str] = {
 def is_known_function(name: str, dialect: Optional[str]) -> bool:
     """Whether ``name`` (lower case, no schema) is a side-effect-free built-in in ``dialect``."""
     return name in KNOWN_FUNCTIONS.get(dialect, _ANY)
+
+
+def engines_declaring(name: str) -> Tuple[str, ...]:
+    """The engines whose tables declare ``name`` (lower case, no schema) a safe built-in.
+
+    >>> engines_declaring("lower"), engines_declaring("julianday"), engines_declaring("sleep")
+    (('postgres', 'sqlite', 'mariadb'), ('sqlite',), ())
+    """
+    return tuple(engine for engine in ENGINES if name in KNOWN_FUNCTIONS[engine])
+
+
+def unknown_function_hint(name: str, dialect: Optional[str]) -> str:
+    """What an unknown call's reason adds when no engine was named and some engines (not all)
+    declare ``name`` safe: which, and how to name the engine the text runs on.
+
+    >>> unknown_function_hint("julianday", None).split(", and")[0]
+    'declared a safe built-in by sqlite only'
+    >>> unknown_function_hint("julianday", None).endswith('e.g. SQLPolicy(dialect="sqlite")')
+    True
+    """
+    declaring = engines_declaring(name) if dialect is None else ()
+    if not declaring:
+        return ""
+    return (
+        f"declared a safe built-in by {' and '.join(declaring)} only, and with no dialect named the text may run "
+        f'on any engine: name the one it runs on, e.g. SQLPolicy(dialect="{declaring[0]}")'
+    )
 
 
 def knowledge_table() -> str:

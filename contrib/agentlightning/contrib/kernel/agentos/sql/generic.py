@@ -38,7 +38,7 @@ from sqlglot.tokens import Token, TokenType
 
 from . import rules
 from .effects import EFFECT_BY_NAME, NESTED_TOO_DEEPLY, KindSet, SQLAnalysis, SQLStatement, Unverifiable, snippet
-from .functions import is_known_function
+from .functions import is_known_function, unknown_function_hint
 
 __all__ = ["read_generic", "MYSQL_FAMILY", "prepare_mysql_text", "ASSUMED_MYSQL_VERSION"]
 
@@ -688,7 +688,8 @@ class _Reader:
                 if not rules.sqlglot_function_known(node, self.function_dialect):
                     name = rules.function_name(node)
                     if name not in self.routines and not node.find_ancestor(exp.Hint):
-                        kinds.not_placed("function", name, f"{name}()")
+                        hint = unknown_function_hint(name, self.function_dialect)
+                        kinds.not_placed("function", name, f"{name}()", hint)
                 continue
             if role is _COMMAND:
                 command = node.sql(dialect=self.dialect_name)
@@ -921,7 +922,8 @@ class _Reader:
                 and not is_known_function(word.lower(), self.function_dialect)
                 and word.lower() not in self.routines
             ):
-                found.not_placed("function", word.lower(), f"{tokens[i].text}()")
+                hint = unknown_function_hint(word.lower(), self.function_dialect)
+                found.not_placed("function", word.lower(), f"{tokens[i].text}()", hint)
         kinds.merge([found.statement("")], _RUNS.why)
 
     def _string_body(self, body: str, kinds: KindSet) -> None:

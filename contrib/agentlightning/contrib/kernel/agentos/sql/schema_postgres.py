@@ -23,14 +23,20 @@ Read from the system catalogs of the database the connection is on:
   Every statement, reads too, also counts as what runs through what its text names: a view
   (its columns' functions, and the views and tables it reads, in turn), a table written by
   ``INSERT``/``UPDATE``/``MERGE`` (its defaults, its CHECK constraints, its columns' domains'
-  CHECKs), a type named in a cast (a domain's CHECKs), an operator (``pg_operator.oprcode`` of
-  every operator of that name outside ``pg_catalog``), and a function whose name has an overload
-  outside ``pg_catalog`` (a user function in an earlier schema of the ``search_path`` can shadow
-  a built-in for some argument types: every overload counts).
+  CHECKs), a table's row-level security policies (``pg_policy``, when row security is enabled:
+  their ``USING`` and ``WITH CHECK`` expressions, whatever their command and role), a type named
+  in a cast (a domain's CHECKs; a user-defined cast's function, ``pg_cast.castfunc``, unless the
+  value cast is a string literal; assignment casts for every write and implicit casts for every
+  statement, since the text need not name their type), an operator (``pg_operator.oprcode`` of
+  every operator of that name outside ``pg_catalog``, the ones parse analysis adds too:
+  ``BETWEEN``, ``IN (subquery)``, ``CASE x WHEN``, ``JOIN USING``), and a function whose name has
+  an overload outside ``pg_catalog`` (a user function in an earlier schema of the ``search_path``
+  can shadow a built-in for some argument types: each overload the call can reach counts, see
+  :meth:`PostgresCatalog._may_resolve_to`).
 
 Change detector: for each of ``pg_trigger``, ``pg_event_trigger``, ``pg_rewrite``, ``pg_proc``,
 ``pg_constraint``, ``pg_class``, ``pg_inherits``, ``pg_namespace``, ``pg_attrdef``,
-``pg_attribute``, ``pg_operator`` and ``pg_type``, its row count and the sum
+``pg_attribute``, ``pg_operator``, ``pg_type``, ``pg_policy`` and ``pg_cast``, its row count and the sum
 of its rows' ``xmin``. Every catalog change writes new row versions, whose ``xmin`` is the writing
 transaction's id, newer than every committed row's: a change that adds or alters rows raises the
 sum, one that only removes rows lowers the count. One query, a few milliseconds, before every
@@ -65,6 +71,8 @@ _FINGERPRINTED = (
     "pg_attribute",
     "pg_operator",
     "pg_type",
+    "pg_policy",
+    "pg_cast",
 )
 _FINGERPRINT = "SELECT " + ", ".join(
     f"(SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text FROM pg_catalog.{table})"
@@ -122,7 +130,8 @@ JOIN pg_catalog.pg_class t ON t.oid = d.refobjid
 WHERE v.relkind = 'v' AND r.rulename = '_RETURN' AND t.oid <> v.oid
 """
 _ROUTINES = """
-SELECT p.oid, n.nspname, p.proname, p.provolatile, l.lanname
+SELECT p.oid, n.nspname, p.proname, p.provolatile, l.lanname, p.pronargs, p.pronargdefaults,
+       p.provariadic <> 0, pg_catalog.array_to_string(p.proargtypes::oid[], ' ')
 FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 JOIN pg_catalog.pg_language l ON l.oid = p.prolang
@@ -151,6 +160,18 @@ LEFT JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
 LEFT JOIN pg_catalog.pg_type t ON t.oid = con.contypid
 WHERE d.refclassid IN ('pg_catalog.pg_proc'::regclass, 'pg_catalog.pg_operator'::regclass,
       'pg_catalog.pg_type'::regclass)
+UNION ALL
+SELECT 'policy', c.relname, d.refclassid::regclass::text, d.refobjid::bigint
+FROM pg_catalog.pg_depend d
+JOIN pg_catalog.pg_policy pol ON d.classid = 'pg_catalog.pg_policy'::regclass AND d.objid = pol.oid
+JOIN pg_catalog.pg_class c ON c.oid = pol.polrelid
+WHERE c.relrowsecurity AND d.refclassid IN ('pg_catalog.pg_proc'::regclass,
+      'pg_catalog.pg_operator'::regclass, 'pg_catalog.pg_type'::regclass)
+UNION ALL
+SELECT CASE k.castcontext WHEN 'e' THEN 'cast' WHEN 'a' THEN 'assignment cast' ELSE 'implicit cast' END,
+       t.typname, 'pg_catalog.pg_proc', k.castfunc::bigint
+FROM pg_catalog.pg_cast k JOIN pg_catalog.pg_type t ON t.oid = k.casttarget
+WHERE k.castfunc <> 0 AND k.oid >= 16384
 """
 #: The expressions the schema runs, as text: views' definitions, column defaults, CHECK constraints
 #: (tables' and domains'): (via, owner, text). Read by the same reader as the agent's text, since
@@ -169,6 +190,11 @@ FROM pg_catalog.pg_constraint con
 LEFT JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
 LEFT JOIN pg_catalog.pg_type t ON t.oid = con.contypid
 WHERE con.contype = 'c'
+UNION ALL
+SELECT 'policy', c.relname, 'SELECT ' || pg_catalog.pg_get_expr(e.expr, pol.polrelid)
+FROM pg_catalog.pg_policy pol JOIN pg_catalog.pg_class c ON c.oid = pol.polrelid
+CROSS JOIN LATERAL (VALUES (pol.polqual), (pol.polwithcheck)) AS e(expr)
+WHERE c.relrowsecurity AND e.expr IS NOT NULL
 """
 #: Columns whose type is a domain: (table, domain).
 _DOMAIN_COLUMNS = """
@@ -180,6 +206,13 @@ WHERE t.typtype = 'd' AND a.attnum > 0 AND NOT a.attisdropped
 _OPERATORS = """
 SELECT o.oid::bigint, o.oprname, n.nspname, o.oprcode::oid::bigint
 FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
+"""
+#: The built-in types a call's argument can be known to have, by name: those no other schema has a
+#: type of the same name for (else the name may be the other one, and the type is not known).
+_BUILTIN_TYPES = """
+SELECT t.typname, t.oid::bigint FROM pg_catalog.pg_type t
+WHERE t.typnamespace = 'pg_catalog'::regnamespace AND NOT EXISTS (
+  SELECT 1 FROM pg_catalog.pg_type u WHERE u.typname = t.typname AND u.typnamespace <> t.typnamespace)
 """
 #: Domains by oid: (oid, name).
 _DOMAINS = "SELECT t.oid::bigint, t.typname FROM pg_catalog.pg_type t WHERE t.typtype = 'd'"
@@ -210,6 +243,10 @@ class PostgresCatalog(Catalog):
         self._by_oid: Dict[int, Tuple[str, str]] = {}
         #: (via, owner lower case) -> what its expressions' text counts as
         self._texts: Dict[Tuple[str, str], List[SQLStatement]] = {}
+        #: routine oid -> (number of arguments, of defaults, whether variadic, argument type oids)
+        self._signatures: Dict[int, Tuple[int, int, bool, Tuple[int, ...]]] = {}
+        #: built-in type name -> oid (see _BUILTIN_TYPES)
+        self._builtin_types: Dict[str, int] = {}
 
     def _needs_catalog(self, statement: SQLStatement) -> bool:
         names = _names_in(statement.text)
@@ -219,10 +256,13 @@ class PostgresCatalog(Catalog):
         return self._rows(_FINGERPRINT)[0]
 
     def _read(self) -> None:
-        self._by_name, self._bodies = {}, {}
-        for oid, schema, proname, volatility, language in self._rows(_ROUTINES):
+        self._by_name, self._bodies, self._signatures = {}, {}, {}
+        for oid, schema, proname, volatility, language, nargs, ndefaults, variadic, types in self._rows(_ROUTINES):
             entry = (int(oid), str(schema).lower(), str(volatility), str(language))
             self._by_name.setdefault(str(proname).lower(), []).append(entry)
+            argument_types = tuple(int(t) for t in str(types or "").split())
+            self._signatures[int(oid)] = (int(nargs), int(ndefaults), bool(variadic), argument_types)
+        self._builtin_types = {str(name): int(oid) for name, oid in self._rows(_BUILTIN_TYPES)}
         for name, table, tgtype, function_oid, function_name in self._rows(_TRIGGERS):
             body = self._body(int(function_oid), str(function_name).lower(), self._language(int(function_oid)))
             what = f"trigger {name} on {table}"
@@ -295,7 +335,7 @@ class PostgresCatalog(Catalog):
         names = _names_in(statement.text)
         if names is None:
             return []
-        relations, types, operators, functions = names
+        relations, types, operators, functions, cast_targets, call_shapes = names
         found: List[Tuple[SQLStatement, str]] = []
         seen: set = set()
 
@@ -329,9 +369,22 @@ class PostgresCatalog(Catalog):
                 continue
             seen.add(("relation", relation))
             calls("view", relation, f"view {relation}")
+            # Row-level security: every policy of the table, whatever its command and whoever
+            # runs the statement (the guard knows neither which role runs it nor, through a
+            # view, which command reaches the table), counts.
+            calls("policy", relation, f"a row-level security policy on {relation}")
             pending.extend(self._view_reads.get(relation, ()))
         for domain in types:
             calls("domain", domain, f"domain {domain}'s CHECK")
+        for target in cast_targets:  # every user-defined cast to the type, whatever its source type
+            for context in ("cast", "assignment cast", "implicit cast"):
+                calls(context, target, f"a user-defined {context} to {target}")
+        # Where an assignment cast applies (a value written to a column of its type) or an implicit
+        # one (any expression of its source type where its target type is wanted), the text need
+        # not name the type, and the guard does not resolve expression types: they count for every
+        # write, and for every statement, respectively.
+        for via, target in self._casts_without_the_type_named(statement):
+            calls(via, target, f"a user-defined {via} to {target} (applied where the text need not name it)")
         for operator in operators:
             for schema, oid in self._operators.get(operator, ()):
                 entry = self._entry(oid)
@@ -347,17 +400,48 @@ class PostgresCatalog(Catalog):
             shadows = [e for e in self._by_name.get(function, ()) if e[1] != "pg_catalog"]
             if shadows and not any(e[1] == "pg_catalog" for e in self._by_name.get(function, ())):
                 continue  # a user routine of its own name: the text's unknown call looks it up
+            builtins = [e[0] for e in self._by_name.get(function, ()) if e[1] == "pg_catalog"]
+            calls_of = [shape for name, *shape in call_shapes if name == function] or [(None, ())]
             for oid, schema, _, language in shadows:
-                if ("shadow", oid) not in seen:
-                    seen.add(("shadow", oid))
-                    found.append(
-                        (
-                            self._body(oid, function, language),
-                            f"{function}() may resolve to {schema}.{function} (an overload outside pg_catalog, "
-                            "earlier on a search_path), whose body runs it",
-                        )
+                if ("shadow", oid) in seen:
+                    continue
+                reaching = [shape for shape in calls_of if self._may_resolve_to(oid, shape, builtins)]
+                if not reaching:
+                    continue
+                seen.add(("shadow", oid))
+                known = all(t is not None for t in reaching[0][1]) and reaching[0][0] is not None
+                how = "its argument types" if known else "argument types the guard does not know"
+                found.append(
+                    (
+                        self._body(oid, function, language),
+                        f"{function}() may resolve to {schema}.{function} (an overload outside pg_catalog, earlier "
+                        f"on a search_path, that PostgreSQL can choose for {how}), whose body runs it",
                     )
+                )
         return found
+
+    def _may_resolve_to(self, oid: int, shape: Tuple[Any, ...], builtins: List[int]) -> bool:
+        """Whether a call of ``shape`` (number of arguments or None, their type names or None each)
+        can resolve to routine ``oid``, an overload outside ``pg_catalog``, the way PostgreSQL
+        resolves overloads: not when it cannot take that many arguments; not when every argument's
+        type is known, a built-in takes exactly those types and ``oid`` does not (an exact match
+        wins wherever it is on the search_path). Else (types unknown, or left to PostgreSQL's
+        coercion rules) it may: fail closed."""
+        nargs, type_names = shape
+        signature = self._signatures.get(oid)
+        if nargs is None or signature is None:
+            return True
+        arguments, defaults, variadic, argument_types = signature
+        if not variadic and not arguments - defaults <= nargs <= arguments:
+            return False
+        types = tuple(self._builtin_types.get(name) if name else None for name in type_names)
+        if len(types) != nargs or any(t is None for t in types) or argument_types == types:
+            return True
+        return not any(self._signatures.get(b, (0, 0, False, ()))[3] == types for b in builtins)
+
+    def _casts_without_the_type_named(self, statement: SQLStatement) -> List[Tuple[str, str]]:
+        contexts = ("implicit cast", "assignment cast") if statement.kinds & _WRITE_KINDS else ("implicit cast",)
+        return [key for key in self._calls if key[0] in contexts]
 
     def _language(self, oid: int) -> str:
         return next((e[3] for entries in self._by_name.values() for e in entries if e[0] == oid), "")
@@ -397,10 +481,18 @@ class PostgresCatalog(Catalog):
         return any_of(bodies)
 
 
+#: ``A_Expr`` kinds PostgreSQL's parse analysis turns into comparisons, and their operators.
+_BETWEEN_KINDS = frozenset({"AEXPR_BETWEEN", "AEXPR_NOT_BETWEEN", "AEXPR_BETWEEN_SYM", "AEXPR_NOT_BETWEEN_SYM"})
+_BETWEEN_OPERATORS = ("<", "<=", ">", ">=")
+#: Sublinks that compare a value with the subquery's rows (IN, = ANY, < ALL, row comparisons).
+_COMPARING_SUBLINKS = frozenset({"ANY_SUBLINK", "ALL_SUBLINK", "ROWCOMPARE_SUBLINK"})
+
+
 @functools.lru_cache(maxsize=1024)
-def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]]:
+def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], ...]]:
     """The relations, types, operators and functions ``text`` names (lower case, without schema),
-    read by PostgreSQL's parser; None when it cannot be read (the text's own reading decides)."""
+    and the types it casts a value other than a string literal to, read by PostgreSQL's parser;
+    None when it cannot be read (the text's own reading decides)."""
     if not text:
         return None
     try:
@@ -411,6 +503,8 @@ def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...], Tup
     types: Dict[str, None] = {}
     operators: Dict[str, None] = {}
     functions: Dict[str, None] = {}
+    cast_targets: Dict[str, None] = {}
+    call_shapes: Dict[Tuple[Any, ...], None] = {}
 
     def last(names: Any) -> Optional[str]:
         strings = [n.get("String", {}).get("sval") for n in names or () if isinstance(n, dict)]
@@ -426,20 +520,75 @@ def _names_in(text: str) -> Optional[Tuple[Tuple[str, ...], Tuple[str, ...], Tup
         if not isinstance(node, dict):
             continue
         for key, value in node.items():
-            if key == "RangeVar" and isinstance(value, dict) and value.get("relname"):
+            if key == "TypeCast" and isinstance(value, dict) and _is_string_literal(value.get("arg")):
+                # 'text'::t is read by t's input function, not by a cast: only t's domain CHECKs run
+                name = last((value.get("typeName") or {}).get("names"))
+                if name:
+                    types[name.lower()] = None
+                continue
+            # A FROM item is a RangeVar node; a write's target (INSERT/UPDATE/DELETE/MERGE's
+            # ``relation``) is the same struct, unwrapped.
+            if key in ("RangeVar", "relation") and isinstance(value, dict) and value.get("relname"):
                 relations[str(value["relname"]).lower()] = None
             elif key in ("TypeName", "typeName") and isinstance(value, dict):
                 name = last(value.get("names"))
                 if name:
                     types[name.lower()] = None
+                    cast_targets[name.lower()] = None
             elif key == "A_Expr" and isinstance(value, dict):
-                name = last(value.get("name"))
-                if name:
-                    operators[name] = None
+                if value.get("kind") in _BETWEEN_KINDS:  # read as comparisons: x >= a AND x <= b, ...
+                    operators.update(dict.fromkeys(_BETWEEN_OPERATORS))
+                else:
+                    name = last(value.get("name"))
+                    if name:
+                        operators[name] = None
+            elif key == "SubLink" and isinstance(value, dict) and value.get("subLinkType") in _COMPARING_SUBLINKS:
+                operators[last(value.get("operName")) or "="] = None  # x IN (SELECT ...) compares with =
+            elif (key == "CaseExpr" and isinstance(value, dict) and value.get("arg")) or (
+                key == "JoinExpr" and isinstance(value, dict) and (value.get("usingClause") or value.get("isNatural"))
+            ):
+                operators["="] = None  # CASE x WHEN v compares x = v; JOIN USING/NATURAL JOIN joins on =
             elif key == "FuncCall" and isinstance(value, dict):
                 name = last(value.get("funcname"))
                 if name:
                     functions[name.lower()] = None
+                    call_shapes[(name.lower(), *_call_shape(value))] = None
             if isinstance(value, (dict, list)):
                 stack.append(value)
-    return tuple(relations), tuple(types), tuple(operators), tuple(functions)
+    return tuple(relations), tuple(types), tuple(operators), tuple(functions), tuple(cast_targets), tuple(call_shapes)
+
+
+def _call_shape(call: Dict[str, Any]) -> Tuple[Optional[int], Tuple[Optional[str], ...]]:
+    """(number of arguments, each one's type name when the text says it) of a ``FuncCall``; the
+    number is None for the forms whose arguments PostgreSQL matches otherwise (named arguments,
+    ``VARIADIC``, ``WITHIN GROUP``)."""
+    args = call.get("args") or []
+    if call.get("func_variadic") or call.get("agg_within_group") or any("NamedArgExpr" in a for a in args):
+        return None, ()
+    return len(args), tuple(_literal_type(a) for a in args)
+
+
+def _literal_type(node: Dict[str, Any]) -> Optional[str]:
+    """The type PostgreSQL gives an argument written as a typed constant or a cast; None when the
+    text does not say (a column, an expression, a string literal: ``unknown`` until resolved)."""
+    const = node.get("A_Const")
+    if const is not None:
+        if "ival" in const:
+            return "int4"
+        if "boolval" in const:
+            return "bool"
+        if "fval" in const:
+            digits = str(const["fval"].get("fval", ""))
+            return "int8" if digits.isdigit() and int(digits) < 2**63 else "numeric"
+        return None
+    cast = node.get("TypeCast")
+    if cast is not None and not (cast.get("typeName") or {}).get("arrayBounds"):
+        names = [n.get("String", {}).get("sval") for n in (cast.get("typeName") or {}).get("names") or ()]
+        if not names or not names[-1] or (len(names) > 1 and names[0] != "pg_catalog"):
+            return None  # a type of another schema is not a built-in, whatever its name
+        return str(names[-1]).lower()
+    return None
+
+
+def _is_string_literal(node: Any) -> bool:
+    return isinstance(node, dict) and "sval" in (node.get("A_Const") or {})
