@@ -1,0 +1,290 @@
+"""Governed training across hosts, with hosts as network namespaces on this machine.
+
+Three hosts on one virtual LAN (``tests/netns_topology.py``): the store host runs agentlightning
+0.3's ``agl store`` (its real HTTP store) and the driver; two runner hosts each run
+``AgentOSRunner`` with 0.3's client-server strategy in the runner role (two runner processes per
+host) and the trail shipper hook, each with its own disk: its SQLite ``shop.db`` and its audit
+files. The driver enqueues governed rollouts with retries (some with destructive SQL the kernel must
+block). With rollouts in flight, one runner host is (a) killed with ``kill -9``, or (b) cut off from
+the store for 20 s, then healed. Afterwards:
+
+* the store holds every blocked decision of every host's trail (in (b) with no operator action:
+  the partitioned host's own shipper delivers them; in (a) the killed host cannot, and the ``ship``
+  command sends its file, as docs/scaling.md says);
+* no span is in the store twice;
+* no destructive statement ran (each host's SQLite file is intact);
+* every rollout succeeded, its latest attempt ended; an attempt superseded by a retry keeps the
+  status it had when superseded; no attempt is left ``running`` or ``preparing``;
+* every host's trail verifies with the project's verifier.
+
+Needs root (network namespaces); without it the test fails and says what to run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from .conftest import make_shop_db, table_counts
+from .netns_roles import BAD, drive
+from .netns_roles import report as read_store
+from .netns_topology import STORE_PORT, Hosts, NetnsUnavailable, host_env, require_netns, tail
+
+pytestmark = pytest.mark.e2e
+
+ROLES = str(Path(__file__).resolve().parent / "netns_roles.py")
+AUDIT_KEY = "netns-test-audit-key-0123456789abcdef"
+RUNNER_HOSTS = ["host-a", "host-b"]
+UNRESPONSIVE_SECONDS = 3.0
+WORKER = re.compile(r"^Worker-[01]@(host-[ab])-\d+$")
+
+
+class Cluster:
+    """The three hosts, their processes and their disks (a directory each)."""
+
+    def __init__(self, hosts: Hosts, workdir: Path) -> None:
+        self.hosts = hosts
+        self.workdir = workdir
+        self.env = host_env(AGENTOS_AUDIT_KEY=AUDIT_KEY)
+        self.runners: Dict[str, Any] = {}
+
+    def host_dir(self, host: str) -> Path:
+        return self.workdir / host
+
+    def start_runner(self, host: str) -> None:
+        """Start ``host``'s runner processes (again, after the host was killed: new pids, new files)."""
+        argv = [sys.executable, ROLES, "runner", "--store-host", self.hosts.addresses["store"], "--store-port"]
+        argv += [str(STORE_PORT), "--n-runners", "2", "--ship-interval", "1.0"]
+        env = dict(self.env, AGENTOS_HOST_NAME=host)
+        log = self.workdir / f"{host}.log"
+        self.runners[host] = self.hosts.popen(host, argv, log=log, cwd=self.host_dir(host), env=env, append=True)
+
+    def ensure_running(self, host: str) -> None:
+        if self.runners[host].poll() is not None:
+            self.start_runner(host)
+
+    def start_driver(self, prefix: str, count: int, sleep: float) -> Tuple[threading.Thread, Dict[str, Any]]:
+        """The driver on the store host, in a thread of this process; its progress dict stays current."""
+        progress: Dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                self.hosts.call_in(
+                    "store",
+                    lambda: asyncio.run(
+                        drive(
+                            self.hosts.store_url,
+                            progress,
+                            count=count,
+                            sleep=sleep,
+                            prefix=prefix,
+                            unresponsive_seconds=UNRESPONSIVE_SECONDS,
+                            max_attempts=3,
+                            timeout=150.0,
+                        )
+                    ),
+                )
+            except BaseException as err:
+                progress["error"] = repr(err)
+                raise
+
+        thread = threading.Thread(target=run, name=f"driver-{prefix}", daemon=True)
+        thread.start()
+        return thread, progress
+
+    def wait_for(self, what: str, progress: Dict[str, Any], predicate, timeout: float) -> Dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert "error" not in progress, f"the driver failed: {progress['error']}\n{self.logs()}"
+            if "ids" in progress and predicate(progress):
+                return json.loads(json.dumps(progress))
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; progress {progress}\n{self.logs()}")
+
+    def trail_files(self) -> List[Path]:
+        return sorted(p for host in RUNNER_HOSTS for p in (self.host_dir(host) / "audit").glob("*.db"))
+
+    def ship(self, host: str) -> Tuple[int, str]:
+        """The ``ship`` command on ``host`` for its audit directory: (exit code, what it printed)."""
+        from agentlightning.contrib.adapter.agentos.shipper import main
+
+        printed = io.StringIO()
+        argv = ["ship", "--store-url", self.hosts.store_url, str(self.host_dir(host) / "audit")]
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            code = self.hosts.call_in(host, lambda: main(argv))
+        return code, printed.getvalue()
+
+    def report(self, wait_for_trail: float) -> Dict[str, Any]:
+        files = self.trail_files()
+        return self.hosts.call_in("store", lambda: asyncio.run(read_store(self.hosts.store_url, files, wait_for_trail)))
+
+    def logs(self) -> str:
+        names = ["agl-store.log", *(f"{h}.log" for h in RUNNER_HOSTS)]
+        return "\n".join(f"--- {name} ---\n{tail(self.workdir / name)}" for name in names)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """The store host and two runner hosts, for both scenarios (each host's start costs an
+    agentlightning import, seconds of CPU); each scenario has rollouts of its own."""
+    try:
+        require_netns()
+    except NetnsUnavailable as err:
+        pytest.fail(f"this end-to-end test runs hosts in network namespaces: {err}")
+    workdir = tmp_path_factory.mktemp("hosts")
+    hosts = Hosts(RUNNER_HOSTS)
+    try:
+        made = Cluster(hosts, workdir)
+        for host in RUNNER_HOSTS:
+            (workdir / host / "audit").mkdir(parents=True)
+            make_shop_db(workdir / host / "shop.db")
+        for host in RUNNER_HOSTS:
+            made.start_runner(host)
+        hosts.start_store(workdir / "agl-store.log", made.env)
+        yield made
+    finally:
+        hosts.close()
+
+
+def _host_of(worker_id: str) -> str:
+    matched = WORKER.match(worker_id or "")
+    assert matched, f"worker {worker_id!r} does not name its host and process"
+    return matched.group(1)
+
+
+def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dict[str, Any]) -> Dict[str, Any]:
+    """The assertions both scenarios end with; returns figures for the scenario's own."""
+    from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+    from agentlightning.contrib.kernel.agentos.semconv import (
+        AGENT_OS_ATTEMPT_ID,
+        AGENT_OS_DECISION_ID,
+        AGENT_OS_POLICY_RESULT,
+        AGENTOS_DECISION_ID,
+        AGENTOS_KIND,
+        AGENTOS_VERDICT,
+        KIND_AUDIT,
+        KIND_CHECK,
+    )
+
+    rollouts = report["rollouts"]
+    ours = {rid: r for rid, r in rollouts.items() if rid in set(progress["ids"])}
+    assert len(ours) == len(progress["ids"])
+    spans = [s for r in rollouts.values() for s in r["spans"]]
+
+    # The store holds every blocked decision of every host's trail, and only those.
+    assert report["store_blocked"] == report["trail_blocked"], (
+        f"{len(set(report['trail_blocked']) - set(report['store_blocked']))} blocked decisions of the trails "
+        f"are not in the store; {len(set(report['store_blocked']) - set(report['trail_blocked']))} in the store "
+        "are in no trail"
+    )
+
+    # No span twice: ids are unique, no decision has two check spans, no record two audit spans.
+    span_ids = [s["span_id"] for s in spans]
+    assert len(span_ids) == len(set(span_ids))
+    checks = [s["attributes"][AGENTOS_DECISION_ID] for s in spans if s["attributes"].get(AGENTOS_KIND) == KIND_CHECK]
+    audits = [s for s in spans if s["attributes"].get(AGENTOS_KIND) == KIND_AUDIT]
+    audit_records = [(s["attributes"][AGENT_OS_DECISION_ID], s["span_id"]) for s in audits]
+    assert len(checks) == len(set(checks)), "a decision's check span is in the store twice"
+    assert len({d for d, _ in audit_records}) == len(audit_records), "a record was shipped twice"
+
+    # Every rollout succeeded; its latest attempt ended; nothing is left running.
+    blocked_by_attempt: Dict[str, set] = {}
+    for span in spans:
+        attributes = span["attributes"]
+        if attributes.get(AGENTOS_KIND) == KIND_CHECK and attributes.get(AGENTOS_VERDICT) == "blocked":
+            blocked_by_attempt.setdefault(span["attempt_id"], set()).add(attributes[AGENTOS_DECISION_ID])
+        elif attributes.get(AGENTOS_KIND) == KIND_AUDIT and attributes.get(AGENT_OS_POLICY_RESULT) == "blocked":
+            blocked_by_attempt.setdefault(attributes[AGENT_OS_ATTEMPT_ID], set()).add(attributes[AGENT_OS_DECISION_ID])
+    retried = 0
+    for rollout_id, rollout in ours.items():
+        attempts = sorted(rollout["attempts"], key=lambda a: a["sequence_id"])
+        latest = attempts[-1]
+        assert rollout["status"] == "succeeded", (rollout_id, rollout["status"], attempts)
+        assert latest["status"] == "succeeded" and latest["end_time"] is not None, (rollout_id, attempts)
+        expected_blocked = sum(q in BAD for q in rollout["input"]["queries"])
+        assert len(blocked_by_attempt.get(latest["attempt_id"], ())) == expected_blocked, (rollout_id, attempts)
+        for attempt in attempts:
+            _host_of(attempt["worker_id"])
+            assert attempt["status"] not in ("running", "preparing"), (rollout_id, attempt)
+        for attempt in attempts[:-1]:
+            retried += 1
+            # Superseded: the status it had when the retry began is the status it keeps.
+            assert attempt["status"] == progress["superseded_at"][attempt["attempt_id"]], (rollout_id, attempts)
+            assert attempt["status"] in ("unresponsive", "timeout", "failed"), (rollout_id, attempts)
+
+    # No destructive statement ran on any host.
+    for host in RUNNER_HOSTS:
+        assert table_counts(cluster.host_dir(host) / "shop.db") == {"orders": 200, "users": 50}, host
+
+    # Every trail verifies with the project's verifier.
+    files = cluster.trail_files()
+    assert {f.name.split("@")[1].rsplit("-", 1)[0] for f in files} == set(RUNNER_HOSTS)
+    for path in files:
+        verified = verify_file(path, key=AUDIT_KEY)
+        assert verified["valid"], (path.name, verified)
+    return {"retried": retried, "blocked": len(report["trail_blocked"]), "audit_spans": len(audits)}
+
+
+def test_a_runner_host_killed_with_kill_9_loses_nothing(cluster):
+    cluster.ensure_running("host-b")
+    driver, progress = cluster.start_driver("killed", count=24, sleep=1.0)
+    in_flight = cluster.wait_for(
+        "host-a to run rollouts",
+        progress,
+        lambda p: p["running_by_host"].get("host-a", 0) >= 1 and p["finished"] >= 2,
+        120,
+    )
+    assert cluster.hosts.kill_host("host-a"), "host-a had no process to kill"
+    driver.join(timeout=160)
+    assert progress.get("done"), f"not every rollout finished: {progress}\n{cluster.logs()}"
+
+    # A killed host cannot ship its own trail: the ship command sends its files once the host is back.
+    code, shipped = cluster.ship("host-a")
+    assert code == 0, shipped
+    code, again = cluster.ship("host-a")
+    assert code == 0 and re.findall(r"(\d+) span\(s\) added", again) == ["0"] * again.count("added"), again
+
+    report = cluster.report(wait_for_trail=30.0)
+    figures = _check_the_aftermath(cluster, report, progress)
+    assert figures["retried"] >= in_flight["running_by_host"]["host-a"]
+    print(f"killed host: {figures}; ship: {shipped.strip()}")
+    cluster.start_runner("host-a")  # the host is back: new processes, new names, new files
+
+
+def test_a_runner_host_cut_off_for_20_s_delivers_its_trail_once_healed(cluster):
+    cluster.ensure_running("host-a")
+    driver, progress = cluster.start_driver("partition", count=30, sleep=1.0)
+    cluster.wait_for(
+        "host-b to run rollouts",
+        progress,
+        lambda p: p["running_by_host"].get("host-b", 0) >= 1 and p["finished"] >= 2,
+        120,
+    )
+    cluster.hosts.cut("host-b")
+    cut_at = time.monotonic()
+    try:
+        time.sleep(20.0)
+    finally:
+        cluster.hosts.heal("host-b")
+    healed_after = time.monotonic() - cut_at
+    driver.join(timeout=160)
+    assert progress.get("done"), f"not every rollout finished: {progress}\n{cluster.logs()}"
+
+    # No operator action: the runner hosts' own shippers bring the store up to the trails.
+    report = cluster.report(wait_for_trail=40.0)
+    figures = _check_the_aftermath(cluster, report, progress)
+    assert figures["retried"] >= 1
+    print(
+        f"cut off for {healed_after:.1f} s: {figures}; "
+        f"the store held the trails' decisions {report['waited_for_trail']:.1f} s after the driver ended"
+    )
