@@ -104,6 +104,8 @@ async def drive(
         # Every status each attempt was seen in, in order (a superseded attempt must not change).
         history: Dict[str, List[str]] = {}
         superseded_at: Dict[str, str] = {}
+        seen_when_superseded: Dict[str, int] = {}
+        workers: Dict[str, Any] = {}
         while True:
             rollouts = {r.rollout_id: r for r in await store.query_rollouts(rollout_id_in=ids)}
             attempts = await _attempts_by_rollout(store, ids)
@@ -111,11 +113,13 @@ async def drive(
             for rollout_id, listed in attempts.items():
                 latest = max((a.sequence_id for a in listed), default=0)
                 for attempt in listed:
+                    workers[attempt.attempt_id] = attempt.worker_id
                     seen = history.setdefault(attempt.attempt_id, [])
                     if not seen or seen[-1] != attempt.status:
                         seen.append(attempt.status)
                     if attempt.sequence_id < latest and attempt.attempt_id not in superseded_at:
                         superseded_at[attempt.attempt_id] = attempt.status
+                        seen_when_superseded[attempt.attempt_id] = len(seen)
                     if attempt.status == "running" and attempt.worker_id and "@" in attempt.worker_id:
                         host = attempt.worker_id.split("@", 1)[1].rsplit("-", 1)[0]
                         running_by_host[host] = running_by_host.get(host, 0) + 1
@@ -129,7 +133,10 @@ async def drive(
                     "running_by_host": running_by_host,
                     "statuses": {rid: r.status for rid, r in rollouts.items()},
                     "history": history,
+                    "workers": workers,
                     "superseded_at": superseded_at,
+                    # Statuses a superseded attempt was seen in after it was superseded (none if never rewritten).
+                    "after_superseded": {a: history[a][n:] for a, n in seen_when_superseded.items()},
                     "ids": ids,
                     "done": finished == len(ids),
                 }

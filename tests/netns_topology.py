@@ -101,6 +101,7 @@ class Hosts:
         self.namespaces: Dict[str, str] = {"store": self.store_ns}
         self.addresses: Dict[str, str] = {"store": f"{LAN}.1"}
         self.veths: Dict[str, str] = {}
+        self.ports: Dict[str, str] = {}
         self.processes: List[subprocess.Popen] = []
         try:
             self._build(runner_hosts)
@@ -128,6 +129,7 @@ class Hosts:
             _ip("-n", ns, "addr", "add", f"{LAN}.{index}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
             self.veths[host] = "eth0"
+            self.ports[host] = port
 
     @property
     def store_url(self) -> str:
@@ -159,7 +161,7 @@ class Hosts:
             timeout=timeout,
         )
 
-    def start_store(self, log: Path, env: Dict[str, str], timeout: float = 90.0) -> subprocess.Popen:
+    def start_store(self, log: Path, env: Dict[str, str], timeout: float = 300.0) -> subprocess.Popen:
         """``agl store`` on the store host, bound to its LAN address; returns once it answers there."""
         agl = Path(sys.executable).with_name("agl")
         argv = [str(agl), "store", "--host", self.addresses["store"], "--port", str(STORE_PORT)]
@@ -199,11 +201,17 @@ class Hosts:
             raise outcome["error"]
         return outcome["value"]
 
-    def cut(self, host: str) -> None:
-        """Take ``host``'s link to the LAN down."""
-        _ip("-n", self.namespaces[host], "link", "set", self.veths[host], "down")
+    def cut(self, host: str, *, silently: bool = False) -> None:
+        """Cut ``host`` off the LAN: its own link down (its sends fail at once with "Network is
+        unreachable"), or, ``silently``, the LAN's port to it down (its link stays up and its packets
+        are lost: calls hang until their time-outs, as when a switch or a cable fails further away)."""
+        if silently:
+            _ip("-n", self.store_ns, "link", "set", self.ports[host], "down")
+        else:
+            _ip("-n", self.namespaces[host], "link", "set", self.veths[host], "down")
 
     def heal(self, host: str) -> None:
+        _ip("-n", self.store_ns, "link", "set", self.ports[host], "up")
         _ip("-n", self.namespaces[host], "link", "set", self.veths[host], "up")
 
     def kill_host(self, host: str) -> List[int]:

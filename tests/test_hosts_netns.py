@@ -232,12 +232,24 @@ def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dic
     for path in files:
         verified = verify_file(path, key=AUDIT_KEY)
         assert verified["valid"], (path.name, verified)
-    return {"retried": retried, "blocked": len(report["trail_blocked"]), "audit_spans": len(audits)}
+    # Seen rewritten for a moment (agentlightning's tracer delivers the trace's last span late, a span
+    # revives an unresponsive attempt, the runner puts the status back): counted, and the logs say it.
+    revived = sum(bool(seen) for seen in progress["after_superseded"].values())
+    revived_in_logs = sum(
+        (cluster.workdir / f"{host}.log").read_text(errors="replace").count("turned back to running")
+        for host in RUNNER_HOSTS
+    )
+    return {
+        "retried": retried,
+        "blocked": len(report["trail_blocked"]),
+        "audit_spans": len(audits),
+        "revived_for_a_moment": max(revived, revived_in_logs),
+    }
 
 
 def test_a_runner_host_killed_with_kill_9_loses_nothing(cluster):
     cluster.ensure_running("host-b")
-    driver, progress = cluster.start_driver("killed", count=24, sleep=1.0)
+    driver, progress = cluster.start_driver("killed", count=16, sleep=1.0)
     in_flight = cluster.wait_for(
         "host-a to run rollouts",
         progress,
@@ -263,26 +275,37 @@ def test_a_runner_host_killed_with_kill_9_loses_nothing(cluster):
 
 def test_a_runner_host_cut_off_for_20_s_delivers_its_trail_once_healed(cluster):
     cluster.ensure_running("host-a")
-    driver, progress = cluster.start_driver("partition", count=30, sleep=1.0)
+    driver, progress = cluster.start_driver("partition", count=24, sleep=1.0)
     cluster.wait_for(
         "host-b to run rollouts",
         progress,
         lambda p: p["running_by_host"].get("host-b", 0) >= 1 and p["finished"] >= 2,
         120,
     )
-    cluster.hosts.cut("host-b")
+    # 20 s cut off: first silently (the LAN's port to it down: its calls hang until their time-outs),
+    # then its own link down as well (its sends fail at once with "Network is unreachable").
+    cluster.hosts.cut("host-b", silently=True)
     cut_at = time.monotonic()
     try:
-        time.sleep(20.0)
+        time.sleep(10.0)
+        cluster.hosts.cut("host-b")
+        time.sleep(20.0 - (time.monotonic() - cut_at))
     finally:
         cluster.hosts.heal("host-b")
     healed_after = time.monotonic() - cut_at
     driver.join(timeout=160)
     assert progress.get("done"), f"not every rollout finished: {progress}\n{cluster.logs()}"
 
+    # The host is back: it takes work again (rollouts enqueued now run on both hosts).
+    rejoined, after = cluster.start_driver("rejoined", count=8, sleep=0.5)
+    rejoined.join(timeout=160)
+    assert after.get("done"), f"not every rollout finished: {after}\n{cluster.logs()}"
+    assert "host-b" in {_host_of(worker) for worker in after["workers"].values()}, after["workers"]
+
     # No operator action: the runner hosts' own shippers bring the store up to the trails.
     report = cluster.report(wait_for_trail=40.0)
-    figures = _check_the_aftermath(cluster, report, progress)
+    both = {key: {**progress[key], **after[key]} for key in ("superseded_at", "after_superseded")}
+    figures = _check_the_aftermath(cluster, report, {**both, "ids": progress["ids"] + after["ids"]})
     assert figures["retried"] >= 1
     print(
         f"cut off for {healed_after:.1f} s: {figures}; "
