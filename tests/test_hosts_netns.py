@@ -35,12 +35,11 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
+from . import netns_topology
 from .conftest import make_shop_db, table_counts
 from .netns_roles import BAD, drive
 from .netns_roles import report as read_store
 from .netns_topology import STORE_PORT, Hosts, NetnsUnavailable, host_env, require_netns, tail
-
-pytestmark = pytest.mark.e2e
 
 ROLES = str(Path(__file__).resolve().parent / "netns_roles.py")
 AUDIT_KEY = "netns-test-audit-key-0123456789abcdef"
@@ -247,6 +246,7 @@ def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dic
     }
 
 
+@pytest.mark.e2e
 def test_a_runner_host_killed_with_kill_9_loses_nothing(cluster):
     cluster.ensure_running("host-b")
     driver, progress = cluster.start_driver("killed", count=16, sleep=1.0)
@@ -273,6 +273,7 @@ def test_a_runner_host_killed_with_kill_9_loses_nothing(cluster):
     cluster.start_runner("host-a")  # the host is back: new processes, new names, new files
 
 
+@pytest.mark.e2e
 def test_a_runner_host_cut_off_for_20_s_delivers_its_trail_once_healed(cluster):
     cluster.ensure_running("host-a")
     driver, progress = cluster.start_driver("partition", count=24, sleep=1.0)
@@ -311,3 +312,14 @@ def test_a_runner_host_cut_off_for_20_s_delivers_its_trail_once_healed(cluster):
         f"cut off for {healed_after:.1f} s: {figures}; "
         f"the store held the trails' decisions {report['waited_for_trail']:.1f} s after the driver ended"
     )
+
+
+def test_without_root_the_scenarios_fail_and_say_what_to_run(monkeypatch):
+    """Never a silent skip: a run that cannot make namespaces fails, naming the command to run."""
+    monkeypatch.setattr(netns_topology.os, "geteuid", lambda: 1000)
+    with pytest.raises(
+        NetnsUnavailable, match=r"needs root: run `sudo \.venv/bin/python -m pytest tests/test_hosts_netns"
+    ):
+        require_netns()
+    with pytest.raises(NetnsUnavailable, match="needs root"):
+        Hosts(RUNNER_HOSTS)
