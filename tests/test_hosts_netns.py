@@ -6,7 +6,9 @@ Three hosts on one virtual LAN (``tests/netns_topology.py``): the store host run
 host) and the trail shipper hook, each with its own disk: its SQLite ``shop.db`` and its audit
 files. The driver enqueues governed rollouts with retries (some with destructive SQL the kernel must
 block). With rollouts in flight, one runner host is (a) killed with ``kill -9``, or (b) cut off from
-the store for 20 s, then healed. Afterwards:
+the store for 20 s (first silently: the LAN's port to it down, its calls hang; then its own link down
+as well: its sends fail at once), then healed. Each runner host signs its audit files with its own
+Ed25519 key; the shipper and the verifier hold the keyring of the hosts' public keys. Afterwards:
 
 * the store holds every blocked decision of every host's trail (in (b) with no operator action:
   the partitioned host's own shipper delivers them; in (a) the killed host cannot, and the ``ship``
@@ -15,7 +17,8 @@ the store for 20 s, then healed. Afterwards:
 * no destructive statement ran (each host's SQLite file is intact);
 * every rollout succeeded, its latest attempt ended; an attempt superseded by a retry keeps the
   status it had when superseded; no attempt is left ``running`` or ``preparing``;
-* every host's trail verifies with the project's verifier.
+* every host's trail verifies with the project's verifier and the keyring, signed by its own host;
+* the healed host takes work again.
 
 Needs root (network namespaces); without it the test fails and says what to run.
 """
@@ -42,7 +45,6 @@ from .netns_roles import report as read_store
 from .netns_topology import STORE_PORT, Hosts, NetnsUnavailable, host_env, require_netns, tail
 
 ROLES = str(Path(__file__).resolve().parent / "netns_roles.py")
-AUDIT_KEY = "netns-test-audit-key-0123456789abcdef"
 RUNNER_HOSTS = ["host-a", "host-b"]
 UNRESPONSIVE_SECONDS = 3.0
 WORKER = re.compile(r"^Worker-[01]@(host-[ab])-\d+$")
@@ -54,7 +56,12 @@ class Cluster:
     def __init__(self, hosts: Hosts, workdir: Path) -> None:
         self.hosts = hosts
         self.workdir = workdir
-        self.env = host_env(AGENTOS_AUDIT_KEY=AUDIT_KEY)
+        self.keyring = workdir / "hosts.keyring"
+        # No shared secret: each host signs its files' heads with its own Ed25519 key, and whoever
+        # checks them (the shipper, the verifier) holds the keyring of the hosts' public keys.
+        self.env = host_env(AGENTOS_AUDIT_KEYRING=str(self.keyring))
+        self.env.pop("AGENTOS_AUDIT_KEY", None)
+        self.env.pop("AGENTOS_AUDIT_KEY_FILE", None)
         self.runners: Dict[str, Any] = {}
 
     def host_dir(self, host: str) -> Path:
@@ -64,7 +71,9 @@ class Cluster:
         """Start ``host``'s runner processes (again, after the host was killed: new pids, new files)."""
         argv = [sys.executable, ROLES, "runner", "--store-host", self.hosts.addresses["store"], "--store-port"]
         argv += [str(STORE_PORT), "--n-runners", "2", "--ship-interval", "1.0"]
-        env = dict(self.env, AGENTOS_HOST_NAME=host)
+        env = dict(
+            self.env, AGENTOS_HOST_NAME=host, AGENTOS_AUDIT_SIGNING_KEY_FILE=str(self.host_dir(host) / "host.key")
+        )
         log = self.workdir / f"{host}.log"
         self.runners[host] = self.hosts.popen(host, argv, log=log, cwd=self.host_dir(host), env=env, append=True)
 
@@ -118,7 +127,8 @@ class Cluster:
         from agentlightning.contrib.adapter.agentos.shipper import main
 
         printed = io.StringIO()
-        argv = ["ship", "--store-url", self.hosts.store_url, str(self.host_dir(host) / "audit")]
+        argv = ["ship", "--store-url", self.hosts.store_url, "--keyring", str(self.keyring)]
+        argv.append(str(self.host_dir(host) / "audit"))
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             code = self.hosts.call_in(host, lambda: main(argv))
         return code, printed.getvalue()
@@ -144,15 +154,29 @@ def cluster(tmp_path_factory):
     hosts = Hosts(RUNNER_HOSTS)
     try:
         made = Cluster(hosts, workdir)
+        keyring_lines = []
         for host in RUNNER_HOSTS:
             (workdir / host / "audit").mkdir(parents=True)
             make_shop_db(workdir / host / "shop.db")
+            keyring_lines.append(_host_key(workdir / host / "host.key", host))
+        made.keyring.write_text("\n".join(keyring_lines) + "\n")
         for host in RUNNER_HOSTS:
             made.start_runner(host)
         hosts.start_store(workdir / "agl-store.log", made.env)
         yield made
     finally:
         hosts.close()
+
+
+def _host_key(path: Path, host: str) -> str:
+    """The host's own signing key (the ``keygen`` command's), written where only that host reads it;
+    returns its keyring line."""
+    from agentlightning.contrib.kernel.agentos.audit_signing import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["keygen", "--out", str(path), "--host", host]) == 0
+    return printed.getvalue().strip()
 
 
 def _host_of(worker_id: str) -> str:
@@ -164,6 +188,7 @@ def _host_of(worker_id: str) -> str:
 def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dict[str, Any]) -> Dict[str, Any]:
     """The assertions both scenarios end with; returns figures for the scenario's own."""
     from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+    from agentlightning.contrib.kernel.agentos.audit_signing import main as audit_signing
     from agentlightning.contrib.kernel.agentos.semconv import (
         AGENT_OS_ATTEMPT_ID,
         AGENT_OS_DECISION_ID,
@@ -225,12 +250,25 @@ def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dic
     for host in RUNNER_HOSTS:
         assert table_counts(cluster.host_dir(host) / "shop.db") == {"orders": 200, "users": 50}, host
 
-    # Every trail verifies with the project's verifier.
+    # Every trail verifies with the project's verifier and the keyring: signed by the host its name says.
     files = cluster.trail_files()
     assert {f.name.split("@")[1].rsplit("-", 1)[0] for f in files} == set(RUNNER_HOSTS)
     for path in files:
-        verified = verify_file(path, key=AUDIT_KEY)
+        host = path.name.split("@")[1].rsplit("-", 1)[0]
+        verified = verify_file(path, keyring=cluster.keyring, host=host)
         assert verified["valid"], (path.name, verified)
+        if verified["total_entries"]:  # a worker that never got a rollout has nothing to sign
+            assert verified["signed"] and verified["signed_by"]["host"] == host, (path.name, verified)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        verify_command = [
+            "verify",
+            "--keyring",
+            str(cluster.keyring),
+            *(str(cluster.host_dir(h) / "audit") for h in RUNNER_HOSTS),
+        ]
+        assert audit_signing(verify_command) == 0, printed.getvalue()
+
     # Seen rewritten for a moment (agentlightning's tracer delivers the trace's last span late, a span
     # revives an unresponsive attempt, the runner puts the status back): counted, and the logs say it.
     revived = sum(bool(seen) for seen in progress["after_superseded"].values())
