@@ -125,21 +125,26 @@ async def drive(
                         running_by_host[host] = running_by_host.get(host, 0) + 1
             finished = sum(r.status in ("succeeded", "failed", "cancelled") for r in rollouts.values())
             elapsed = time.monotonic() - started
+            # A snapshot of its own (the test reads it from another thread while this one goes on).
             progress.update(
-                {
-                    "elapsed": elapsed,
-                    "rollouts": len(ids),
-                    "finished": finished,
-                    "running_by_host": running_by_host,
-                    "statuses": {rid: r.status for rid, r in rollouts.items()},
-                    "history": history,
-                    "workers": workers,
-                    "superseded_at": superseded_at,
-                    # Statuses a superseded attempt was seen in after it was superseded (none if never rewritten).
-                    "after_superseded": {a: history[a][n:] for a, n in seen_when_superseded.items()},
-                    "ids": ids,
-                    "done": finished == len(ids),
-                }
+                json.loads(
+                    json.dumps(
+                        {
+                            "elapsed": elapsed,
+                            "rollouts": len(ids),
+                            "finished": finished,
+                            "running_by_host": running_by_host,
+                            "statuses": {rid: r.status for rid, r in rollouts.items()},
+                            "history": history,
+                            "workers": workers,
+                            "superseded_at": superseded_at,
+                            # The statuses seen after an attempt was superseded (none: never rewritten).
+                            "after_superseded": {a: history[a][n:] for a, n in seen_when_superseded.items()},
+                            "ids": ids,
+                            "done": finished == len(ids),
+                        }
+                    )
+                )
             )
             if finished == len(ids) or elapsed > timeout:
                 return

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import json
 import re
 import sys
 import threading
@@ -115,7 +114,7 @@ class Cluster:
         while time.monotonic() < deadline:
             assert "error" not in progress, f"the driver failed: {progress['error']}\n{self.logs()}"
             if "ids" in progress and predicate(progress):
-                return json.loads(json.dumps(progress))
+                return dict(progress)
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what}; progress {progress}\n{self.logs()}")
 
