@@ -43,7 +43,8 @@ class NetnsUnavailable(RuntimeError):
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True, timeout=30)
+    # Bounded, and generous: `ip netns pids` reads every process's namespace, slow on a loaded machine.
+    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True, timeout=120)
 
 
 def require_netns() -> None:
@@ -219,17 +220,30 @@ class Hosts:
         return _kill_namespace_processes(self.namespaces[host])
 
     def close(self) -> None:
+        """Kill every process of the hosts and delete their namespaces; each step is tried even if
+        another failed (a loaded machine can make ``ip netns pids`` slow), and a second pass follows
+        a failed one."""
+        for attempt in range(2):
+            failed = False
+            for ns in self.namespaces.values():
+                try:
+                    _kill_namespace_processes(ns)
+                except (OSError, subprocess.SubprocessError):
+                    failed = True
+            for process in self.processes:
+                if process.poll() is None:
+                    process.kill()
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    failed = True
+            if not failed:
+                break
         for ns in self.namespaces.values():
-            _kill_namespace_processes(ns)
-        for process in self.processes:
-            if process.poll() is None:
-                process.kill()
             try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+                _ip("netns", "del", ns, check=False)
+            except subprocess.SubprocessError:
                 pass
-        for ns in self.namespaces.values():
-            _ip("netns", "del", ns, check=False)
 
 
 def _answers(url: str) -> bool:

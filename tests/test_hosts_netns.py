@@ -213,7 +213,12 @@ def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dic
 
     # No span twice: ids are unique, no decision has two check spans, no record two audit spans.
     span_ids = [s["span_id"] for s in spans]
-    assert len(span_ids) == len(set(span_ids))
+    twice = [
+        {key: s[key] for key in ("span_id", "name", "attempt_id")} | {"kind": s["attributes"].get(AGENTOS_KIND)}
+        for s in spans
+        if span_ids.count(s["span_id"]) > 1
+    ]
+    assert not twice, f"spans in the store twice: {twice}"
     checks = [s["attributes"][AGENTOS_DECISION_ID] for s in spans if s["attributes"].get(AGENTOS_KIND) == KIND_CHECK]
     audits = [s for s in spans if s["attributes"].get(AGENTOS_KIND) == KIND_AUDIT]
     audit_records = [(s["attributes"][AGENT_OS_DECISION_ID], s["span_id"]) for s in audits]
