@@ -202,7 +202,7 @@ def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dic
     rollouts = report["rollouts"]
     ours = {rid: r for rid, r in rollouts.items() if rid in set(progress["ids"])}
     assert len(ours) == len(progress["ids"])
-    spans = [s for r in rollouts.values() for s in r["spans"]]
+    spans = [dict(s, rollout_id=rid) for rid, r in rollouts.items() for s in r["spans"]]
 
     # The store holds every blocked decision of every host's trail, and only those.
     assert report["store_blocked"] == report["trail_blocked"], (
@@ -214,7 +214,8 @@ def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dic
     # No span twice: ids are unique, no decision has two check spans, no record two audit spans.
     span_ids = [s["span_id"] for s in spans]
     twice = [
-        {key: s[key] for key in ("span_id", "name", "attempt_id")} | {"kind": s["attributes"].get(AGENTOS_KIND)}
+        {key: s[key] for key in ("span_id", "name", "rollout_id", "attempt_id")}
+        | {"kind": s["attributes"].get(AGENTOS_KIND), "record_of": s["attributes"].get(AGENT_OS_ATTEMPT_ID)}
         for s in spans
         if span_ids.count(s["span_id"]) > 1
     ]
@@ -366,3 +367,59 @@ def test_without_root_the_scenarios_fail_and_say_what_to_run(monkeypatch):
         require_netns()
     with pytest.raises(NetnsUnavailable, match="needs root"):
         Hosts(RUNNER_HOSTS)
+
+
+@pytest.mark.xfail(strict=True, reason="two shippers that start together each create an audit rollout")
+def test_shippers_that_start_together_share_one_audit_rollout_and_never_ship_a_record_twice(tmp_path):
+    """Each runner process ships its own file; records of attempts a span would rewrite go to the
+    audit rollout. Runner processes on several hosts start shipping at the same moment: if each
+    creates an audit rollout of its own, a later shipper (the ship command) finds only one of them
+    and adds the records of the other again (the store's key is the span id within an attempt, so
+    it keeps both)."""
+    import agentlightning as agl
+    from agentlightning.store.memory import InMemoryLightningStore
+
+    from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter
+    from agentlightning.contrib.adapter.agentos.adapter import AUDIT_ROLLOUT_METADATA_KEY
+    from agentlightning.contrib.adapter.agentos.shipper import ship_files
+    from agentlightning.contrib.kernel.agentos import ActionContext, GovernanceKernel, SQLPolicy
+
+    async def scenario():
+        store = InMemoryLightningStore(thread_safe=True)
+        await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+        files = []
+        for host in RUNNER_HOSTS:
+            preparing = await store.start_rollout(input={"host": host})  # its attempt is `preparing`
+            path = tmp_path / f"worker-0@{host}-1.db"
+            kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
+            context = ActionContext(
+                rollout_id=preparing.rollout_id, attempt_id=preparing.attempt.attempt_id, agent_id=f"w@{host}"
+            )
+            kernel.check("database_query", {"query": "DROP TABLE users"}, context=context)
+            kernel.close()
+            files.append(path)
+        # Over HTTP each call takes a while, so both shippers read the rollouts before either adds one.
+        real_query = store.query_rollouts
+
+        async def query_rollouts_over_a_network(*args: Any, **kwargs: Any) -> Any:
+            found = await real_query(*args, **kwargs)
+            await asyncio.sleep(0.05)
+            return found
+
+        store.query_rollouts = query_rollouts_over_a_network  # type: ignore[method-assign]
+        adapters = [FlightRecorderAdapter(path) for path in files]
+        try:
+            await asyncio.gather(*(adapter.emit_to_store(store) for adapter in adapters))
+        finally:
+            for adapter in adapters:
+                adapter.close()
+        again = await ship_files(store, files)
+        rollouts = await store.query_rollouts()
+        audit = [r for r in rollouts if (r.metadata or {}).get(AUDIT_ROLLOUT_METADATA_KEY)]
+        span_ids = [s.span_id for r in rollouts for s in await store.query_spans(r.rollout_id)]
+        return audit, again, span_ids
+
+    audit, again, span_ids = asyncio.run(scenario())
+    assert len(span_ids) == len(set(span_ids)) == 2
+    assert sum(again.values()) == 0
+    assert len(audit) == 1
