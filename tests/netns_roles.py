@@ -34,8 +34,8 @@ DENY = ["DROP", "DELETE"]
 
 
 def tasks(count: int, sleep: float, prefix: str) -> List[Dict[str, Any]]:
-    """``count`` tasks on the host's own ``shop.db``: each a good query, every other one a
-    destructive statement too, every third two of them."""
+    """``count`` tasks on the host's own ``shop.db``: each runs a good query, then a destructive
+    statement if its index is even and another if it is a multiple of three (so some have two)."""
     made = []
     for i in range(count):
         queries = [GOOD[i % len(GOOD)]]
