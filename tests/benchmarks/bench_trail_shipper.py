@@ -1,4 +1,4 @@
-"""Throughput of the trail shipper to a store over HTTP: ``agl store`` on loopback.
+"""Throughput of the trail shipper to a store over HTTP: ``agl store`` on loopback, or at ``--store-url``.
 
 Writes N real kernel decisions (one in four blocked) to a real FlightRecorder file, spread over R
 rollouts started in a real ``agl store`` (their attempts marked running, as a runner's are), then
@@ -7,13 +7,16 @@ ships the file with ``python -m agentlightning.contrib.adapter.agentos ship``'s 
 second finds them all acknowledged and sends none. Reports records/s of each round and whether
 the store then holds every blocked decision of the file.
 
-Run:  python tests/benchmarks/bench_trail_shipper.py [--records 5000] [--rollouts 50]
+Run:  python tests/benchmarks/bench_trail_shipper.py [--records 5000] [--rollouts 50] [--store-url URL]
+      python tests/netns_topology.py bench [--records 1000] [--rollouts 20]   (as root: the store on
+      another host, a network namespace, and this script on a runner host; see that file)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
@@ -76,9 +79,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--rollouts", type=int, default=50)
+    parser.add_argument("--store-url", help="a running agl store to ship to (default: start one on loopback)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench_trail_shipper_"))
-    with agl_store_server(workdir / "agl-store.log") as url:
+    server = contextlib.nullcontext(args.store_url) if args.store_url else agl_store_server(workdir / "agl-store.log")
+    with server as url:
 
         async def setup():
             client = LightningStoreClient(url)
@@ -92,7 +97,8 @@ def main() -> None:
         _trail(path, rollouts, args.records)
         added, first_s, again, second_s, stored = asyncio.run(_ship(url, path))
     trail = trail_blocked_decisions([path])
-    print(f"agl store on loopback ({url}); {args.records} records over {args.rollouts} running attempts")
+    where = f"at {url}" if args.store_url else f"on loopback ({url})"
+    print(f"agl store {where}; {args.records} records over {args.rollouts} running attempts")
     print(f"  load average while it ran: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(
         f"  first round:  {added} spans added in {first_s[0]:.2f} s = {added / first_s[0]:,.0f} records/s "

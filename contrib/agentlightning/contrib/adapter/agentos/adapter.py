@@ -338,7 +338,8 @@ class FlightRecorderAdapter:
     async def _audit_rollout(self, store: LightningStore, create: bool = True) -> Optional[Tuple[str, str]]:
         """The rollout for records made outside any rollout (or whose rollout is not in the store):
         found by its metadata, or created once (unless ``create`` is False: then None) and marked
-        succeeded so no runner ever takes it."""
+        succeeded so no runner ever takes it. If several exist (shippers that started together each
+        created one), the earliest is the one."""
         found = [
             r
             for r in await store.query_rollouts()
@@ -359,7 +360,11 @@ class FlightRecorderAdapter:
             metadata={AUDIT_ROLLOUT_METADATA_KEY: self.trace_id_prefix},
         )
         await store.update_attempt(attempted.rollout_id, attempted.attempt.attempt_id, status="succeeded")
-        return attempted.rollout_id, attempted.attempt.attempt_id
+        # Shippers on other hosts may have created one at the same moment: every shipper uses the
+        # earliest, so none puts a record where another will not look for it (a later creator sees
+        # the earlier ones, which the store started before it).
+        earliest = await self._audit_rollout(store, create=False)
+        return earliest or (attempted.rollout_id, attempted.attempt.attempt_id)
 
     async def _add(
         self, store: LightningStore, state: "_StoreState", records: List[AuditRecord], unverified: Optional[str] = None
