@@ -276,7 +276,8 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
 
     async def scenario():
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
-        runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False)
+        # check_spans="all": the allowed checks' spans are named too (by default only violations are stored)
+        runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False, check_spans="all")
         store = await _started(runner, _LLMThenSQLAgent())
         results = []
         for task in ({"sql": "SELECT 1"}, {"sql": "DROP TABLE users"}, {"sql": "SELECT 2", "crash": True}):

@@ -66,6 +66,8 @@ RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
 
 #: Records queued for the writer thread at most; beyond that, checks wait for the disk.
 DEFAULT_MAX_QUEUED = 10_000
+#: How long an action's outcome (result or error) waits for a decision to share its commit with.
+OUTCOME_LINGER_S = 0.05
 #: Allowed records kept open for their outcome (result or error) at most; older ones are closed.
 DEFAULT_MAX_PENDING_OUTCOMES = 10_000
 
@@ -263,6 +265,10 @@ class AuditTrail:
 
     **One writer per file.** The trail holds an exclusive ``flock`` on the file; a second kernel
     or process opening it gets :class:`AuditWriterConflict` naming the file and the fix.
+
+    **Outcomes** (what an allowed action returned, :meth:`record_outcome`) are queued: nothing
+    waits for them. One shares the commit of the next decision, or is committed alone after
+    ``OUTCOME_LINGER_S`` (50 ms) when none comes; :meth:`flush` and :meth:`close` commit it at once.
 
     **Sealed** when a key is given or set in the environment (:mod:`.audit_seal`): each record's
     HMAC and the signed chain head are written in the same transaction as the records.
@@ -602,6 +608,14 @@ class AuditTrail:
             outage = self._outage
             if outage is None:
                 group = [self._queue.get()] + self._drain()
+                if all(item.kind == "outcome" for item in group):
+                    # Nothing waits for an outcome: it shares the commit (and the fsync) of the
+                    # decision that usually follows within milliseconds, or commits alone after
+                    # OUTCOME_LINGER_S. A decision arriving meanwhile is taken at once.
+                    try:
+                        group += [self._queue.get(timeout=OUTCOME_LINGER_S)] + self._drain()
+                    except queue.Empty:
+                        pass
                 recovering = None
             else:
                 wait = outage.next_retry - time.monotonic()
