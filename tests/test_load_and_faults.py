@@ -79,9 +79,9 @@ def test_load_every_violating_rollout_has_exactly_one_violation_span_and_no_othe
     assert spans["problems"] == {k: 0 for k in spans["problems"]}, spans["problem_examples"]
     assert spans["exactly_once"] is True
     assert spans["violation_spans"] == spans["expected_violations"] == N_VIOLATING
-    assert spans["blocked_check_spans"] == N_VIOLATING
+    assert spans["blocked_check_spans"] == spans["check_spans"] == N_VIOLATING  # clean checks: no span
     assert (
-        spans["check_spans"]
+        spans["summarised_checks"]
         == spans["expected_checks"]
         == sum(len(t["queries"]) for t in lf.make_tasks(N_LOAD, FRACTION, seed=0))
     )

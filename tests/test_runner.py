@@ -276,7 +276,8 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
 
     async def scenario():
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
-        runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False)
+        # check_spans="all": the allowed checks' spans are named too (by default only violations are stored)
+        runner = AgentOSRunner(kernel, reward_fn=PolicyReward(kernel), log_violations=False, check_spans="all")
         store = await _started(runner, _LLMThenSQLAgent())
         results = []
         for task in ({"sql": "SELECT 1"}, {"sql": "DROP TABLE users"}, {"sql": "SELECT 2", "crash": True}):
@@ -686,7 +687,8 @@ def test_a_reward_fn_that_raises_fails_the_attempt_after_its_summary(shop_db):
     store, rows, runner = _run(scenario())
     assert [row[0] for row in rows] == ["failed", "failed", "failed"]
     assert all(row[1] is None for row in rows)  # no reward: none was computed
-    assert sorted(row[2] for row in rows) == [["check"], ["check", "violation"], ["check", "violation"]]
+    # The clean attempt stores no check span (check_spans="violations", the default).
+    assert sorted(row[2] for row in rows) == [[], ["check", "violation"], ["check", "violation"]]
     assert all(v["summary"] for v in store.at_final.values()) and len(store.at_final) == 3
     assert runner._attempts == {} and runner.get_stats()["total_rollouts"] == 3
 

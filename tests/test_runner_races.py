@@ -186,7 +186,10 @@ def test_a_returned_reward_is_stored_once_after_the_checks_before_the_status_is_
     async def scenario():
         store = StatusOrderStore()
         await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
-        runner = AgentOSRunner([SQLPolicy(deny=["DROP"])], log_violations=False, poll_interval=0.05, max_rollouts=2)
+        # check_spans="all": the clean checks' spans are held back and written with the reward
+        runner = AgentOSRunner(
+            [SQLPolicy(deny=["DROP"])], log_violations=False, poll_interval=0.05, max_rollouts=2, check_spans="all"
+        )
         runner.init(Returning())
         runner.init_worker(0, store)
         tasks = [

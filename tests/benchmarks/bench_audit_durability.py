@@ -1,31 +1,36 @@
-"""Allowed-decision latency and throughput of the audit trail: durable (group commit) next to queued.
+"""The durable audit trail against SQLite's own per-commit floor, before and after, in one run.
 
 Run it on demand (pytest does not collect ``tests/benchmarks``)::
 
-    python tests/benchmarks/bench_audit_durability.py                 # 3000 decisions per row
-    python tests/benchmarks/bench_audit_durability.py --n 5000 --threads 1 8 32 --dir /tmp
+    python tests/benchmarks/bench_audit_durability.py                    # 1 and 8 threads
+    python tests/benchmarks/bench_audit_durability.py --n 3000 --threads 1 8 --rounds 3 --base <commit>
+    python tests/benchmarks/bench_audit_durability.py --callgrind --n 200   # instructions per decision
 
-Each row is one audited kernel (``SQLPolicy(deny=["DROP"])``, the parse cache warm, one decision
-in ten blocked) writing ``--n`` decisions to a fresh FlightRecorder file from ``T`` threads at
-once. Per check: ``time.perf_counter_ns`` around ``kernel.check``; the table gives the median and
-p99 of the *allowed* checks and the throughput (decisions / wall time, all threads). Rows:
+Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them alike:
 
-* ``before (queued writer at the base commit)`` -- the audit trail as it was before this design,
-  loaded from git (``--base``): allowed records queued, committed when the writer's queue runs dry.
-* ``queued (opt-out)`` -- ``AuditTrail(..., durability="queued")``: the same promise, this writer.
-* ``durable synchronous=FULL`` (the default) / ``durable synchronous=NORMAL`` -- every record
-  committed before ``check`` returns; FULL fsyncs the WAL at each commit (a group shares one),
-  NORMAL survives a process crash but not a power loss.
-* ``durable synchronous=FULL, sealed (key)`` -- the default with an audit key: each record's
-  seal and the signed head are written in the same transaction.
+* ``SQLite floor, plain table`` -- one thread, WAL, ``synchronous=FULL``, one 400-byte row per
+  commit into a table with nothing but its rowid: SQLite's own per-commit floor on this disk.
+* ``SQLite floor, audit_log table`` -- the same into the FlightRecorder's own table (its unique
+  trace id, three indexes and AUTOINCREMENT), with a row of the audit's size: the floor for a
+  record in the store of record's format.
+* ``before (<base>)`` -- ``AuditTrail`` of ``audit.py`` at ``--base`` (loaded from git), durable.
+* ``durable (default)`` / ``durable, sealed (key)`` -- this tree's ``AuditTrail``, ``synchronous=FULL``.
 
-The configurations of one thread count run interleaved in rounds (``--rounds``), so a noisy
-shared machine slows them alike; figures are over all rounds. Timing targets are not asserted.
+Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
+blocked) whose ``T`` threads make ``--n`` checks in all, each recorded and committed before it
+returns. Figures: decisions per second (wall), **CPU per decision** (the process's CPU time, every
+thread, over the decisions: the writer thread, SQLite and the kernel's system calls included),
+and the median and p99 latency of the allowed checks. The summary states the targets' ratios:
+one writer against the floor, 8 threads against one, and the CPU the audit adds beyond the floor's
+own CPU per commit. Timing targets are not asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -33,21 +38,26 @@ import tempfile
 import threading
 import time
 import types
+import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from agent_os import FlightRecorder  # noqa: E402
 from bench_common import print_table  # noqa: E402
+from callgrind_regions import read_regions  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder  # noqa: E402
 
-BASE = "734b4a3"
+BASE = "0038757"
 AUDIT_MODULE = "contrib/agentlightning/contrib/kernel/agentos/audit.py"
+ROW_CHARS = 400  # about a record's tool_args here (the query, the envelope)
 
 
-def trail_before(base: str) -> Callable[[Any], Any]:
+def trail_before(base: str) -> Callable[..., Any]:
     """The ``AuditTrail`` class of ``audit.py`` at commit ``base``."""
     root = Path(__file__).resolve().parents[2]
     source = subprocess.run(
@@ -59,14 +69,56 @@ def trail_before(base: str) -> Callable[[Any], Any]:
     return module.AuditTrail
 
 
-def run_row(make_trail: Callable[[Path], Any], directory: Path, n: int, threads: int) -> Dict[str, Any]:
+def floor_writer(directory: Path, n: int, audit_table: bool) -> Callable[[], None]:
+    """SQLite alone: a function that makes ``n`` commits of one row each, WAL, synchronous=FULL."""
+    path = directory / f"floor-{time.monotonic_ns()}.db"
+    if audit_table:
+        FlightRecorder(db_path=str(path)).close()  # its schema, as the trail writes into it
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    text, digest = "x" * ROW_CHARS, "0" * 64
+    if audit_table:
+        sql = (
+            "INSERT INTO audit_log (trace_id, timestamp, agent_id, tool_name, tool_args, policy_verdict, "
+            "entry_hash, previous_hash, content_hash) VALUES (?, ?, 'agent', 'database_query', ?, 'allowed', ?, ?, ?)"
+        )
+    else:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, x TEXT)")
+        sql = "INSERT INTO t (x) VALUES (?)"
+    rows = [
+        (str(uuid.uuid4()), datetime.now(timezone.utc).isoformat(), text, digest, digest, digest)
+        if audit_table
+        else (text,)
+        for _ in range(n)
+    ]
+
+    def commit_each() -> None:
+        for row in rows:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(sql, row)
+            conn.execute("COMMIT")
+        conn.close()
+
+    return commit_each
+
+
+def floor_row(directory: Path, n: int, audit_table: bool) -> Dict[str, Any]:
+    commit_each = floor_writer(directory, n, audit_table)
+    cpu, began = time.process_time(), time.perf_counter()
+    commit_each()
+    wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    return {"allowed": [], "decisions": n, "wall": wall, "cpu": cpu, "records": n}
+
+
+def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, threads: int) -> Dict[str, Any]:
     path = directory / f"audit-{time.monotonic_ns()}.db"
     policy = SQLPolicy(deny=["DROP"])
     kernel = GovernanceKernel([policy])
     kernel.audit = make_trail(path)
     queries = [Action.sql("DROP TABLE t" if i % 10 == 9 else f"SELECT {i % 10} FROM t") for i in range(10)]
     for action in queries:
-        GovernanceKernel([policy]).check(action)  # warm the parse cache
+        kernel.check(action)  # the parse cache and the writer thread warm
     per_thread = n // threads
     latencies: List[List[int]] = [[] for _ in range(threads)]
     start = threading.Barrier(threads + 1)
@@ -75,7 +127,7 @@ def run_row(make_trail: Callable[[Path], Any], directory: Path, n: int, threads:
         out = latencies[index]
         start.wait()
         for i in range(per_thread):
-            action = queries[i % 10]
+            action = queries[(i + index) % 10]
             began = time.perf_counter_ns()
             decision = kernel.check(action)
             took = time.perf_counter_ns() - began
@@ -86,57 +138,208 @@ def run_row(make_trail: Callable[[Path], Any], directory: Path, n: int, threads:
     for worker in workers:
         worker.start()
     start.wait()
-    began = time.perf_counter()
+    cpu, began = time.process_time(), time.perf_counter()
     for worker in workers:
         worker.join()
-    wall = time.perf_counter() - began
-    kernel.audit.flush()
-    records = len(kernel.audit.recorder.get_log())
+    wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     kernel.audit.close()
+    conn = sqlite3.connect(str(path))
+    records = conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
+    conn.close()
     allowed = sorted(x for out in latencies for x in out)
-    return {"allowed": allowed, "decisions": per_thread * threads, "wall": wall, "records": records}
+    timed = per_thread * threads
+    return {
+        "allowed": allowed,
+        "decisions": timed + len(queries),
+        "wall": wall,
+        "cpu": cpu,
+        "records": records,
+        "timed": timed,
+    }
+
+
+#: Callgrind's client requests for regions that count every thread. ``callgrind_regions`` toggles
+#: collection, which callgrind keeps per thread, so the audit writer's work would not be counted;
+#: here collection is on from the start and a region is zeroed counters, then a dump.
+_ALL_THREADS_SOURCE = r"""
+#include <valgrind/callgrind.h>
+void zero(void) { CALLGRIND_ZERO_STATS; }
+void dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
+void instrument(void) { CALLGRIND_START_INSTRUMENTATION; }
+"""
+
+
+def _all_threads_library() -> Any:
+    import ctypes
+    import hashlib
+    import shutil
+
+    cache = (
+        Path(tempfile.gettempdir())
+        / f"agentos-callgrind-all-{hashlib.sha256(_ALL_THREADS_SOURCE.encode()).hexdigest()[:12]}"
+    )
+    built = cache / "libregions.so"
+    if not built.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "regions.c").write_text(_ALL_THREADS_SOURCE)
+        partial = cache / f"libregions.{os.getpid()}.so"
+        compiler = shutil.which("cc") or shutil.which("gcc") or "cc"
+        subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(partial), str(cache / "regions.c")], check=True)
+        partial.replace(built)
+    library = ctypes.CDLL(str(built))
+    library.dump.argtypes = [ctypes.c_char_p]
+    return library
+
+
+def counted(base: str, n: int) -> None:
+    """Under callgrind: one region per trail, ``n`` decisions each; every thread counts (the
+    writer's hashing, SQLite and its system-call wrappers; not the kernel's side of the calls)."""
+    library = _all_threads_library()
+    before = trail_before(base)
+    directory = Path(tempfile.mkdtemp(prefix="bench-audit-cg-", dir="."))
+    queries = [Action.sql("DROP TABLE t" if i % 10 == 9 else f"SELECT {i % 10} FROM t") for i in range(10)]
+    kernels = {"check alone (no audit)": GovernanceKernel([SQLPolicy(deny=["DROP"])])}
+    for name, make in (
+        (f"before ({base}), durable", lambda p: before(open_flight_recorder(p))),
+        ("durable (default)", lambda p: AuditTrail(open_flight_recorder(p))),
+        ("durable, sealed (key)", lambda p: AuditTrail(open_flight_recorder(p), key="k" * 64)),
+    ):
+        kernels[name] = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+        kernels[name].audit = make(directory / f"{len(kernels)}.db")
+    for kernel in kernels.values():
+        for i in range(50):
+            kernel.check(queries[i % 10])
+    floors = {
+        "SQLite floor, plain table": floor_writer(directory, n, False),
+        "SQLite floor, audit_log table": floor_writer(directory, n, True),
+    }
+    library.instrument()
+    library.zero()
+    library.dump(b"empty")
+    for name, commit_each in floors.items():
+        library.zero()
+        commit_each()
+        library.dump(name.encode())
+    for name, kernel in kernels.items():
+        library.zero()
+        for i in range(n):
+            kernel.check(queries[i % 10])
+        library.dump(name.encode())
+    for kernel in kernels.values():
+        kernel.close()
+
+
+def callgrind_table(base: str, n: int) -> Dict[str, float]:
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    with tempfile.TemporaryDirectory(prefix="agentos-callgrind-") as out:
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            "--collect-atstart=yes",
+            f"--callgrind-out-file={out}/callgrind.out.%p",
+        ]
+        subprocess.run(
+            [*command, sys.executable, __file__, "--counted", "--base", base, "--n", str(n)],
+            env=env,
+            check=True,
+            stderr=subprocess.DEVNULL,
+        )
+        counts = read_regions(Path(out))
+    empty = counts.pop("empty", 0)
+    per = {name: (total - empty) / n for name, total in counts.items()}
+    alone = per["check alone (no audit)"]
+    rows = [
+        [
+            name,
+            f"{value / 1000:,.1f} k",
+            "(a commit)" if name.startswith("SQLite") else f"{(value - alone) / 1000:+,.1f} k",
+        ]
+        for name, value in per.items()
+        if value != alone
+    ]
+    print(f"\ninstructions per decision under callgrind (user space, every thread; {n} decisions per row)")
+    print_table(["", "instructions", "the audit's part"], rows)
+    return per
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=3000, help="decisions per row and round")
+    parser.add_argument("--n", type=int, default=2000, help="decisions per row and round")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--dir", default=None, help="where the recorder files go (default: a temp dir)")
-    parser.add_argument("--base", default=BASE, help="the commit whose queued writer is 'before'")
+    parser.add_argument("--dir", default=None, help="where the files go (default: a temp dir under the cwd)")
+    parser.add_argument("--base", default=BASE, help="the commit whose AuditTrail is 'before'")
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument("--callgrind", action="store_true", help="instructions per decision only (valgrind)")
+    parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    directory = Path(args.dir or tempfile.mkdtemp(prefix="bench-audit-"))
+    if args.counted:
+        return counted(args.base, args.n)
+    if args.callgrind:
+        per = callgrind_table(args.base, min(args.n, 300))
+        if args.json:
+            Path(args.json).write_text(json.dumps({"instructions_per_decision": per}, indent=1))
+        return
+    directory = Path(args.dir or tempfile.mkdtemp(prefix="bench-audit-", dir="."))
     before = trail_before(args.base)
-    configs = {
-        f"before (queued writer at {args.base})": lambda p: before(open_flight_recorder(p)),
-        "queued (opt-out)": lambda p: AuditTrail(open_flight_recorder(p), durability="queued"),
-        "durable synchronous=FULL (default)": lambda p: AuditTrail(open_flight_recorder(p)),
-        "durable synchronous=NORMAL": lambda p: AuditTrail(open_flight_recorder(p), synchronous="NORMAL"),
-        "durable synchronous=FULL, sealed (key)": lambda p: AuditTrail(open_flight_recorder(p), key="k" * 64),
+    audits = {
+        f"before ({args.base}), durable": lambda p: before(open_flight_recorder(p)),
+        "durable (default)": lambda p: AuditTrail(open_flight_recorder(p)),
+        "durable, sealed (key)": lambda p: AuditTrail(open_flight_recorder(p), key="k" * 64),
     }
+    floors = {"SQLite floor, plain table": False, "SQLite floor, audit_log table": True}
     df = subprocess.run(["df", "-T", str(directory)], capture_output=True, text=True).stdout.splitlines()
-    print(f"recorder files in {directory} ({df[-1].split()[1] if df else 'file system unknown'})")
+    print(f"files in {directory} ({df[-1].split()[1] if df else 'file system unknown'}); load {os.getloadavg()}")
+    figures: Dict[str, Dict[str, float]] = {}
     for threads in args.threads:
-        results: Dict[str, List[Dict[str, Any]]] = {name: [] for name in configs}
+        names = ([*floors] if threads == 1 else []) + [*audits]
+        results: Dict[str, List[Dict[str, Any]]] = {name: [] for name in names}
         for _ in range(args.rounds):
-            for name, make in configs.items():
-                results[name].append(run_row(make, directory, args.n, threads))
+            for name in names:
+                if name in floors:
+                    results[name].append(floor_row(directory, args.n, floors[name]))
+                else:
+                    results[name].append(audit_row(audits[name], directory, args.n, threads))
         rows = []
         for name, runs in results.items():
-            allowed = sorted(x for r in runs for x in r["allowed"])
-            decisions = sum(r["decisions"] for r in runs)
-            wall = sum(r["wall"] for r in runs)
             assert all(r["records"] == r["decisions"] for r in runs), f"{name}: records missing"
-            rows.append(
-                [
-                    name,
-                    statistics.median(allowed) / 1000,
-                    allowed[int(len(allowed) * 0.99)] / 1000,
-                    decisions / wall,
-                ]
-            )
+            timed = sum(r.get("timed", r["decisions"]) for r in runs)
+            wall, cpu = sum(r["wall"] for r in runs), sum(r["cpu"] for r in runs)
+            allowed = sorted(x for r in runs for x in r["allowed"])
+            figure = {
+                "per_s": timed / wall,
+                "cpu_us": 1e6 * cpu / timed,
+                "median_us": statistics.median(allowed) / 1000 if allowed else float("nan"),
+                "p99_us": allowed[int(len(allowed) * 0.99)] / 1000 if allowed else float("nan"),
+            }
+            figures[f"{name} @{threads}"] = figure
+            rows.append([name, figure["per_s"], figure["cpu_us"], figure["median_us"], figure["p99_us"]])
         print(f"\n{threads} thread(s), {args.n} decisions x {args.rounds} rounds per row (1 in 10 blocked)")
-        print_table(["audit trail", "allowed median us", "allowed p99 us", "decisions/s"], rows)
+        print_table(["", "decisions/s", "CPU us/decision", "allowed median us", "allowed p99 us"], rows)
+    one = figures.get("durable (default) @1")
+    if one is not None:
+        print("\ntargets:")
+        for floor in floors:
+            base = figures[f"{floor} @1"]
+            print(
+                f"  one writer / {floor}: {one['per_s'] / base['per_s']:.2f}x; CPU beyond its CPU per commit: "
+                f"{one['cpu_us'] - base['cpu_us']:+.0f} us per decision"
+            )
+        before_one = figures[f"before ({args.base}), durable @1"]
+        print(
+            f"  before / {floor}: {before_one['per_s'] / base['per_s']:.2f}x; CPU beyond: "
+            f"{before_one['cpu_us'] - base['cpu_us']:+.0f} us"
+        )
+        for threads in args.threads:
+            if threads != 1:
+                many = figures[f"durable (default) @{threads}"]
+                print(
+                    f"  {threads} threads / one writer: {many['per_s'] / one['per_s']:.2f}x; "
+                    f"CPU {many['cpu_us']:.0f} us per decision"
+                )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"load": os.getloadavg(), "figures": figures}, indent=1))
 
 
 if __name__ == "__main__":

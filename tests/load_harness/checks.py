@@ -38,7 +38,7 @@ def verify_rollouts(
             "duplicate_violation_span",
         )
     }
-    violation_spans = check_spans = blocked_checks = 0
+    violation_spans = check_spans = blocked_checks = summarised_checks = 0
     per_worker: Counter = Counter()
     policies: Counter = Counter()
     for rollout_id, task in tasks_by_id.items():
@@ -66,8 +66,13 @@ def verify_rollouts(
             problems["clean_with_violation_span"].append(rollout_id)
         if len(violations) != expected["violations"]:
             problems["wrong_violation_count"].append(rollout_id)
-        if len(checks) != expected["checks"]:
+        # The store keeps a check span per check with a violation (AgentOSRunner's default,
+        # check_spans="violations": here every violation blocks); the attempt's governance summary
+        # counts every check.
+        summary = ((info["attempt"].get("metadata") or {}).get("agentos")) or {}
+        if len(checks) != expected["blocked"] or summary.get("checks") != expected["checks"]:
             problems["wrong_check_count"].append(rollout_id)
+        summarised_checks += summary.get("checks") or 0
         if blocked != expected["blocked"]:
             problems["wrong_blocked_count"].append(rollout_id)
         if any(s["attempt_id"] != info["attempt"]["attempt_id"] for s in checks + violations):
@@ -84,6 +89,7 @@ def verify_rollouts(
         "violating_rollouts": sum(bool(t.get("violating")) for t in tasks_by_id.values()),
         "violation_spans": violation_spans,
         "check_spans": check_spans,
+        "summarised_checks": summarised_checks,
         "blocked_check_spans": blocked_checks,
         "violations_by_policy": dict(policies),
         "rollouts_by_worker": dict(sorted(per_worker.items())),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import json
 import logging
 import os
 import queue
@@ -17,6 +18,7 @@ import sqlite3
 import sys
 import threading
 import time
+import uuid
 import weakref
 from collections import OrderedDict
 from datetime import datetime, timezone
@@ -26,15 +28,18 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from agent_os import FlightRecorder
 
 from .actions import Decision
-from .audit_record import DEFAULT_MAX_ARGS_CHARS, build_tool_args, governance_envelope, serialize_args
+from .audit_record import DEFAULT_MAX_ARGS_CHARS, governance_envelope, serialize_args, tool_args_text
 from .audit_seal import (
     HEAD_COLUMNS,
     HEAD_SCHEMA,
     HEAD_UPSERT,
     KEY_ENV,
     KEY_FILE_ENV,
+    RECORD_COLUMNS,
     AuditKey,
     AuditKeyError,
+    content_hash,
+    entry_hash,
     head_problem,
     load_audit_key,
     read_head,
@@ -69,29 +74,10 @@ logger = logging.getLogger(__name__)
 RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
 
 
-class _ToolRaisedLine(logging.Filter):
-    """Keeps out of the log the one line the FlightRecorder writes at ERROR when it records that an
-    allowed action's tool raised (``ERROR: <trace id> - OperationalError: no such column ...``).
-
-    That is the action's outcome (a model's wrong SQL, say), not a failure of governance: the
-    exception goes to the agent, the trail records it, and :meth:`AuditTrail._record_tool_raised`
-    says it at INFO. Only the exact line being written by this thread is dropped, so every other
-    error of the recorder shows (and if Agent OS words the line differently, it shows again).
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writing = threading.local()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        expected = getattr(self.writing, "line", None)
-        return expected is None or record.getMessage() != expected
-
-
-_TOOL_RAISED_LINE = _ToolRaisedLine()
-
 #: Records queued for the writer thread at most; beyond that, checks wait for the disk.
 DEFAULT_MAX_QUEUED = 10_000
+#: How long an action's outcome (result or error) waits for a decision to share its commit with.
+OUTCOME_LINGER_S = 0.05
 #: Allowed records kept open for their outcome (result or error) at most; older ones are closed.
 DEFAULT_MAX_PENDING_OUTCOMES = 10_000
 
@@ -290,6 +276,10 @@ class AuditTrail:
     **One writer per file.** The trail holds an exclusive ``flock`` on the file; a second kernel
     or process opening it gets :class:`AuditWriterConflict` naming the file and the fix.
 
+    **Outcomes** (what an allowed action returned, :meth:`record_outcome`) are queued: nothing
+    waits for them. One shares the commit of the next decision, or is committed alone after
+    ``OUTCOME_LINGER_S`` (50 ms) when none comes; :meth:`flush` and :meth:`close` commit it at once.
+
     **Sealed** when a key is given or set in the environment (:mod:`.audit_seal`): each record's
     HMAC and the signed chain head are written in the same transaction as the records.
     **Host-signed** when this host's Ed25519 key is given (``signing_key``) or named by
@@ -364,7 +354,7 @@ class AuditTrail:
         self.pid = os.getpid()  # the process whose chain head this recorder holds
         self._queue: "queue.SimpleQueue[_Item]" = queue.SimpleQueue()
         self._max_queued = max_queued
-        self._awaiting_outcome: "OrderedDict[str, str]" = OrderedDict()
+        self._awaiting_outcome: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()  # decision_id: its row
         self._max_pending_outcomes = max_pending_outcomes
         self._mutex = threading.Lock()
         self._failure: Optional[BaseException] = None
@@ -469,13 +459,14 @@ class AuditTrail:
         original = None
         if decision.original_action is not None:
             original = serialize_args(decision.original_action.args, self.max_args_chars)
+        tool_args = tool_args_text(
+            serialize_args(decision.action.args, self.max_args_chars), governance_envelope(decision), original
+        )
         payload = (
             decision.decision_id,
             decision.context.agent_id,
             decision.action.tool_name,
-            serialize_args(decision.action.args, self.max_args_chars),
-            original,
-            governance_envelope(decision),
+            tool_args,
             decision.reason if decision.blocked else None,
         )
         item = _Item("decision", payload, blocked=decision.blocked, waitable=True)
@@ -658,6 +649,14 @@ class AuditTrail:
             outage = self._outage
             if outage is None:
                 group = [self._queue.get()] + self._drain()
+                if all(item.kind == "outcome" for item in group):
+                    # Nothing waits for an outcome: it shares the commit (and the fsync) of the
+                    # decision that usually follows within milliseconds, or commits alone after
+                    # OUTCOME_LINGER_S. A decision arriving meanwhile is taken at once.
+                    try:
+                        group += [self._queue.get(timeout=OUTCOME_LINGER_S)] + self._drain()
+                    except queue.Empty:
+                        pass
                 recovering = None
             else:
                 wait = outage.next_retry - time.monotonic()
@@ -753,104 +752,146 @@ class AuditTrail:
                 item.finish(error)
         return late
 
-    def _record_tool_raised(self, trace_id: str, error: str) -> None:
-        """Record that an allowed action's tool raised ``error``: its outcome, logged at INFO."""
-        _TOOL_RAISED_LINE.writing.line = f"ERROR: {trace_id} - {error}"
-        try:
-            self.recorder.log_error(trace_id, error)
-        finally:
-            _TOOL_RAISED_LINE.writing.line = None
-        logger.info(
-            "the tool of audit record %s raised (its outcome; the exception went to its caller): %s", trace_id, error
-        )
-
     def _commit(self, work: List[_Item], outage_facts: Optional[Dict[str, Any]]) -> None:
         """Write ``work`` (after the outage record, when recovering) in one transaction. On any
-        failure nothing is committed and the recorder's chain head is restored."""
+        failure nothing is committed and the chain head and the records awaiting an outcome stay
+        as they were.
+
+        Each record is written final, in one INSERT: the row Agent OS's ``start_trace`` followed by
+        ``log_violation``/``log_success``/``log_error`` would leave, hashed with Agent OS's own
+        formulas (:func:`.audit_seal.entry_hash`, :func:`.audit_seal.content_hash`) and sealed before
+        it is written. Going through the recorder's methods encoded the arguments twice, wrote
+        every row twice (a pending INSERT, then an UPDATE of it) and read each one back to seal it:
+        most of a decision's CPU.
+        """
         recorder = self.recorder
-        inserted: List[str] = []
-        touched: List[str] = []
-        awaiting: List[Tuple[str, str]] = []
-        outcomes: List[Tuple[str, str]] = []
+        with recorder._buffer_lock:  # rows written through the recorder itself go first, in this transaction
+            foreign = list(recorder._write_buffer)
+            recorder._write_buffer.clear()
+        previous = recorder._last_hash
+        new_rows: List[Tuple[Optional[str], Dict[str, Any]]] = []  # (decision_id awaiting its outcome, row)
+        updates: List[Tuple[str, Dict[str, Any]]] = []  # (decision_id, row with its outcome)
+        in_group: Dict[str, Dict[str, Any]] = {}
         try:
             if outage_facts is not None:
-                trace_id = recorder.start_trace(
-                    agent_id=OUTAGE_AGENT_ID, tool_name=OUTAGE_TOOL_NAME, tool_args={"audit_outage": outage_facts}
-                )
-                recorder.log_error(
-                    trace_id,
+                row = self._new_row(
+                    previous,
+                    OUTAGE_AGENT_ID,
+                    OUTAGE_TOOL_NAME,
+                    json.dumps({"audit_outage": outage_facts}),
+                    "error",
                     f"audit trail unavailable for {outage_facts['duration_s']}s ({outage_facts['error']}): "
                     f"{outage_facts['actions_blocked']} action(s) blocked because of it",
                 )
-                inserted.append(trace_id)
+                new_rows.append((None, row))
+                previous = row["entry_hash"]
             for item in work:
                 if item.kind == "decision":
-                    decision_id, agent_id, tool_name, args_json, original_json, envelope, reason = item.payload
-                    trace_id = recorder.start_trace(
-                        agent_id=_encodable(agent_id),
-                        tool_name=_encodable(tool_name),
-                        tool_args=build_tool_args(args_json, envelope, original_json),
-                    )
-                    inserted.append(trace_id)
+                    decision_id, agent_id, tool_name, tool_args_json, reason = item.payload
                     if reason is not None:
-                        recorder.log_violation(trace_id, _encodable(reason))
+                        verdict, reason = "blocked", _encodable(reason)
                     elif item.abandoned:
-                        recorder.log_error(trace_id, _NOT_RUN)
+                        verdict, reason = "error", _NOT_RUN
                     else:
-                        recorder.log_success(trace_id, result=None)
-                        awaiting.append((decision_id, trace_id))
+                        verdict = "allowed"
+                    row = self._new_row(
+                        previous, _encodable(agent_id), _encodable(tool_name), tool_args_json, verdict, reason
+                    )
+                    new_rows.append((decision_id if verdict == "allowed" else None, row))
+                    in_group[decision_id] = row
+                    previous = row["entry_hash"]
                 elif item.kind == "rotation":
-                    rotation = self.signer.rotation_args(item.payload, recorder._last_hash)
-                    trace_id = recorder.start_trace(ROTATION_AGENT_ID, ROTATION_TOOL_NAME, tool_args=rotation)
-                    recorder.log_success(trace_id, result=None)
-                    inserted.append(trace_id)
+                    rotation = self.signer.rotation_args(item.payload, previous)
+                    row = self._new_row(
+                        previous, ROTATION_AGENT_ID, ROTATION_TOOL_NAME, json.dumps(rotation), "allowed", None
+                    )
+                    new_rows.append((None, row))
+                    previous = row["entry_hash"]
                 else:
                     audit_id, result, error, execution_time_ms = item.payload
-                    trace_id = self._awaiting_outcome.pop(audit_id, None)
-                    if trace_id is None:
-                        continue  # not an allowed record of this trail, or its outcome came long after
-                    outcomes.append((audit_id, trace_id))
-                    if error is not None:
-                        self._record_tool_raised(trace_id, _encodable(error))
-                    else:
-                        recorder.log_success(trace_id, result=_encodable(result), execution_time_ms=execution_time_ms)
-                    touched.append(trace_id)
-            touched.extend(inserted)
-            with recorder._buffer_lock:
-                operations = list(recorder._write_buffer)
-                recorder._write_buffer.clear()
-            head = self._transaction(operations, touched, len(inserted))
+                    row = in_group.get(audit_id)  # queued durability: the record may be in this very group
+                    if row is None:
+                        stored = self._awaiting_outcome.get(audit_id)
+                        if stored is None:
+                            continue  # not an allowed record of this trail, or its outcome came long after
+                        row = dict(stored)
+                        updates.append((audit_id, row))
+                    if error is not None:  # as log_error writes it: the verdict and the error only
+                        row.update(policy_verdict="error", violation_reason=_encodable(error))
+                        logger.info(
+                            "the tool of audit record %s raised (its outcome; the exception went to its caller): %s",
+                            row["trace_id"],
+                            error,
+                        )
+                    else:  # as log_success writes it ("" is stored as NULL, as Agent OS does)
+                        milliseconds = None if execution_time_ms is None else float(execution_time_ms)
+                        row.update(policy_verdict="allowed", result=_encodable(result) or None)
+                        row["execution_time_ms"] = milliseconds
+                    self._finalize(row)
+            head = self._transaction(foreign, [row for _, row in new_rows], [row for _, row in updates])
         except BaseException:
             if self.signer is not None:
                 self.signer.settle(committed=False)
-            recorder._last_hash = self._head[1]
             with recorder._buffer_lock:
                 recorder._write_buffer.clear()
-            for trace_id in inserted:
-                recorder._trace_data.pop(trace_id, None)
-            for audit_id, trace_id in outcomes:
-                self._awaiting_outcome[audit_id] = trace_id  # its row is still there; a later outcome may land
             raise
         if self.signer is not None:
             self.signer.settle(committed=True)
+        recorder._last_hash = head[1]
         self._head = head
-        self._records += len(inserted)
-        for decision_id, trace_id in awaiting:
-            self._awaiting_outcome[decision_id] = trace_id
+        self._records += len(new_rows)
+        for audit_id, _ in updates:
+            del self._awaiting_outcome[audit_id]  # its outcome is written: no later update follows
+        for decision_id, row in new_rows:
+            if decision_id is not None:
+                self._awaiting_outcome[decision_id] = row
         while len(self._awaiting_outcome) > self._max_pending_outcomes:
-            _, oldest = self._awaiting_outcome.popitem(last=False)
-            self._forget(oldest)
-        waiting = set(self._awaiting_outcome.values())
-        for trace_id in touched:
-            if trace_id not in waiting:
-                self._forget(trace_id)
+            self._awaiting_outcome.popitem(last=False)
 
-    def _transaction(self, operations: List[Dict[str, Any]], touched: List[str], inserted: int) -> Tuple[int, str]:
+    def _new_row(
+        self,
+        previous: Optional[str],
+        agent_id: str,
+        tool_name: str,
+        tool_args_json: str,
+        verdict: str,
+        reason: Optional[str],
+    ) -> Dict[str, Any]:
+        """A new record's row, chained to ``previous``: hashed and (with a key) sealed."""
+        row = {
+            "trace_id": str(uuid.uuid4()),
+            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "agent_id": agent_id,
+            "tool_name": tool_name,
+            "tool_args": tool_args_json,
+            "input_prompt": None,
+            "policy_verdict": verdict,
+            "violation_reason": reason,
+            "result": None,
+            "execution_time_ms": None,
+            "metadata": None,
+            "entry_hash": None,
+            "previous_hash": previous,
+            "content_hash": None,
+        }
+        row["entry_hash"] = entry_hash(row)  # over the row as first inserted (pending), as Agent OS chains it
+        self._finalize(row)
+        return row
+
+    def _finalize(self, row: Dict[str, Any]) -> None:
+        row["content_hash"] = content_hash(row)
+        if self.key is not None:
+            row["metadata"] = seal_metadata(row, self.key)
+
+    def _transaction(
+        self, foreign: List[Dict[str, Any]], new_rows: List[Dict[str, Any]], updates: List[Dict[str, Any]]
+    ) -> Tuple[int, Optional[str]]:
+        """Commit the rows; the file's new last record (id, entry hash)."""
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             problem = self._file_changed()
-            last = conn.execute("SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
+            last = conn.execute(_LAST_RECORD).fetchone()
             if problem is None and (tuple(last) if last else (0, None)) != self._head:
                 problem = (
                     f"its last record is {tuple(last) if last else 'none'}, not record {self._head[0]} that this "
@@ -858,29 +899,29 @@ class AuditTrail:
                 )
             if problem is not None:
                 raise AuditFileChangedError(f"the audit file {self.path!r} changed under the running kernel: {problem}")
-            for operation in operations:
+            for operation in foreign:
                 conn.execute(operation["sql"], operation["params"])
-            last = conn.execute("SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
-            if self.key is not None:
-                names = None
-                for trace_id in dict.fromkeys(touched):
-                    cursor = conn.execute("SELECT * FROM audit_log WHERE trace_id = ?", (trace_id,))
-                    names = names or [d[0] for d in cursor.description]
-                    row = dict(zip(names, cursor.fetchone()))
-                    conn.execute(
-                        "UPDATE audit_log SET metadata = ? WHERE id = ?", (seal_metadata(row, self.key), row["id"])
-                    )
-                if last is not None:
-                    head = sign_head(
-                        self.key,
-                        records=self._records + inserted,
-                        last_id=last[0],
-                        last_entry_hash=last[1],
-                        sealed_from=self._sealed_from,
-                    )
-                    conn.execute(HEAD_UPSERT, tuple(head[name] for name in HEAD_COLUMNS))
+            if new_rows:
+                conn.executemany(_INSERT_ROW, [tuple(row[name] for name in _INSERTED_COLUMNS) for row in new_rows])
+            if updates:
+                conn.executemany(_UPDATE_OUTCOME, [tuple(row[name] for name in _UPDATED_COLUMNS) for row in updates])
+            if foreign or new_rows:
+                last = conn.execute(_LAST_RECORD).fetchone()
+                for offset, row in enumerate(new_rows, start=last[0] - len(new_rows) + 1):
+                    row["id"] = offset  # the rows just inserted are the file's last ones, in order
+            if self.key is not None and last is not None:
+                head = sign_head(
+                    self.key,
+                    records=self._records + len(new_rows),
+                    last_id=last[0],
+                    last_entry_hash=last[1],
+                    sealed_from=self._sealed_from,
+                )
+                conn.execute(HEAD_UPSERT, tuple(head[name] for name in HEAD_COLUMNS))
             if self.signer is not None and last is not None:
-                self.signer.write_head(conn, records=self._records + inserted, last_id=last[0], last_entry_hash=last[1])
+                self.signer.write_head(
+                    conn, records=self._records + len(new_rows), last_id=last[0], last_entry_hash=last[1]
+                )
             conn.execute("COMMIT")
         except BaseException:
             try:
@@ -908,12 +949,26 @@ class AuditTrail:
         self._size = info.st_size
         return None
 
-    def _forget(self, trace_id: str) -> None:
-        # The FlightRecorder caches every record's fields in memory to re-hash later updates and
-        # never drops them; a long run would grow without bound. Drop a record's entry once no
-        # update to it can follow.
-        self.recorder._trace_data.pop(trace_id, None)
 
+#: The statements of the write path; a row is written with every column in one INSERT.
+_INSERTED_COLUMNS = tuple(name for name in RECORD_COLUMNS if name != "id")
+_INSERT_ROW = (
+    f"INSERT INTO audit_log ({', '.join(_INSERTED_COLUMNS)}) VALUES ({', '.join('?' * len(_INSERTED_COLUMNS))})"
+)
+_UPDATED_COLUMNS = (
+    "policy_verdict",
+    "violation_reason",
+    "result",
+    "execution_time_ms",
+    "metadata",
+    "content_hash",
+    "id",
+)
+_UPDATE_OUTCOME = (
+    "UPDATE audit_log SET policy_verdict = ?, violation_reason = ?, result = ?, execution_time_ms = ?, metadata = ?, "
+    "content_hash = ? WHERE id = ?"
+)
+_LAST_RECORD = "SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1"
 
 _NOT_RUN = "not run: the check gave up waiting for this record's commit (commit_timeout_s) and blocked the action"
 
@@ -985,7 +1040,6 @@ def _configure_once() -> None:
             return
         if RECORDER_LOGGER.level == logging.NOTSET:
             RECORDER_LOGGER.setLevel(logging.ERROR)
-        RECORDER_LOGGER.addFilter(_TOOL_RAISED_LINE)
         atexit.register(_drain_live_trails)
         _configured = True
 

@@ -44,6 +44,7 @@ __all__ = [
     "serialize_args",
     "governance_envelope",
     "build_tool_args",
+    "tool_args_text",
     "read_tool_args",
     "decision_from_record",
     "violation_summary",
@@ -122,6 +123,23 @@ def build_tool_args(
     if original_args_text is not None:
         envelope["original_args"] = json.loads(original_args_text)
     return {ARGS_KEY: json.loads(args_text), ENVELOPE_KEY: envelope}
+
+
+def tool_args_text(args_text: str, envelope: Dict[str, Any], original_args_text: Optional[str] = None) -> str:
+    """The record's ``tool_args`` column: ``json.dumps(build_tool_args(...))``, spliced from the
+    texts already encoded instead of decoding and encoding them again (the same text, character
+    for character: both are ``json.dumps`` output, which a round trip through ``json.loads``
+    reproduces).
+
+    >>> envelope = {"decision_id": "d", "verdict": "allowed"}
+    >>> text = tool_args_text('{"q": 1}', dict(envelope), '{"q": 2}')
+    >>> text == json.dumps(build_tool_args('{"q": 1}', dict(envelope), '{"q": 2}'))
+    True
+    """
+    envelope_text = json.dumps(envelope)
+    if original_args_text is not None:
+        envelope_text = f'{envelope_text[:-1]}, "original_args": {original_args_text}}}'
+    return f'{{"{ARGS_KEY}": {args_text}, "{ENVELOPE_KEY}": {envelope_text}}}'
 
 
 # ---------------------------------------------------------------------------------- validating

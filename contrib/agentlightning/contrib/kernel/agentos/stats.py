@@ -79,6 +79,22 @@ def governance_stats(
     return MustAwait(_governance_stats(store, rollout_ids, attempt), "governance_stats(store)", "nothing was counted")
 
 
+async def _summarised_checks(store: LightningStore, rollout_id: str, attempt: str) -> Optional[int]:
+    """The checks the attempts' governance summaries count (``metadata["agentos"]["checks"]``), or
+    None when an attempt has none: a runner that stores spans for the decisions with violations only
+    (``AgentOSRunner(check_spans="violations")``, the default) leaves the count of all its checks
+    there, not in the spans."""
+    if attempt == "latest":
+        latest = await store.get_latest_attempt(rollout_id)
+        attempts = [] if latest is None else [latest]
+    else:
+        attempts = list(await store.query_attempts(rollout_id))
+    counts = [((a.metadata or {}).get("agentos") or {}).get("checks") for a in attempts]
+    if not counts or not all(isinstance(count, int) for count in counts):
+        return None
+    return sum(counts)
+
+
 async def _governance_stats(
     store: LightningStore, rollout_ids: Optional[Sequence[str]], attempt: str
 ) -> Dict[str, Any]:
@@ -93,7 +109,8 @@ async def _governance_stats(
     for rollout_id in rollout_ids:
         spans = await store.query_spans(rollout_id, "latest" if attempt == "latest" else None)
         found = governance_spans(spans)
-        checks += len(found.checks)
+        summarised = await _summarised_checks(store, rollout_id, attempt)
+        checks += len(found.checks) if summarised is None else summarised
         blocked += sum(attributes.get(AGENTOS_VERDICT) == "blocked" for attributes in found.checks)
         duplicates += found.duplicates
         for attributes in found.violations:

@@ -86,7 +86,8 @@ class RolloutGovernance:
     The settings are fixed at construction (the dataclass is frozen). ``rollout`` is the store's
     attempted rollout when :class:`AgentOSRunner` runs the attempt (its reward function needs it);
     with ``defer_clean_check_spans`` the spans of clean checks are held for
-    :meth:`take_deferred_spans` (see :meth:`decide`).
+    :meth:`take_deferred_spans` (see :meth:`decide`); with ``clean_check_spans=False`` a clean
+    check gets no span at all (its record in the audit trail is its evidence).
     """
 
     kernel: GovernanceKernel
@@ -95,6 +96,7 @@ class RolloutGovernance:
     on_decision: Optional[Callable[[Decision], None]] = None
     rollout: Any = None
     defer_clean_check_spans: bool = False
+    clean_check_spans: bool = True
     _decisions: List[Decision] = field(default_factory=list, init=False, repr=False)
     _flags: Set[str] = field(default_factory=set, init=False, repr=False)
     _result: Dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -141,7 +143,10 @@ class RolloutGovernance:
                     context=self.context,
                     refused_by="AgentOSRunner",
                 )
-        if self.defer_clean_check_spans and not decision.violations and get_active_tracer() is not None:
+        clean = not decision.violations
+        if clean and not self.clean_check_spans:
+            pass  # its evidence is its record in the audit trail
+        elif clean and self.defer_clean_check_spans and get_active_tracer() is not None:
             self._deferred.append((decision, time.time()))
         else:
             emit_decision_spans(decision)

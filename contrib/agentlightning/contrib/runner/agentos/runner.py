@@ -73,6 +73,12 @@ __all__ = ["AgentError", "AgentOSRunner", "GovernedAgent", "GovernedRunner", "Go
 
 logger = logging.getLogger(__name__)
 
+#: ``AgentOSRunner(check_spans=...)``: spans for the decisions with violations only (the default:
+#: allowed decisions are in the audit trail, and a span each cost the store a write per check), or all.
+CHECK_SPANS_VIOLATIONS = "violations"
+CHECK_SPANS_ALL = "all"
+CHECK_SPANS = (CHECK_SPANS_VIOLATIONS, CHECK_SPANS_ALL)
+
 
 @dataclass
 class _Attempt:
@@ -301,6 +307,12 @@ class AgentOSRunner(LitAgentRunner[Any]):
             raises, the attempt is marked failed (and ``step`` raises its error). An object with
             ``score(rollout) -> GovernedReward`` keeps its decomposition; a plain callable's float
             is stored as ``final`` and ``base``.
+        check_spans: which decisions become spans in the store. ``"violations"`` (default): the
+            decisions with violations (a check span and a span per violation, sent at once), plus
+            the attempt's governance summary (``metadata["agentos"]``); an allowed decision's
+            evidence is its record in the keyed audit trail, which the adapter can import.
+            ``"all"``: also a check span per allowed decision (written in one store call when the
+            attempt ends), for a dashboard or algorithm that reads every decision from the store.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
 
     The agent (``init(agent)``) is a ``LitAgent`` or a plain function ``fn(task)`` (see
@@ -334,9 +346,16 @@ class AgentOSRunner(LitAgentRunner[Any]):
         agent_id: Optional[str] = None,
         audit_dir: Union[str, Path, None] = None,
         reward_fn: Optional[Callable[[Any], Any]] = None,
+        check_spans: str = CHECK_SPANS_VIOLATIONS,
         **runner_kwargs: Any,
     ) -> None:
         _check_keywords(type(self).__name__, runner_kwargs)
+        if not isinstance(check_spans, str) or check_spans not in CHECK_SPANS:
+            raise ValueError(
+                f"check_spans must be {CHECK_SPANS_VIOLATIONS!r} (the default: spans for the decisions with violations "
+                f"and one governance summary per attempt) or {CHECK_SPANS_ALL!r} (also a span per allowed decision), "
+                f"got {check_spans!r}; every decision is in the audit trail either way"
+            )
         self.kernel = as_kernel(kernel)
         flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations}
         for name, value in flags.items():
@@ -369,6 +388,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.agent_id = agent_id
         self.audit_dir = audit_dir
         self.reward_fn = reward_fn
+        self.check_spans = check_spans
         self._counts = {
             "total_rollouts": 0,
             "total_violations": 0,
@@ -559,6 +579,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             on_decision=self._on_decision,
             rollout=next_rollout,
             defer_clean_check_spans=True,
+            clean_check_spans=self.check_spans == CHECK_SPANS_ALL,
         )
         self._attempts[key] = _Attempt(record, stepped=raise_on_exception)
         if self._heartbeats is not None:
