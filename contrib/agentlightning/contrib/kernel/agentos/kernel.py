@@ -27,10 +27,7 @@ from .actions import (
     Decision,
     Verdict,
     _current_context,
-    _DecisionBeingBuilt,
-    action_of_one_str_argument,
     current_context,
-    plain_call,
 )
 from .arguments import tool_key
 from .audit import AuditTrail, AuditWriteError, open_flight_recorder
@@ -90,6 +87,44 @@ class _Plan(NamedTuple):
 _ALLOWED, _BLOCKED = Verdict.ALLOWED, Verdict.BLOCKED
 #: The remembered answer of pure policies that found nothing.
 _NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
+
+
+def _content_key(tool_name: Any, args: Any, cost: Any) -> Optional[Tuple[Any, ...]]:
+    """The memo's key of a call: what the policies read of it, when all of it is plain text (one
+    type: equal means the same), else None (not remembered).
+
+    ``(tool name, cost, name, value)`` for one argument, ``(tool name, cost, (name, value) pairs)``
+    for any other number (the two shapes differ in length). ``args`` is a plain ``dict`` (the
+    caller's, read once: a name's type is checked before it is looked up, so no key's own
+    ``__hash__`` runs) or an action's snapshot. The cost is a plain ``float`` in the action's
+    range, not ``-0.0`` (equal to ``0.0``, it would be handed an action of the other sign).
+
+    >>> _content_key("database_query", {"query": "SELECT 1"}, 0.0)
+    ('database_query', 0.0, 'query', 'SELECT 1')
+    >>> _content_key("database_query", {"query": "SELECT 1", "db": "main"}, 0.0)
+    ('database_query', 0.0, (('query', 'SELECT 1'), ('db', 'main')))
+    >>> _content_key("database_query", {"limit": 1}, 0.0) is None, _content_key("database_query", {}, True) is None
+    (True, True)
+    """
+    if (
+        type(tool_name) is not str
+        or type(cost) is not float
+        or not 0.0 <= cost < math.inf
+        or (cost == 0.0 and cost is not NO_COST and math.copysign(1.0, cost) < 0)
+    ):
+        return None
+    try:
+        if len(args) == 1:
+            (name,) = args
+            value = args[name] if type(name) is str else None
+            return (tool_name, cost, name, value) if type(value) is str else None
+        items = tuple(args.items())
+    except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
+        return None
+    for name, value in items:
+        if type(name) is not str or type(value) is not str:
+            return None
+    return (tool_name, cost, items)
 
 
 def _fresh(violation: PolicyViolation) -> PolicyViolation:
@@ -511,122 +546,71 @@ class GovernanceKernel:
         context: Optional[ActionContext],
         cost_usd: float,
     ) -> Decision:
-        """:meth:`check` (see there)."""
-        fingerprint = None
-        remembered = None
-        # The common call: a tool name, one plain str argument and no cost. The caller's dict is
-        # read once, into locals (the name's type checked before the name is looked up, so no
-        # key's own __hash__ runs; a dict changed by another thread meanwhile takes the full
-        # path), and its fingerprint looked up before anything is built.
-        if type(action) is str and type(args) is dict and cost_usd is NO_COST and len(args) == 1:
-            try:
-                (name,) = args
-                value = args[name] if type(name) is str else None
-            except (ValueError, RuntimeError, KeyError):  # changed while it was read
-                value = None
-            if type(value) is str:  # and so is the name
-                fingerprint = (action, 0.0, name, value)
-                if self._remembered_for != CONFIGURATION_CHANGES[0]:
-                    self._forget()
-                entry = self._remembered.get(fingerprint)
-                if entry is not None:
-                    # Remembered, so no rewriting policy (a kernel with one remembers nothing).
-                    shared, remembered = entry
-                    plan = self._plans.get(action) or self._plan(action)
-                    if context is None:
-                        context = _current_context.get()
-                    elif type(context) is not ActionContext and not isinstance(context, ActionContext):
-                        raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
-                    started = perf_counter()
-                    if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-                        # Every policy is pure and found nothing in this very action before:
-                        # allowed, so no signals. Decision.of_kernel, inline (its call cost a
-                        # twentieth of the check).
-                        decision_id = self._id_prefix + hex(next(self._id_counter))
-                        audit = self.audit
-                        decision = _DecisionBeingBuilt()
-                        decision.action = shared
-                        decision.verdict = _ALLOWED
-                        decision.violations = ()
-                        decision.signals = ()
-                        decision.context = context
-                        decision.decision_id = decision_id
-                        decision.original_action = None
-                        decision.audit_id = None if audit is None else decision_id
-                        decision.elapsed_us = (perf_counter() - started) * 1e6
-                        decision.notes = plan.notes
-                        decision.__class__ = Decision
-                        return decision if audit is None else self._record(decision)
-                    return self._ask(shared, context, plan, fingerprint, remembered, started)
-                built = action_of_one_str_argument(action, name, value)
-                if built is None:  # a tool name out of bounds: the constructor below names it
-                    fingerprint = None
-                else:
-                    action = built
-        if fingerprint is None:
-            built_pair = plain_call(action, args, cost_usd) if type(action) is str else None
-            if built_pair is not None:
-                action, fingerprint = built_pair
-                if fingerprint is not None:
-                    if self._remembered_for != CONFIGURATION_CHANGES[0]:
-                        self._forget()
-                    entry = self._remembered.get(fingerprint)
-                    if entry is not None:
-                        action, remembered = entry  # the same content: the action already judged
-            elif not isinstance(action, Action):
-                action = Action.of_call(action, {} if args is None else args, cost_usd)
-            elif args is not None:
+        """:meth:`check` (see there), one path for every call form: the snapshot, the plan of the
+        tool with the memo of its pure policies' answers, the optional rewrite, the policies asked,
+        the verdict, commits or releases, and the decision recorded.
+
+        The memo is keyed on what the policies read, the call's content (:func:`_content_key`),
+        and looked up before a call's snapshot is built: a remembered call of a tool name and
+        arguments is given the action judged before (the same content, immutable), and a caller's
+        own :class:`Action` is its own snapshot already."""
+        if self._remembered_for != CONFIGURATION_CHANGES[0]:
+            self._forget()
+        given: Optional[Action] = None
+        if type(action) is str:
+            key = _content_key(action, args, cost_usd) if type(args) is dict else None
+        elif isinstance(action, Action):
+            if args is not None:
                 raise TypeError("pass args only together with a tool name, not with an Action")
+            given = action
+            # A subclass's own properties could tell the key one thing and the policies another.
+            key = _content_key(action.tool_name, action.args, action.cost_usd) if type(action) is Action else None
+        else:
+            key = None
+        entry = None if key is None else self._remembered.get(key)
+        if entry is not None:
+            shared, remembered = entry
+            action = shared if given is None else given
+        else:
+            remembered = None
+            if given is None:
+                action = Action.of_call(action, {} if args is None else args, cost_usd)
+                # Keyed on the snapshot, not on the caller's mapping, which may have changed since.
+                key = _content_key(action.tool_name, action.args, action.cost_usd)
         if context is None:
             context = _current_context.get()
-        elif not isinstance(context, ActionContext):
+        elif type(context) is not ActionContext and not isinstance(context, ActionContext):
             raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
         if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
             return self.refuse(action, action.refusal, context=context)
         started = perf_counter()
-        if self._remembered_for != CONFIGURATION_CHANGES[0]:  # (not looked up above for every call)
-            self._forget()
         if self._rewriters:
             return self._check_rewritten(action, context, started)
         plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
-        if plan.all_impure:
-            fingerprint = remembered = None
-        elif remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-            decision_id = self._id_prefix + hex(next(self._id_counter))
-            audit = self.audit
-            decision = Decision.of_kernel(
-                action,
-                Verdict.ALLOWED,
-                (),
-                (),
-                context,
-                decision_id,
-                None,
-                None if audit is None else decision_id,
-                (perf_counter() - started) * 1e6,
-                plan.notes,
-            )
-            return decision if audit is None else self._record(decision)
-        return self._ask(action, context, plan, fingerprint, remembered, started)
+        return self._ask(action, context, plan, key, remembered, started)
 
     def _ask(
         self,
         action: Action,
         context: ActionContext,
         plan: _Plan,
-        fingerprint: Optional[Tuple[Any, ...]],
+        key: Optional[Tuple[Any, ...]],
         remembered: Optional[Tuple[Tuple[PolicyViolation, ...], ...]],
         started: float,
     ) -> Decision:
         """:meth:`check` past the action's snapshot: the policies asked (a pure one's remembered
         answer used instead when there is one), the verdict, commits and releases."""
+        policies = plan.policies
+        if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
+            # Every policy is pure and found nothing in this very content before: nothing to ask,
+            # nothing to commit or release.
+            return self._decide(action, context, _ALLOWED, (), None, started, plan.notes)
         configuration = CONFIGURATION_CHANGES[0]
         violations: List[PolicyViolation] = (
             [self._failure(policy, what) for policy, what in plan.note_failures] if plan.note_failures else []
         )
-        policies = plan.policies
         answers: List[Tuple[PolicyViolation, ...]] = []
-        remember = fingerprint is not None and remembered is None
+        remember = key is not None and remembered is None and not plan.all_impure
         for policy, pure in zip(policies, plan.pure):
             if pure and remembered is not None:
                 found = remembered[len(answers)] if remembered else ()
@@ -643,7 +627,7 @@ class GovernanceKernel:
             if found:
                 violations.extend(found)
         if remember:
-            self._remember(fingerprint, action, tuple(answers), configuration)
+            self._remember(key, action, tuple(answers), configuration)  # type: ignore[arg-type]
         verdict = self._verdict(violations) if violations else _ALLOWED
         committed = len(policies) if verdict is not _BLOCKED else 0
         if verdict is not _BLOCKED and plan.committers:
@@ -774,7 +758,7 @@ class GovernanceKernel:
         action: Action,
         context: ActionContext,
         verdict: Verdict,
-        violations: List[PolicyViolation],
+        violations: Sequence[PolicyViolation],
         original: Optional[Action],
         started: float,
         notes: Tuple[str, ...] = (),
@@ -783,19 +767,18 @@ class GovernanceKernel:
         signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
         decision_id = self._id_prefix + hex(next(self._id_counter))
         audit = self.audit
-        # Decision.of_kernel, inline (as in check): every decision is built here or there.
-        decision = _DecisionBeingBuilt()
-        decision.action = action
-        decision.verdict = verdict
-        decision.violations = tuple(violations)
-        decision.signals = signals
-        decision.context = context
-        decision.decision_id = decision_id
-        decision.original_action = original
-        decision.audit_id = None if audit is None else decision_id
-        decision.elapsed_us = (perf_counter() - started) * 1e6
-        decision.notes = notes
-        decision.__class__ = Decision
+        decision = Decision.of_kernel(
+            action,
+            verdict,
+            tuple(violations),
+            signals,
+            context,
+            decision_id,
+            original,
+            None if audit is None else decision_id,
+            (perf_counter() - started) * 1e6,
+            notes,
+        )
         return decision if audit is None else self._record(decision)
 
     def _policies_for(self, tool_name: str) -> Tuple[Policy, ...]:
