@@ -251,7 +251,8 @@ def call_and_join_queries(rng: random.Random, n: int) -> List[str]:
                 )
             )
         select = ", ".join(f"{call} AS v{i}" for i, call in enumerate(calls))
-        where = f"LOWER({rng.choice(texts)}) LIKE '%{rng.choice('aeiou')}%' AND {rng.choice(numbers)} > {rng.randint(0, 500)}"
+        like = f"LOWER({rng.choice(texts)}) LIKE '%{rng.choice('aeiou')}%'"
+        where = f"{like} AND {rng.choice(numbers)} > {rng.randint(0, 500)}"
         order = rng.choice(("v0", "1", f"LENGTH({rng.choice(texts)}) DESC", f"ABS({rng.choice(numbers)})"))
         out.append(
             f"SELECT {select} FROM customers c {' '.join(JOIN_CONDITIONS[:joins])} WHERE {where} "
