@@ -225,11 +225,9 @@ _INFINITY = math.inf
 NO_COST = 0.0
 
 
-class _DecisionBeingBuilt:
-    """A :class:`Decision` whose fields are being set (see :meth:`Decision.of_kernel`): an instance
-    of a plain class takes them as ordinary attribute stores, and assigning ``__class__`` then
-    makes it the frozen class. The two have the same layout (a ``__dict__``, no slots), which
-    Python checks on the assignment."""
+#: The kernel builds a decision with its fields' dict at once (:meth:`Decision.of_kernel`).
+_new_object = object.__new__
+_set_attribute = object.__setattr__
 
 
 @dataclass(frozen=True)
@@ -336,27 +334,32 @@ class Decision:
         notes: Tuple[str, ...] = (),
     ) -> "Decision":
         """The kernel's constructor: every field given, none checked (the kernel made them), and
-        set as a plain object's attributes before it becomes a ``Decision`` (see
-        :class:`_ActionBeingBuilt`): the frozen dataclass's per-field ``object.__setattr__`` cost
-        as much as the rest of a repeated check's bookkeeping. Equal to ``Decision(...)`` of the same fields.
+        stored as the instance's dict at once: the frozen dataclass's per-field
+        ``object.__setattr__`` cost as much as the rest of a repeated check's bookkeeping. Equal to
+        ``Decision(...)`` of the same fields.
 
         >>> action, context = Action.sql("SELECT 1"), ActionContext()
         >>> d = Decision.of_kernel(action, Verdict.ALLOWED, (), (), context, "d-1", None, None, 1.0)
         >>> d == Decision(action, Verdict.ALLOWED, context=context, decision_id="d-1", elapsed_us=1.0)
         True
         """
-        decision = _DecisionBeingBuilt()
-        decision.action = action
-        decision.verdict = verdict
-        decision.violations = violations
-        decision.signals = signals
-        decision.context = context
-        decision.decision_id = decision_id
-        decision.original_action = original_action
-        decision.audit_id = audit_id
-        decision.elapsed_us = elapsed_us
-        decision.notes = notes
-        decision.__class__ = cls
+        decision = _new_object(cls)
+        _set_attribute(
+            decision,
+            "__dict__",
+            {
+                "action": action,
+                "verdict": verdict,
+                "violations": violations,
+                "signals": signals,
+                "context": context,
+                "decision_id": decision_id,
+                "original_action": original_action,
+                "audit_id": audit_id,
+                "elapsed_us": elapsed_us,
+                "notes": notes,
+            },
+        )
         return decision
 
     @property

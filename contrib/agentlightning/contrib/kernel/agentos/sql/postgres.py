@@ -18,9 +18,7 @@ frozenset({'EXPLAIN'})
 from __future__ import annotations
 
 import functools
-import itertools
 import json
-import operator
 import re
 import sys
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
@@ -388,13 +386,25 @@ def _room_for_the_walk(nesting: int) -> bool:
         return True
 
 
-def _nesting(raw_tree: str) -> int:
-    """How deeply ``{`` nest in libpg_query's JSON text of SQL text without a ``}`` (no string in
-    it holds one, so each ``}`` closes a node; a ``{`` in a string only makes it deeper). Right
-    after the k-th ``{`` the depth is k less the ``}`` before it: counted piece by piece in C."""
-    pieces = raw_tree.split("{")
-    closed_before = itertools.accumulate(itertools.chain((0,), map(str.count, pieces[1:], itertools.repeat("}"))))
-    return max(map(operator.sub, itertools.count(1), closed_before), default=0)
+#: Nodes below which libpg_query writes no node but a ``String`` (a ``ColumnRef``'s field, a
+#: ``RangeVar``'s alias column), each opening two ``{`` of its own (``{"String":{``); the values a
+#: node holds in a dict of their own (an ``A_Const``'s ``{"ival":...}``) are not counted here.
+_LEAF_NODES = ('{"String":{', '{"ColumnRef":{', '{"A_Const":{', '{"RangeVar":{')
+#: The most ``{`` of :data:`_LEAF_NODES` on one path down the tree: a node and a String below it.
+_LEAF_NESTING = 4
+
+
+def _nesting_bound(raw_tree: str, start: int, end: int) -> int:
+    """How deeply the ``{`` of ``raw_tree[start:end]`` nest, at most, counted in C: every ``{``
+    but those of the leaf nodes (:data:`_LEAF_NODES`), of which a path down the tree holds at
+    most :data:`_LEAF_NESTING`. Most of a tree's ``{`` are its leaves' (each column is a
+    ``ColumnRef`` and two ``String``), which a count of every ``{`` takes as nested in each other.
+    The patterns are libpg_query's own keys: a query's text cannot put them into the JSON text
+    (a string value holds ``"`` only escaped)."""
+    leaves = 0
+    for leaf in _LEAF_NODES:
+        leaves += raw_tree.count(leaf, start, end)
+    return raw_tree.count("{", start, end) - 2 * leaves + _LEAF_NESTING
 
 
 def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
@@ -417,14 +427,17 @@ def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
     # list is a ``List`` node) or as numbers, so on any path down the tree a list is followed by a
     # dict or ends it: a statement's depth is at most twice how deeply its ``{`` nest, plus one
     # (and the statement list, the statement and its wrapper above it). Their number bounds their
-    # nesting and costs one count; where that bound is too high, the nesting itself is measured.
+    # nesting and costs one count; where that bound is too high, the tighter one of
+    # :func:`_nesting_bound` is taken.
     most = 0
     for statement in plain:
         braces = raw_tree.count("{", statement[1], statement[3])
         if braces > most:
             most = braces
-    if not _room_for_the_walk(most) and ("}" in text or not _room_for_the_walk(_nesting(raw_tree))):
-        return None
+    if not _room_for_the_walk(most):
+        most = max(_nesting_bound(raw_tree, statement[1], statement[3]) for statement in plain)
+        if not _room_for_the_walk(most):
+            return None
     encoded = None if text.isascii() else text.encode("utf-8")
     statements: List[SQLStatement] = []
     for node_type, start, fields, end, selects, rows in plain:
