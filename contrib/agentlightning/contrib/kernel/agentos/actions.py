@@ -102,7 +102,7 @@ class Action:
             raise TypeError(f"Action.tool_name must be a non-empty str, got {tool_name!r}")
         if len(tool_name) > MAX_TOOL_NAME_CHARS:
             raise ValueError(f"Action.tool_name is {len(tool_name)} characters; the limit is {MAX_TOOL_NAME_CHARS}")
-        if not_a_tool_name(tool_name):
+        if not tool_name.isidentifier() and not_a_tool_name(tool_name):  # an identifier is a name: no call
             raise not_a_tool_name_error(tool_name)
         # A snapshot of plain values, so that nothing (the caller's mapping, a mutable value, a
         # str subclass, a later policy) can change the decided action afterwards.
@@ -225,11 +225,6 @@ _INFINITY = math.inf
 NO_COST = 0.0
 
 
-#: The kernel builds a decision with its fields' dict at once (:meth:`Decision.of_kernel`).
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-
-
 @dataclass(frozen=True)
 class ActionContext:
     """Who acts and inside which rollout. Per-rollout budgets and the audit trail key on it.
@@ -318,49 +313,6 @@ class Decision:
     audit_id: Optional[str] = None
     elapsed_us: float = 0.0
     notes: Tuple[str, ...] = ()
-
-    @classmethod
-    def of_kernel(
-        cls,
-        action: Action,
-        verdict: Verdict,
-        violations: Tuple[PolicyViolation, ...],
-        signals: Tuple[str, ...],
-        context: ActionContext,
-        decision_id: str,
-        original_action: Optional[Action],
-        audit_id: Optional[str],
-        elapsed_us: float,
-        notes: Tuple[str, ...] = (),
-    ) -> "Decision":
-        """The kernel's constructor: every field given, none checked (the kernel made them), and
-        stored as the instance's dict at once: the frozen dataclass's per-field
-        ``object.__setattr__`` cost as much as the rest of a repeated check's bookkeeping. Equal to
-        ``Decision(...)`` of the same fields.
-
-        >>> action, context = Action.sql("SELECT 1"), ActionContext()
-        >>> d = Decision.of_kernel(action, Verdict.ALLOWED, (), (), context, "d-1", None, None, 1.0)
-        >>> d == Decision(action, Verdict.ALLOWED, context=context, decision_id="d-1", elapsed_us=1.0)
-        True
-        """
-        decision = _new_object(cls)
-        _set_attribute(
-            decision,
-            "__dict__",
-            {
-                "action": action,
-                "verdict": verdict,
-                "violations": violations,
-                "signals": signals,
-                "context": context,
-                "decision_id": decision_id,
-                "original_action": original_action,
-                "audit_id": audit_id,
-                "elapsed_us": elapsed_us,
-                "notes": notes,
-            },
-        )
-        return decision
 
     @property
     def allowed(self) -> bool:

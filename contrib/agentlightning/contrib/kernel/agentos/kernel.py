@@ -85,6 +85,8 @@ class _Plan(NamedTuple):
 
 
 _ALLOWED, _BLOCKED = Verdict.ALLOWED, Verdict.BLOCKED
+_new_object = object.__new__
+_set_attribute = object.__setattr__
 #: The remembered answer of pure policies that found nothing.
 _NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
 
@@ -522,8 +524,91 @@ class GovernanceKernel:
         An interrupt (``KeyboardInterrupt``) while the policies are asked is recorded as a blocked
         decision and then raised on: the caller stops, and nothing runs.
         """
+        # One path for every call form, in this order: the snapshot (a caller's Action is one
+        # already; a call's is looked up in the memo by its content before one is built), the
+        # optional rewrite, the tool's plan, the policies asked (a pure one's remembered answer
+        # used instead), the verdict, commits or releases, and the decision recorded. It is one
+        # function: every call of a Python function costs as much as a step of the path.
         try:
-            return self._check(action, args, context, cost_usd)
+            if self._remembered_for != CONFIGURATION_CHANGES[0]:
+                self._forget()
+            if type(action) is str:
+                key = _content_key(action, args, cost_usd) if type(args) is dict else None
+                given = None
+            elif isinstance(action, Action):
+                if args is not None:
+                    raise TypeError("pass args only together with a tool name, not with an Action")
+                # A subclass's own properties could tell the key one thing and the policies another.
+                key = _content_key(action.tool_name, action.args, action.cost_usd) if type(action) is Action else None
+                given = action
+            else:
+                key = given = None
+            entry = None if key is None else self._remembered.get(key)
+            if entry is not None:
+                snapshot, remembered = entry
+                if given is not None:
+                    snapshot = given  # the caller's own, of the same content
+            else:
+                remembered = None
+                snapshot = given
+                if snapshot is None:
+                    snapshot = Action.of_call(action, {} if args is None else args, cost_usd)
+                    # Keyed on the snapshot, not on the caller's mapping, which may have changed since.
+                    key = _content_key(snapshot.tool_name, snapshot.args, snapshot.cost_usd)
+            if context is None:
+                context = _current_context.get()
+            elif type(context) is not ActionContext and not isinstance(context, ActionContext):
+                raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
+            if snapshot.refusal is not None:  # its arguments could not be snapshot: nothing to judge
+                return self.refuse(snapshot, snapshot.refusal, context=context)
+            started = perf_counter()
+            violations: List[PolicyViolation] = []
+            original: Optional[Action] = None
+            if self._rewriters:  # a kernel with a rewriting policy remembers nothing
+                original = snapshot
+                snapshot = self._rewritten(snapshot, context, violations)
+                if snapshot is original:
+                    original = None
+                key = remembered = None
+            plan = self._plans.get(snapshot.tool_name) or self._plan(snapshot.tool_name)
+            if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
+                # Every policy is pure and found nothing in this very content before: nothing to
+                # ask, commit or release.
+                return self._decide(snapshot, context, _ALLOWED, violations, None, started, plan.notes)
+            configuration = CONFIGURATION_CHANGES[0]
+            if plan.note_failures:
+                violations.extend(self._failure(policy, what) for policy, what in plan.note_failures)
+            policies = plan.policies
+            answers: List[Tuple[PolicyViolation, ...]] = []
+            remember = key is not None and remembered is None and not plan.all_impure
+            for policy, pure in zip(policies, plan.pure):
+                if pure and remembered is not None:
+                    found = remembered[len(answers)] if remembered else ()
+                    answers.append(found)
+                    violations.extend(_fresh(v) for v in found)
+                    continue
+                before = len(violations)
+                found = self._run(policy, "evaluate", snapshot, context, violations)
+                if pure:
+                    if found is None or len(violations) != before:  # a failure is not an answer to remember
+                        remember = False
+                    else:
+                        answers.append(tuple([_fresh(v) for v in found]) if found else ())  # the memo's own copies
+                if found:
+                    violations.extend(found)
+            if remember:
+                self._remember(key, snapshot, tuple(answers), configuration)  # type: ignore[arg-type]
+            verdict = self._verdict(violations) if violations else _ALLOWED
+            committed = len(policies) if verdict is not _BLOCKED else 0
+            if verdict is not _BLOCKED and plan.committers:
+                for index, policy in plan.committers:
+                    if not self._committed(policy, snapshot, context, violations):
+                        committed = index
+                        verdict = Verdict.BLOCKED
+                        break
+            if committed < len(policies):
+                self._release([p for i, p in plan.releasers if i >= committed], snapshot, context)
+            return self._decide(snapshot, context, verdict, violations, original, started, plan.notes)
         except KeyboardInterrupt:
             self._record_interrupted(action, args, context, cost_usd)
             raise
@@ -539,134 +624,19 @@ class GovernanceKernel:
         except Exception:  # noqa: BLE001 - the interrupt is what the caller must see
             logger.exception("the interrupted check could not be recorded")
 
-    def _check(
-        self,
-        action: Union[Action, str],
-        args: Optional[Mapping[str, Any]],
-        context: Optional[ActionContext],
-        cost_usd: float,
-    ) -> Decision:
-        """:meth:`check` (see there), one path for every call form: the snapshot, the plan of the
-        tool with the memo of its pure policies' answers, the optional rewrite, the policies asked,
-        the verdict, commits or releases, and the decision recorded.
-
-        The memo is keyed on what the policies read, the call's content (:func:`_content_key`),
-        and looked up before a call's snapshot is built: a remembered call of a tool name and
-        arguments is given the action judged before (the same content, immutable), and a caller's
-        own :class:`Action` is its own snapshot already."""
-        if self._remembered_for != CONFIGURATION_CHANGES[0]:
-            self._forget()
-        given: Optional[Action] = None
-        if type(action) is str:
-            key = _content_key(action, args, cost_usd) if type(args) is dict else None
-        elif isinstance(action, Action):
-            if args is not None:
-                raise TypeError("pass args only together with a tool name, not with an Action")
-            given = action
-            # A subclass's own properties could tell the key one thing and the policies another.
-            key = _content_key(action.tool_name, action.args, action.cost_usd) if type(action) is Action else None
-        else:
-            key = None
-        entry = None if key is None else self._remembered.get(key)
-        if entry is not None:
-            shared, remembered = entry
-            action = shared if given is None else given
-        else:
-            remembered = None
-            if given is None:
-                action = Action.of_call(action, {} if args is None else args, cost_usd)
-                # Keyed on the snapshot, not on the caller's mapping, which may have changed since.
-                key = _content_key(action.tool_name, action.args, action.cost_usd)
-        if context is None:
-            context = _current_context.get()
-        elif type(context) is not ActionContext and not isinstance(context, ActionContext):
-            raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
-        if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
-            return self.refuse(action, action.refusal, context=context)
-        started = perf_counter()
-        if self._rewriters:
-            return self._check_rewritten(action, context, started)
-        plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
-        return self._ask(action, context, plan, key, remembered, started)
-
-    def _ask(
-        self,
-        action: Action,
-        context: ActionContext,
-        plan: _Plan,
-        key: Optional[Tuple[Any, ...]],
-        remembered: Optional[Tuple[Tuple[PolicyViolation, ...], ...]],
-        started: float,
-    ) -> Decision:
-        """:meth:`check` past the action's snapshot: the policies asked (a pure one's remembered
-        answer used instead when there is one), the verdict, commits and releases."""
-        policies = plan.policies
-        if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-            # Every policy is pure and found nothing in this very content before: nothing to ask,
-            # nothing to commit or release.
-            return self._decide(action, context, _ALLOWED, (), None, started, plan.notes)
-        configuration = CONFIGURATION_CHANGES[0]
-        violations: List[PolicyViolation] = (
-            [self._failure(policy, what) for policy, what in plan.note_failures] if plan.note_failures else []
-        )
-        answers: List[Tuple[PolicyViolation, ...]] = []
-        remember = key is not None and remembered is None and not plan.all_impure
-        for policy, pure in zip(policies, plan.pure):
-            if pure and remembered is not None:
-                found = remembered[len(answers)] if remembered else ()
-                answers.append(found)
-                violations.extend(_fresh(v) for v in found)
-                continue
-            before = len(violations)
-            found = self._run(policy, "evaluate", action, context, violations)
-            if pure:
-                if found is None or len(violations) != before:  # a failure is not an answer to remember
-                    remember = False
-                else:
-                    answers.append(tuple([_fresh(v) for v in found]) if found else ())  # the memo's own copies
-            if found:
-                violations.extend(found)
-        if remember:
-            self._remember(key, action, tuple(answers), configuration)  # type: ignore[arg-type]
-        verdict = self._verdict(violations) if violations else _ALLOWED
-        committed = len(policies) if verdict is not _BLOCKED else 0
-        if verdict is not _BLOCKED and plan.committers:
-            for index, policy in plan.committers:
-                if not self._committed(policy, action, context, violations):
-                    committed = index
-                    verdict = Verdict.BLOCKED
-                    break
-        if committed < len(policies):
-            self._release([p for i, p in plan.releasers if i >= committed], action, context)
-        return self._decide(action, context, verdict, violations, None, started, plan.notes)
-
-    def _check_rewritten(self, action: Action, context: ActionContext, started: float) -> Decision:
-        """:meth:`check` in a kernel with policies that rewrite actions (nothing remembered)."""
-        violations: List[PolicyViolation] = []
-        original: Optional[Action] = None
+    def _rewritten(self, action: Action, context: ActionContext, violations: List[PolicyViolation]) -> Action:
+        """``action`` as the rewriting policies leave it, in order; each rewrite is a MODIFIED
+        violation in ``violations`` (so are the rewriters' failures, which leave it as it was)."""
         for policy in self._rewriters:
             rewritten = self._run(policy, "rewrite", action, context, violations)
             if isinstance(rewritten, Action) and rewritten != action:
-                original = original or action
                 action = rewritten
                 violations.append(
                     PolicyViolation(
                         ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity
                     )
                 )
-        policies = self._policies_for(action.tool_name)
-        notes = self._notes_for(action.tool_name, policies, violations)
-        for policy in policies:
-            found = self._run(policy, "evaluate", action, context, violations)
-            if found is not None:
-                violations.extend(found)
-
-        verdict = self._verdict(violations)
-        committed = 0 if verdict is Verdict.BLOCKED else self._commit(policies, action, context, violations)
-        if committed < len(policies):
-            verdict = Verdict.BLOCKED
-            self._release(policies[committed:], action, context)
-        return self._decide(action, context, verdict, violations, original, started, notes)
+        return action
 
     def _plan(self, tool_name: str) -> _Plan:
         """What to ask about ``tool_name`` (kept for up to ``_MAX_CACHED_TOOL_NAMES`` names)."""
@@ -767,17 +737,25 @@ class GovernanceKernel:
         signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
         decision_id = self._id_prefix + hex(next(self._id_counter))
         audit = self.audit
-        decision = Decision.of_kernel(
-            action,
-            verdict,
-            tuple(violations),
-            signals,
-            context,
-            decision_id,
-            original,
-            None if audit is None else decision_id,
-            (perf_counter() - started) * 1e6,
-            notes,
+        # The kernel's one constructor of a Decision: every field made here, so none is checked,
+        # and stored as the instance's dict at once (the frozen dataclass's __init__ sets each
+        # field with object.__setattr__, as much work as the rest of a remembered check).
+        decision = _new_object(Decision)
+        _set_attribute(
+            decision,
+            "__dict__",
+            {
+                "action": action,
+                "verdict": verdict,
+                "violations": tuple(violations),
+                "signals": signals,
+                "context": context,
+                "decision_id": decision_id,
+                "original_action": original,
+                "audit_id": None if audit is None else decision_id,
+                "elapsed_us": (perf_counter() - started) * 1e6,
+                "notes": notes,
+            },
         )
         return decision if audit is None else self._record(decision)
 
@@ -797,14 +775,6 @@ class GovernanceKernel:
         with self._remembered_lock:  # the policies' setter changes the configuration under it
             if configuration == CONFIGURATION_CHANGES[0] and len(cache) < _MAX_CACHED_TOOL_NAMES:
                 cache[tool_name] = worked_out
-
-    def _notes_for(self, tool_name: str, policies: Sequence[Policy], sink: List[PolicyViolation]) -> Tuple[str, ...]:
-        """What ``policies`` note about ``tool_name`` (:meth:`_notes_and_failures`); the failures
-        go to ``sink``."""
-        notes, failures = self._notes_and_failures(tool_name, policies)
-        for policy, what in failures:
-            sink.append(self._failure(policy, what))
-        return notes
 
     def _notes_and_failures(
         self, tool_name: str, policies: Sequence[Policy]
@@ -846,18 +816,6 @@ class GovernanceKernel:
         if any(v.violation_type is ViolationType.MODIFIED for v in violations):
             return Verdict.MODIFIED
         return Verdict.WARNED
-
-    def _commit(
-        self, policies: Sequence[Policy], action: Action, context: ActionContext, violations: List[PolicyViolation]
-    ) -> int:
-        """Tell the policies the action is allowed (budgets are spent here); returns how many
-        committed. A policy whose ``on_allowed`` raised cannot have committed its state, so the
-        action is blocked instead (the failure is added to ``violations``) and it and the
-        policies after it are released."""
-        for done, policy in enumerate(policies):
-            if not self._committed(policy, action, context, violations):
-                return done
-        return len(policies)
 
     def _release(self, policies: Sequence[Policy], action: Action, context: ActionContext) -> None:
         """Tell the policies the action is blocked, so they undo what ``evaluate`` reserved (a
