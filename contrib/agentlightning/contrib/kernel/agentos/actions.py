@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Iterator, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 from .arguments import ArgumentError, FrozenArgs, flat_snapshot, freeze_arguments, tool_key
 from .violations import PolicyViolation
@@ -58,6 +58,13 @@ def not_a_tool_name_error(tool_name: str) -> ValueError:
 
 #: The arguments of an action built with none.
 _NO_ARGUMENTS = FrozenArgs()
+#: :meth:`Action.sql`'s default cost, told by identity from a caller's own ``0.0`` or ``-0.0``.
+_DEFAULT_COST = 0.0
+#: The actions :meth:`Action.sql` shares, per (text, tool name): the most recent ones, of texts
+#: short enough that the memory they hold stays bounded.
+_SQL_ACTIONS: Dict[Tuple[str, str], "Action"] = {}
+_SHARED_SQL_ACTIONS = 1024
+_SHARED_SQL_CHARS = 10_000
 
 
 @dataclass(frozen=True, init=False)
@@ -185,9 +192,29 @@ class Action:
             return cls(tool_name, kept, cost_usd, refusal=str(err))
 
     @classmethod
-    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = 0.0) -> "Action":
-        """An SQL action in the shape :class:`SQLPolicy` checks by default."""
-        return cls(tool_name, {"query": query}, cost_usd)
+    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = _DEFAULT_COST) -> "Action":
+        """An SQL action in the shape :class:`SQLPolicy` checks by default.
+
+        Identical calls of plain text share one action (it holds only immutable plain values, so
+        nothing can change it), as identical checks do: an agent sends the same query over and over.
+
+        >>> Action.sql("SELECT 1") is Action.sql("SELECT 1"), Action.sql("SELECT 1") == Action.sql("SELECT 2")
+        (True, False)
+        """
+        if cls is not Action or type(query) is not str or type(tool_name) is not str or cost_usd is not _DEFAULT_COST:
+            return cls(tool_name, {"query": query}, cost_usd)
+        key = (query, tool_name)
+        shared = _SQL_ACTIONS.get(key)
+        if shared is None:
+            shared = cls(tool_name, {"query": query}, cost_usd)
+            if len(query) <= _SHARED_SQL_CHARS:
+                if len(_SQL_ACTIONS) >= _SHARED_SQL_ACTIONS:
+                    try:
+                        del _SQL_ACTIONS[next(iter(_SQL_ACTIONS))]  # the earliest
+                    except (KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
+                        pass
+                _SQL_ACTIONS[key] = shared
+        return shared
 
 
 def plain_cost(name: str, cost: Any) -> float:
