@@ -58,8 +58,10 @@ def not_a_tool_name_error(tool_name: str) -> ValueError:
 
 #: The arguments of an action built with none.
 _NO_ARGUMENTS = FrozenArgs()
-#: :meth:`Action.sql`'s default cost, told by identity from a caller's own ``0.0`` or ``-0.0``.
-_DEFAULT_COST = 0.0
+#: The cost of a call that names none (the default of :class:`Action`, :meth:`Action.sql` and
+#: ``GovernanceKernel.check``), told by identity from a caller's own ``0.0`` or ``-0.0``, which
+#: costs nothing to test.
+NO_COST = 0.0
 #: The actions :meth:`Action.sql` shares, per (text, tool name): the most recent ones, of texts
 #: short enough that the memory they hold stays bounded.
 _SQL_ACTIONS: Dict[Tuple[str, str], "Action"] = {}
@@ -95,7 +97,7 @@ class Action:
         self,
         tool_name: str,
         args: Mapping[str, Any] = _NO_ARGUMENTS,
-        cost_usd: float = 0.0,
+        cost_usd: float = NO_COST,
         refusal: Optional[str] = None,
     ) -> None:
         # Every field is checked and snapshot here, then stored in the instance's dict at once: the
@@ -192,7 +194,7 @@ class Action:
             return cls(tool_name, kept, cost_usd, refusal=str(err))
 
     @classmethod
-    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = _DEFAULT_COST) -> "Action":
+    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = NO_COST) -> "Action":
         """An SQL action in the shape :class:`SQLPolicy` checks by default.
 
         Identical calls of plain text share one action (it holds only immutable plain values, so
@@ -201,7 +203,7 @@ class Action:
         >>> Action.sql("SELECT 1") is Action.sql("SELECT 1"), Action.sql("SELECT 1") == Action.sql("SELECT 2")
         (True, False)
         """
-        if cls is not Action or type(query) is not str or type(tool_name) is not str or cost_usd is not _DEFAULT_COST:
+        if cls is not Action or type(query) is not str or type(tool_name) is not str or cost_usd is not NO_COST:
             return cls(tool_name, {"query": query}, cost_usd)
         key = (query, tool_name)
         shared = _SQL_ACTIONS.get(key)
@@ -247,9 +249,6 @@ def plain_cost(name: str, cost: Any) -> float:
 
 
 _INFINITY = math.inf
-#: The cost of a call that names none (``GovernanceKernel.check``'s default). The kernel tells it
-#: from a caller's own ``0.0`` or ``-0.0`` by identity, which costs nothing to test.
-NO_COST = 0.0
 
 
 @dataclass(frozen=True)

@@ -108,11 +108,9 @@ def _content_key(tool_name: Any, args: Any, cost: Any) -> Optional[Tuple[Any, ..
     >>> _content_key("database_query", {"limit": 1}, 0.0) is None, _content_key("database_query", {}, True) is None
     (True, True)
     """
-    if (
-        type(tool_name) is not str
-        or type(cost) is not float
-        or not 0.0 <= cost < math.inf
-        or (cost == 0.0 and cost is not NO_COST and math.copysign(1.0, cost) < 0)
+    if type(tool_name) is not str or (
+        cost is not NO_COST
+        and (type(cost) is not float or not 0.0 <= cost < math.inf or (cost == 0.0 and math.copysign(1.0, cost) < 0))
     ):
         return None
     try:
@@ -499,6 +497,7 @@ class GovernanceKernel:
         *,
         context: Optional[ActionContext] = None,
         cost_usd: float = NO_COST,
+        _refused: Optional[Tuple[str, str]] = None,
     ) -> Decision:
         """Decide about one action and record the decision.
 
@@ -559,59 +558,106 @@ class GovernanceKernel:
                 context = _current_context.get()
             elif type(context) is not ActionContext and not isinstance(context, ActionContext):
                 raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
-            if snapshot.refusal is not None:  # its arguments could not be snapshot: nothing to judge
-                return self.refuse(snapshot, snapshot.refusal, context=context)
             started = perf_counter()
             violations: List[PolicyViolation] = []
             original: Optional[Action] = None
-            if self._rewriters:  # a kernel with a rewriting policy remembers nothing
-                original = snapshot
-                snapshot = self._rewritten(snapshot, context, violations)
-                if snapshot is original:
-                    original = None
-                key = remembered = None
-            plan = self._plans.get(snapshot.tool_name) or self._plan(snapshot.tool_name)
-            if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-                # Every policy is pure and found nothing in this very content before: nothing to
-                # ask, commit or release.
-                return self._decide(snapshot, context, _ALLOWED, violations, None, started, plan.notes)
-            configuration = CONFIGURATION_CHANGES[0]
-            if plan.note_failures:
-                violations.extend(self._failure(policy, what) for policy, what in plan.note_failures)
-            policies = plan.policies
-            answers: List[Tuple[PolicyViolation, ...]] = []
-            remember = key is not None and remembered is None and not plan.all_impure
-            for policy, pure in zip(policies, plan.pure):
-                if pure and remembered is not None:
-                    found = remembered[len(answers)] if remembered else ()
-                    answers.append(found)
-                    violations.extend(_fresh(v) for v in found)
-                    continue
-                before = len(violations)
-                found = self._run(policy, "evaluate", snapshot, context, violations)
-                if pure:
-                    if found is None or len(violations) != before:  # a failure is not an answer to remember
-                        remember = False
-                    else:
-                        answers.append(tuple([_fresh(v) for v in found]) if found else ())  # the memo's own copies
-                if found:
-                    violations.extend(found)
-            if remember:
-                self._remember(key, snapshot, tuple(answers), configuration)  # type: ignore[arg-type]
-            verdict = self._verdict(violations) if violations else _ALLOWED
-            committed = len(policies) if verdict is not _BLOCKED else 0
-            if verdict is not _BLOCKED and plan.committers:
-                for index, policy in plan.committers:
-                    if not self._committed(policy, snapshot, context, violations):
-                        committed = index
-                        verdict = Verdict.BLOCKED
-                        break
-            if committed < len(policies):
-                self._release([p for i, p in plan.releasers if i >= committed], snapshot, context)
-            return self._decide(snapshot, context, verdict, violations, original, started, plan.notes)
+            notes: Tuple[str, ...] = ()
+            if _refused is None and snapshot.refusal is not None:  # arguments that could not be snapshot
+                _refused = (snapshot.refusal, KERNEL_POLICY_NAME)
+            if _refused is not None:  # nothing to judge: no policy is asked
+                reason, refused_by = _refused
+                violations.append(PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity))
+                verdict = _BLOCKED
+            else:
+                if self._rewriters:  # a kernel with a rewriting policy remembers nothing
+                    original = snapshot
+                    snapshot = self._rewritten(snapshot, context, violations)
+                    if snapshot is original:
+                        original = None
+                    key = remembered = None
+                plan = self._plans.get(snapshot.tool_name) or self._plan(snapshot.tool_name)
+                notes = plan.notes
+                if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
+                    # Every policy is pure and found nothing in this very content before: nothing
+                    # to ask, commit or release.
+                    verdict = _ALLOWED
+                else:
+                    verdict = self._asked(snapshot, context, plan, key, remembered, violations)
+            # The kernel's one constructor of a Decision: every field made here, so none is
+            # checked, and stored as the instance's dict at once (the frozen dataclass's __init__
+            # sets each field with object.__setattr__, as much work as a remembered check's rest).
+            signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
+            decision_id = self._id_prefix + hex(next(self._id_counter))
+            audit = self.audit
+            decision = _new_object(Decision)
+            _set_attribute(
+                decision,
+                "__dict__",
+                {
+                    "action": snapshot,
+                    "verdict": verdict,
+                    "violations": tuple(violations),
+                    "signals": signals,
+                    "context": context,
+                    "decision_id": decision_id,
+                    "original_action": original,
+                    "audit_id": None if audit is None else decision_id,
+                    "elapsed_us": (perf_counter() - started) * 1e6,
+                    "notes": notes,
+                },
+            )
+            return decision if audit is None else self._record(decision)
         except KeyboardInterrupt:
-            self._record_interrupted(action, args, context, cost_usd)
+            if _refused is None:
+                self._record_interrupted(action, args, context, cost_usd)
             raise
+
+    def _asked(
+        self,
+        snapshot: Action,
+        context: ActionContext,
+        plan: _Plan,
+        key: Optional[Tuple[Any, ...]],
+        remembered: Optional[Tuple[Tuple[PolicyViolation, ...], ...]],
+        violations: List[PolicyViolation],
+    ) -> Verdict:
+        """The verdict of the policies of ``plan`` on ``snapshot`` (a pure one's remembered answer
+        used instead when there is one), their findings added to ``violations``, and the commits
+        or releases that follow it."""
+        configuration = CONFIGURATION_CHANGES[0]
+        if plan.note_failures:
+            violations.extend(self._failure(policy, what) for policy, what in plan.note_failures)
+        policies = plan.policies
+        answers: List[Tuple[PolicyViolation, ...]] = []
+        remember = key is not None and remembered is None and not plan.all_impure
+        for policy, pure in zip(policies, plan.pure):
+            if pure and remembered is not None:
+                found = remembered[len(answers)] if remembered else ()
+                answers.append(found)
+                violations.extend(_fresh(v) for v in found)
+                continue
+            before = len(violations)
+            found = self._run(policy, "evaluate", snapshot, context, violations)
+            if pure:
+                if found is None or len(violations) != before:  # a failure is not an answer to remember
+                    remember = False
+                else:
+                    answers.append(tuple([_fresh(v) for v in found]) if found else ())  # the memo's own copies
+            if found:
+                violations.extend(found)
+        if remember:
+            self._remember(key, snapshot, tuple(answers), configuration)  # type: ignore[arg-type]
+        verdict = self._verdict(violations) if violations else _ALLOWED
+        committed = len(policies) if verdict is not _BLOCKED else 0
+        if verdict is not _BLOCKED and plan.committers:
+            for index, policy in plan.committers:
+                if not self._committed(policy, snapshot, context, violations):
+                    committed = index
+                    verdict = Verdict.BLOCKED
+                    break
+        if committed < len(policies):
+            self._release([p for i, p in plan.releasers if i >= committed], snapshot, context)
+        return verdict
 
     def _record_interrupted(self, action: Any, args: Any, context: Any, cost_usd: Any) -> None:
         """The blocked decision of a check an interrupt stopped (best effort: the interrupt goes on)."""
@@ -718,46 +764,9 @@ class GovernanceKernel:
         >>> decision.blocked, decision.violations[0].policy_name, decision.reason
         (True, 'AgentOSRunner', 'AgentOSRunner[high]: the rollout has ended')
         """
-        started = perf_counter()
-        context = current_context() if context is None else context
-        violation = PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity)
-        return self._decide(action, context, Verdict.BLOCKED, [violation], None, started)
-
-    def _decide(
-        self,
-        action: Action,
-        context: ActionContext,
-        verdict: Verdict,
-        violations: Sequence[PolicyViolation],
-        original: Optional[Action],
-        started: float,
-        notes: Tuple[str, ...] = (),
-    ) -> Decision:
-        """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
-        signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
-        decision_id = self._id_prefix + hex(next(self._id_counter))
-        audit = self.audit
-        # The kernel's one constructor of a Decision: every field made here, so none is checked,
-        # and stored as the instance's dict at once (the frozen dataclass's __init__ sets each
-        # field with object.__setattr__, as much work as the rest of a remembered check).
-        decision = _new_object(Decision)
-        _set_attribute(
-            decision,
-            "__dict__",
-            {
-                "action": action,
-                "verdict": verdict,
-                "violations": tuple(violations),
-                "signals": signals,
-                "context": context,
-                "decision_id": decision_id,
-                "original_action": original,
-                "audit_id": None if audit is None else decision_id,
-                "elapsed_us": (perf_counter() - started) * 1e6,
-                "notes": notes,
-            },
-        )
-        return decision if audit is None else self._record(decision)
+        if not isinstance(action, Action):
+            raise TypeError(f"refuse takes an Action, got {type(action).__name__}")
+        return self.check(action, context=context, _refused=(reason, refused_by))
 
     def _policies_for(self, tool_name: str) -> Tuple[Policy, ...]:
         """The policies that apply to ``tool_name``, in kernel order (asked once per tool name)."""
