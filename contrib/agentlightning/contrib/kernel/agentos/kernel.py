@@ -91,42 +91,6 @@ _set_attribute = object.__setattr__
 _NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
 
 
-def _content_key(tool_name: Any, args: Any, cost: Any) -> Optional[Tuple[Any, ...]]:
-    """The memo's key of a call: what the policies read of it, when all of it is plain text (one
-    type: equal means the same), else None (not remembered).
-
-    ``(tool name, cost, name, value)`` for one argument, ``(tool name, cost, (name, value) pairs)``
-    for any other number (the two shapes differ in length). ``args`` is a plain ``dict`` (the
-    caller's, read once: a name's type is checked before it is looked up, so no key's own
-    ``__hash__`` runs) or an action's snapshot. The cost is a plain ``float`` in the action's
-    range, not ``-0.0`` (equal to ``0.0``, it would be handed an action of the other sign).
-
-    >>> _content_key("database_query", {"query": "SELECT 1"}, 0.0)
-    ('database_query', 0.0, 'query', 'SELECT 1')
-    >>> _content_key("database_query", {"query": "SELECT 1", "db": "main"}, 0.0)
-    ('database_query', 0.0, (('query', 'SELECT 1'), ('db', 'main')))
-    >>> _content_key("database_query", {"limit": 1}, 0.0) is None, _content_key("database_query", {}, True) is None
-    (True, True)
-    """
-    if type(tool_name) is not str or (
-        cost is not NO_COST
-        and (type(cost) is not float or not 0.0 <= cost < math.inf or (cost == 0.0 and math.copysign(1.0, cost) < 0))
-    ):
-        return None
-    try:
-        if len(args) == 1:
-            (name,) = args
-            value = args[name] if type(name) is str else None
-            return (tool_name, cost, name, value) if type(value) is str else None
-        items = tuple(args.items())
-    except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
-        return None
-    for name, value in items:
-        if type(name) is not str or type(value) is not str:
-            return None
-    return (tool_name, cost, items)
-
-
 def _fresh(violation: PolicyViolation) -> PolicyViolation:
     """A copy of a remembered finding, stamped now: each decision owns its violations."""
     copy = object.__new__(PolicyViolation)
@@ -531,17 +495,46 @@ class GovernanceKernel:
         try:
             if self._remembered_for != CONFIGURATION_CHANGES[0]:
                 self._forget()
+            # The memo's key: what the policies read of the call, its content (tool name, cost, and
+            # every argument's name and value), when all of it is plain text (one type: equal means
+            # the same); else None, and nothing is remembered. The caller's mapping is read once,
+            # here (a name's type checked before it is looked up, so no key's own __hash__ runs);
+            # a call's snapshot is then built from what was read, so it is what the key says.
+            # The cost is a plain float in the action's range, not -0.0 (equal to 0.0, it would be
+            # handed an action of the other sign).
+            key = given = name = value = items = None
             if type(action) is str:
-                key = _content_key(action, args, cost_usd) if type(args) is dict else None
-                given = None
+                tool_name, arguments, cost = action, args, cost_usd
+                readable = type(args) is dict
             elif isinstance(action, Action):
                 if args is not None:
                     raise TypeError("pass args only together with a tool name, not with an Action")
-                # A subclass's own properties could tell the key one thing and the policies another.
-                key = _content_key(action.tool_name, action.args, action.cost_usd) if type(action) is Action else None
                 given = action
+                # A subclass's own properties could tell the key one thing and the policies another.
+                readable = type(action) is Action
+                if readable:
+                    tool_name, arguments, cost = action.tool_name, action.args, action.cost_usd
             else:
-                key = given = None
+                readable = False
+            if readable and (
+                cost is NO_COST
+                or (type(cost) is float and 0.0 <= cost < math.inf and (cost != 0.0 or math.copysign(1.0, cost) > 0))
+            ):
+                try:
+                    if len(arguments) == 1:
+                        (name,) = arguments
+                        value = arguments[name] if type(name) is str else None
+                        if type(value) is str:
+                            key = (tool_name, cost, name, value)
+                    else:
+                        items = tuple(arguments.items())
+                        for pair in items:
+                            if type(pair[0]) is not str or type(pair[1]) is not str:
+                                break
+                        else:
+                            key = (tool_name, cost, items)
+                except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
+                    key = None
             entry = None if key is None else self._remembered.get(key)
             if entry is not None:
                 snapshot, remembered = entry
@@ -549,11 +542,12 @@ class GovernanceKernel:
                     snapshot = given  # the caller's own, of the same content
             else:
                 remembered = None
-                snapshot = given
-                if snapshot is None:
+                if given is not None:
+                    snapshot = given
+                elif key is None:
                     snapshot = Action.of_call(action, {} if args is None else args, cost_usd)
-                    # Keyed on the snapshot, not on the caller's mapping, which may have changed since.
-                    key = _content_key(snapshot.tool_name, snapshot.args, snapshot.cost_usd)
+                else:
+                    snapshot = Action(action, {name: value} if items is None else dict(items), cost_usd)
             if context is None:
                 context = _current_context.get()
             elif type(context) is not ActionContext and not isinstance(context, ActionContext):
