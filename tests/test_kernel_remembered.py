@@ -477,3 +477,47 @@ def test_a_mapping_that_cannot_be_read_is_refused_and_recorded(tmp_path):
     assert decision.blocked and decision.audit_id is not None
     assert "the arguments could not be read: RuntimeError: cannot list my keys" in decision.reason
     assert kernel.verify_audit()["valid"] is True
+
+
+def test_every_call_form_is_served_by_the_memo_and_keeps_its_own_decision():
+    """A tool name and a dict, a prebuilt Action, an Action built in each call and a dict of two
+    arguments: each form is asked once per content, and each check is still its own decision."""
+    policy = CountingPure()
+    kernel = GovernanceKernel([policy])
+    prebuilt = Action("tool", {"text": "fine"})
+    forms = [
+        lambda: kernel.check("tool", {"text": "fine"}),
+        lambda: kernel.check(prebuilt),
+        lambda: kernel.check(Action("tool", {"text": "fine"})),
+        lambda: kernel.check("tool", {"text": "fine", "note": "x"}),
+        lambda: kernel.check(Action("tool", {"text": "fine", "note": "x"})),
+    ]
+    decisions = [form() for form in forms for _ in range(3)]
+    assert policy.asked == 2  # one content of one argument, one of two
+    assert all(d.allowed for d in decisions)
+    assert len({d.decision_id for d in decisions}) == len(decisions)
+    assert all(decisions[i].action is prebuilt for i in (3, 4, 5))  # a caller's own Action is what is decided
+    blocked = [kernel.check(Action("tool", {"text": "bad"})) for _ in range(3)]
+    assert policy.asked == 3 and all(d.blocked for d in blocked)
+    assert blocked[0].violations[0] is not blocked[1].violations[0]
+
+
+def test_an_action_sql_built_in_each_call_is_shared_and_served_by_the_memo():
+    sql = SQLPolicy(deny=["DROP"])
+    kernel = GovernanceKernel([sql])
+    first, second = kernel.check(Action.sql("SELECT 41")), kernel.check(Action.sql("SELECT 41"))
+    assert first.action is second.action and first.decision_id != second.decision_id
+    assert kernel.check(Action.sql("DROP TABLE t")).blocked and kernel.check(Action.sql("DROP TABLE t")).blocked
+    assert Action.sql("SELECT 41", cost_usd=0.5).cost_usd == 0.5  # another content: another action
+    assert Action.sql("SELECT 41", tool_name="sql") is not Action.sql("SELECT 41")
+
+
+def test_an_action_subclass_is_not_remembered():
+    class Loud(Action):
+        pass
+
+    policy = CountingPure()
+    kernel = GovernanceKernel([policy])
+    for _ in range(3):
+        kernel.check(Loud("tool", {"text": "fine"}))
+    assert policy.asked == 3

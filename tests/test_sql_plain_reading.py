@@ -23,7 +23,7 @@ from .sql_corpus import CORPUS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 
-from bench_text_to_sql import _generic_queries  # noqa: E402
+from bench_text_to_sql import _generic_queries, call_and_join_queries  # noqa: E402
 
 #: Texts on the edges of the JSON-text reading, each with whether it takes it.
 EDGES = {
@@ -42,7 +42,17 @@ EDGES = {
     "WITH u AS (UPDATE users SET name = 'x' RETURNING *) SELECT * FROM u": False,
     "WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x": False,
     "SELECT 1; UPDATE t SET a = 1; WITH x AS (INSERT INTO t VALUES (1) RETURNING *) SELECT 1": False,
-    "select pg_catalog.count(*)": False,
+    # The schema PostgreSQL's parser names for the standard's syntax (EXTRACT, TRIM, SUBSTRING ...
+    # FROM, POSITION) is the one the walk takes as the built-ins': the same answer, from the text.
+    "select pg_catalog.count(*)": True,
+    "SELECT EXTRACT(YEAR FROM d), TRIM(x), SUBSTRING(x FROM 1 FOR 2), POSITION('a' IN x) FROM t": True,
+    "select public.count(*)": False,
+    'select "PG_CATALOG".lower(x)': False,
+    "select pg_catalog.lo_unlink(1)": False,
+    # Many calls, so many more `{` than the count's bound allows, nested shallowly: measured.
+    "SELECT " + ", ".join(f"lower(trim(t.c{i}))" for i in range(20)) + " FROM t": True,
+    # Deeply nested calls of few columns: too deep by the tighter bound too, so walked.
+    "SELECT " + "lower(" * 150 + "c" + ")" * 150 + " FROM t": False,
     "SELECT lo_unlink(1)": False,
     'SELECT "my""f"(1)': False,
     "SELECT a INTO t FROM b": False,
@@ -104,6 +114,40 @@ def test_plain_reading_equals_the_walk_on_realistic_and_corpus_texts() -> None:
             taken += 1
             assert plain == _walked(text), text
     assert taken > len(texts) // 3  # the shortcut is what realistic text takes
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_plain_reading_equals_the_walk_on_queries_with_calls_and_joins(seed: int) -> None:
+    taken = 0
+    for text in call_and_join_queries(random.Random(seed), 60):
+        plain = _plain(text)
+        if plain is not None:
+            taken += 1
+            assert plain == _walked(text), text
+    assert taken == 60  # calls of the curated functions, in pg_catalog or unqualified: every one
+
+
+def test_the_nesting_bound_is_never_below_the_depth_of_the_tree() -> None:
+    import json
+
+    def depth(value: object) -> int:
+        if isinstance(value, dict):
+            return 1 + max((depth(v) for v in value.values()), default=0)
+        if isinstance(value, list):
+            return max((depth(v) for v in value), default=0)
+        return 0
+
+    texts = call_and_join_queries(random.Random(3), 20) + _generic_queries(random.Random(0))[::40]
+    texts += ["SELECT * FROM (" * 40 + "SELECT 1" + ") a" * 40, "SELECT 1; SELECT (((2)))", "SELECT '{{{'"]
+    texts += ["SELECT x.a FROM t AS x (a, b) JOIN u AS y (c) ON x.a = y.c", "SELECT " + "-" * 60 + "1"]
+    texts += [case.sql for case in CORPUS]
+    for text in texts:
+        try:
+            raw_tree = pg_parser.parse_sql_json(text)
+            deepest = depth(json.loads(raw_tree))
+        except (pg_parser.ParseError, RecursionError):  # not SQL, or too deep to load here
+            continue
+        assert postgres._nesting_bound(raw_tree, 0, len(raw_tree)) >= deepest, text
 
 
 def test_every_statement_node_type_ends_in_stmt() -> None:

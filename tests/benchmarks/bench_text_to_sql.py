@@ -184,6 +184,83 @@ def _generic_queries(rng: random.Random) -> List[str]:
     return list(dict.fromkeys(out))
 
 
+#: Calls an agent's SELECT makes, in syntax every database of the benchmarks reads (the SQL
+#: standard's ``EXTRACT``, ``SUBSTRING ... FROM``, ``TRIM``, ``POSITION`` become calls of
+#: ``pg_catalog`` functions in PostgreSQL's tree), each taking a column of the joined tables.
+CALLS = (
+    "LOWER({s})",
+    "UPPER({s})",
+    "LENGTH({s})",
+    "TRIM({s})",
+    "SUBSTRING({s} FROM 1 FOR 3)",
+    "POSITION('a' IN {s})",
+    "REPLACE({s}, 'a', 'b')",
+    "COALESCE({s}, 'none')",
+    "NULLIF({s}, '')",
+    "CONCAT({s}, '-', {s2})",
+    "ROUND({n}, 2)",
+    "ABS({n})",
+    "ROUND(AVG({n}) OVER (PARTITION BY {k}), 2)",
+    "ROW_NUMBER() OVER (PARTITION BY {k} ORDER BY {n} DESC)",
+    "EXTRACT(YEAR FROM {d})",
+    "EXTRACT(MONTH FROM {d})",
+    "CAST({n} AS INTEGER)",
+    "CASE WHEN {n} > 100 THEN UPPER({s}) ELSE LOWER({s}) END",
+    "ROUND(ABS({n} - COALESCE({n2}, 0)), 1)",
+    "LOWER(TRIM({s}))",
+)
+#: Tables with their alias, a text column, a numeric column and a date column, and how each joins.
+JOINABLE = (
+    ("customers", "c", ("c.name", "c.city", "c.email"), ("c.id",), ("c.created_at",)),
+    ("orders", "o", ("o.status",), ("o.total", "o.id"), ("o.created_at",)),
+    ("order_items", "oi", (), ("oi.quantity", "oi.unit_price"), ()),
+    ("products", "p", ("p.name", "p.category"), ("p.price", "p.stock"), ()),
+)
+JOIN_CONDITIONS = (
+    "JOIN orders o ON o.customer_id = c.id",
+    "JOIN order_items oi ON oi.order_id = o.id",
+    "JOIN products p ON p.id = oi.product_id",
+)
+
+
+def call_and_join_queries(rng: random.Random, n: int) -> List[str]:
+    """``n`` SELECTs with one to three joins and three to eight calls each (nested, windowed and
+    written in the standard's syntax among them), filtered, grouped or ordered by a call too: the
+    shape of analytical agent SQL, drawn from ``rng`` (another seed, another workload)."""
+    out = []
+    for _ in range(n):
+        joins = rng.randint(1, 3)
+        tables = JOINABLE[: joins + 1]
+        texts = [col for t in tables for col in t[2]] or ["c.name"]
+        numbers = [col for t in tables for col in t[3]]
+        dates = [col for t in tables for col in t[4]]
+        keys = [t[1] + ".id" if t[1] != "oi" else "oi.order_id" for t in tables]
+        calls = []
+        for _ in range(rng.randint(3, 8)):
+            template = rng.choice(CALLS)
+            if "{d}" in template and not dates:
+                template = "LOWER({s})"
+            calls.append(
+                template.format(
+                    s=rng.choice(texts),
+                    s2=rng.choice(texts),
+                    n=rng.choice(numbers),
+                    n2=rng.choice(numbers),
+                    d=rng.choice(dates or ["c.created_at"]),
+                    k=rng.choice(keys),
+                )
+            )
+        select = ", ".join(f"{call} AS v{i}" for i, call in enumerate(calls))
+        like = f"LOWER({rng.choice(texts)}) LIKE '%{rng.choice('aeiou')}%'"
+        where = f"{like} AND {rng.choice(numbers)} > {rng.randint(0, 500)}"
+        order = rng.choice(("v0", "1", f"LENGTH({rng.choice(texts)}) DESC", f"ABS({rng.choice(numbers)})"))
+        out.append(
+            f"SELECT {select} FROM customers c {' '.join(JOIN_CONDITIONS[:joins])} WHERE {where} "
+            f"ORDER BY {order} LIMIT {rng.choice((10, 20, 50, 100))}"
+        )
+    return out
+
+
 def _dialect_queries(dialect: str) -> List[str]:
     out = []
     for expr in DATE_EXPRS[dialect]:

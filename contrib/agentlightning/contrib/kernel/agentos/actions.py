@@ -9,9 +9,9 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Iterator, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
-from .arguments import ArgumentError, FrozenArgs, freeze_arguments, tool_key
+from .arguments import ArgumentError, FrozenArgs, flat_snapshot, freeze_arguments, tool_key
 from .violations import PolicyViolation
 
 __all__ = [
@@ -56,7 +56,20 @@ def not_a_tool_name_error(tool_name: str) -> ValueError:
     )
 
 
-@dataclass(frozen=True)
+#: The arguments of an action built with none.
+_NO_ARGUMENTS = FrozenArgs()
+#: The cost of a call that names none (the default of :class:`Action`, :meth:`Action.sql` and
+#: ``GovernanceKernel.check``), told by identity from a caller's own ``0.0`` or ``-0.0``, which
+#: costs nothing to test.
+NO_COST = 0.0
+#: The actions :meth:`Action.sql` shares, per (text, tool name): the most recent ones, of texts
+#: short enough that the memory they hold stays bounded.
+_SQL_ACTIONS: Dict[Tuple[str, str], "Action"] = {}
+_SHARED_SQL_ACTIONS = 1024
+_SHARED_SQL_CHARS = 10_000
+
+
+@dataclass(frozen=True, init=False)
 class Action:
     """A tool call the agent wants to make: a tool name, its arguments and what it will cost.
 
@@ -80,30 +93,46 @@ class Action:
     #: Why the kernel must refuse this action without asking the policies (see :meth:`of_call`).
     refusal: Optional[str] = field(default=None, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        # A str subclass is read as the plain str it holds first: its own strip, len, __eq__ or
-        # __hash__ are never called (they could raise, or tell the checks one name and the tool another).
-        tool_name = str.__str__(self.tool_name) if isinstance(self.tool_name, str) else self.tool_name
-        if not isinstance(tool_name, str) or not tool_name.strip():
+    def __init__(
+        self,
+        tool_name: str,
+        args: Mapping[str, Any] = _NO_ARGUMENTS,
+        cost_usd: float = NO_COST,
+        refusal: Optional[str] = None,
+    ) -> None:
+        # Every field is checked and snapshot here, then stored in the instance's dict at once: the
+        # frozen dataclass's generated __init__ sets each field with object.__setattr__, which cost
+        # as much as the checks themselves (every call of an agent builds one Action).
+        if type(tool_name) is not str and isinstance(tool_name, str):
+            # A str subclass is read as the plain str it holds: its own strip, len, __eq__ or
+            # __hash__ are never called (they could raise, or tell the checks one name and the tool another).
+            tool_name = str.__str__(tool_name)
+        if type(tool_name) is not str or not tool_name or tool_name.isspace():
             raise TypeError(f"Action.tool_name must be a non-empty str, got {tool_name!r}")
         if len(tool_name) > MAX_TOOL_NAME_CHARS:
             raise ValueError(f"Action.tool_name is {len(tool_name)} characters; the limit is {MAX_TOOL_NAME_CHARS}")
-        if not_a_tool_name(tool_name):
+        if not tool_name.isidentifier() and not_a_tool_name(tool_name):  # an identifier is a name: no call
             raise not_a_tool_name_error(tool_name)
-        if type(self.args) is not dict and not isinstance(self.args, Mapping):
-            raise TypeError(
-                f"Action.args must be a mapping of argument name to value, got {type(self.args).__name__}; "
-                f"pass e.g. {{'query': ...}}"
-            )
-        bad_keys = [k for k in self.args if not isinstance(k, str)]
-        if bad_keys:
-            raise TypeError(f"Action.args keys must be str, got {bad_keys[:3]!r}")
-        cost = plain_cost("Action.cost_usd", self.cost_usd)
         # A snapshot of plain values, so that nothing (the caller's mapping, a mutable value, a
         # str subclass, a later policy) can change the decided action afterwards.
-        object.__setattr__(self, "tool_name", tool_name)
-        object.__setattr__(self, "args", freeze_arguments(self.args))
-        object.__setattr__(self, "cost_usd", cost)
+        frozen = flat_snapshot(args) if type(args) is dict or type(args) is FrozenArgs else None
+        if frozen is None:
+            if not isinstance(args, Mapping):
+                raise TypeError(
+                    f"Action.args must be a mapping of argument name to value, got {type(args).__name__}; "
+                    f"pass e.g. {{'query': ...}}"
+                )
+            bad_keys = [k for k in args if not isinstance(k, str)]
+            if bad_keys:
+                raise TypeError(f"Action.args keys must be str, got {bad_keys[:3]!r}")
+            frozen = freeze_arguments(args)
+        if type(cost_usd) is not float or not 0.0 <= cost_usd < _INFINITY:
+            cost_usd = plain_cost("Action.cost_usd", cost_usd)
+        fields = self.__dict__
+        fields["tool_name"] = tool_name
+        fields["args"] = frozen
+        fields["cost_usd"] = cost_usd
+        fields["refusal"] = refusal
 
     @property
     def tool_key(self) -> str:
@@ -121,9 +150,15 @@ class Action:
         >>> action.args["rows"], action.refusal.split(";")[0]
         ('<not snapshot: list_iterator>', "argument 'rows' is an iterator (list_iterator), which ...")
         """
-        plain = _plain_call(tool_name, args, cost_usd)
-        if plain is not None:
-            return plain
+        if type(args) is dict and type(cost_usd) is float:
+            # The common call: flat plain values, read in one step (another thread may be changing
+            # the caller's dict); anything else, or a field in error, is read and named below.
+            flat = flat_snapshot(args)
+            if flat is not None:
+                try:
+                    return cls(tool_name, flat, cost_usd)
+                except (TypeError, ValueError):
+                    pass
         try:
             plain_cost("cost_usd", cost_usd)
         except (TypeError, ValueError) as err:
@@ -159,9 +194,29 @@ class Action:
             return cls(tool_name, kept, cost_usd, refusal=str(err))
 
     @classmethod
-    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = 0.0) -> "Action":
-        """An SQL action in the shape :class:`SQLPolicy` checks by default."""
-        return cls(tool_name, {"query": query}, cost_usd)
+    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = NO_COST) -> "Action":
+        """An SQL action in the shape :class:`SQLPolicy` checks by default.
+
+        Identical calls of plain text share one action (it holds only immutable plain values, so
+        nothing can change it), as identical checks do: an agent sends the same query over and over.
+
+        >>> Action.sql("SELECT 1") is Action.sql("SELECT 1"), Action.sql("SELECT 1") == Action.sql("SELECT 2")
+        (True, False)
+        """
+        if cls is not Action or type(query) is not str or type(tool_name) is not str or cost_usd is not NO_COST:
+            return cls(tool_name, {"query": query}, cost_usd)
+        key = (query, tool_name)
+        shared = _SQL_ACTIONS.get(key)
+        if shared is None:
+            shared = cls(tool_name, {"query": query}, cost_usd)
+            if len(query) <= _SHARED_SQL_CHARS:
+                if len(_SQL_ACTIONS) >= _SHARED_SQL_ACTIONS:
+                    try:
+                        del _SQL_ACTIONS[next(iter(_SQL_ACTIONS))]  # the earliest
+                    except (KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
+                        pass
+                _SQL_ACTIONS[key] = shared
+        return shared
 
 
 def plain_cost(name: str, cost: Any) -> float:
@@ -193,137 +248,7 @@ def plain_cost(name: str, cost: Any) -> float:
     return value
 
 
-_PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes})
 _INFINITY = math.inf
-#: The cost of a call that names none (``GovernanceKernel.check``'s default). The kernel tells it
-#: from a caller's own ``0.0`` or ``-0.0`` by identity, which costs nothing to test.
-NO_COST = 0.0
-
-
-class _ActionBeingBuilt:
-    """An :class:`Action` whose fields are being set, in the common call (see :func:`plain_call`).
-
-    A frozen dataclass sets each field with ``object.__setattr__`` (a C call each); an instance
-    of a plain class takes them as ordinary attribute stores, the fastest there are, and
-    assigning ``__class__`` then makes it the frozen class. The two have the same layout (a
-    ``__dict__``, no slots), which Python checks on the assignment.
-    """
-
-
-class _DecisionBeingBuilt:
-    """A :class:`Decision` whose fields are being set (see :meth:`Decision.of_kernel`; the
-    kernel's remembered path sets them inline, in the same order); as :class:`_ActionBeingBuilt`,
-    a class of its own so that its instances share one key table."""
-
-
-def _plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Action]:
-    """The :class:`Action` of the common call (see :func:`plain_call`), or None."""
-    built = plain_call(tool_name, args, cost_usd)
-    return None if built is None else built[0]
-
-
-def plain_call(tool_name: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Action, Optional[Tuple[Any, ...]]]]:
-    """The :class:`Action` of the common call and its fingerprint, built without the frozen
-    dataclass's per-field ``object.__setattr__`` (a quarter of a repeated check): a plain ``str``
-    tool name within the limit, a ``dict`` of ``str`` names to plain values (the snapshot is a
-    :class:`.arguments.FrozenArgs` copy, as ``freeze_arguments`` makes) and a finite cost >= 0.
-    Anything else is None, and goes through ``__post_init__``'s checks and their errors.
-
-    The copy is taken first and its values checked after, so a caller changing its mapping
-    meanwhile cannot slip a value that was not checked into the snapshot. The fingerprint is
-    ``(tool name, cost, name, value)`` for one argument and ``(tool name, cost, the snapshot's
-    (name, value) pairs)`` for any other number, when every value is a ``str`` (plain values of
-    one type: equal means the same; the two shapes differ in length), else None; the kernel keys
-    the answers of pure policies on it.
-
-    >>> action, fingerprint = plain_call("database_query", {"query": "SELECT 1"}, 0)
-    >>> fingerprint
-    ('database_query', 0.0, 'query', 'SELECT 1')
-    >>> plain_call("database_query", {"query": "SELECT 1", "db": "main"}, 0)[1]
-    ('database_query', 0.0, (('query', 'SELECT 1'), ('db', 'main')))
-    >>> action == Action("database_query", {"query": "SELECT 1"})
-    True
-    >>> plain_call("database_query", {"limit": 1}, 0)[1] is None
-    True
-    """
-    if (
-        type(tool_name) is not str
-        or type(args) is not dict
-        or not 0 < len(tool_name) <= MAX_TOOL_NAME_CHARS
-        or tool_name.isspace()  # with the line above: what ``not tool_name.strip()`` says, without a copy
-        or not_a_tool_name(tool_name)  # the constructor's path names it
-        or not (type(cost_usd) is float or type(cost_usd) is int)
-        or not 0 <= cost_usd < _INFINITY
-    ):
-        return None
-    if type(cost_usd) is float:
-        cost = cost_usd
-    else:
-        try:
-            cost = float(cost_usd)
-        except OverflowError:  # an int too large for a float: the constructor's path names it
-            return None
-    if cost == 0.0 and math.copysign(1.0, cost) < 0:
-        # -0.0 equals 0.0 (so their fingerprints would too, and the kernel would hand one call the
-        # other's action); it keeps the constructor's path, which keeps its sign.
-        return None
-    try:
-        frozen = FrozenArgs(args)
-    except Exception:  # noqa: BLE001 - a key's own __eq__ raised: Action.of_call refuses it, with a record
-        return None
-    if len(frozen) == 1:  # the common call: its one name and value, without an items view
-        for name in frozen:
-            pass
-        if type(name) is not str:  # before the look-up below, which would run a key's own __hash__
-            return None
-        value = frozen[name]
-        if type(value) is str:
-            fingerprint: Optional[Tuple[Any, ...]] = (tool_name, cost, name, value)
-        elif type(value) in _PLAIN_VALUES:
-            fingerprint = None
-        else:
-            return None
-    else:
-        only_str = True
-        for name, value in frozen.items():
-            if type(name) is not str:
-                return None
-            if type(value) is not str:
-                if type(value) not in _PLAIN_VALUES:
-                    return None
-                only_str = False
-        fingerprint = (tool_name, cost, tuple(frozen.items())) if only_str else None
-    action = _ActionBeingBuilt()
-    action.tool_name = tool_name
-    action.args = frozen
-    action.cost_usd = cost
-    action.refusal = None
-    action.__class__ = Action
-    return action, fingerprint
-
-
-def action_of_one_str_argument(tool_name: str, name: str, value: str) -> Optional[Action]:
-    """The :class:`Action` of a call with one ``str`` argument and no cost, from values the
-    kernel has already read out of the caller's mapping (``tool_name``, ``name`` and ``value``
-    exact ``str``, as its caller checked), or None when the tool name is out of bounds (the
-    constructor's path then names the problem). Its snapshot is made of those values, so nothing
-    the caller does to its mapping afterwards can reach it.
-
-    >>> action = action_of_one_str_argument("database_query", "query", "SELECT 1")
-    >>> action == Action("database_query", {"query": "SELECT 1"}), type(action.args).__name__
-    (True, 'FrozenArgs')
-    >>> action_of_one_str_argument("   ", "query", "SELECT 1") is None
-    True
-    """
-    if not 0 < len(tool_name) <= MAX_TOOL_NAME_CHARS or tool_name.isspace() or not_a_tool_name(tool_name):
-        return None
-    action = _ActionBeingBuilt()
-    action.tool_name = tool_name
-    action.args = FrozenArgs({name: value})
-    action.cost_usd = NO_COST
-    action.refusal = None
-    action.__class__ = Action
-    return action
 
 
 @dataclass(frozen=True)
@@ -414,44 +339,6 @@ class Decision:
     audit_id: Optional[str] = None
     elapsed_us: float = 0.0
     notes: Tuple[str, ...] = ()
-
-    @classmethod
-    def of_kernel(
-        cls,
-        action: Action,
-        verdict: Verdict,
-        violations: Tuple[PolicyViolation, ...],
-        signals: Tuple[str, ...],
-        context: ActionContext,
-        decision_id: str,
-        original_action: Optional[Action],
-        audit_id: Optional[str],
-        elapsed_us: float,
-        notes: Tuple[str, ...] = (),
-    ) -> "Decision":
-        """The kernel's constructor: every field given, none checked (the kernel made them), and
-        set as a plain object's attributes before it becomes a ``Decision`` (see
-        :class:`_ActionBeingBuilt`): the frozen dataclass's per-field ``object.__setattr__`` cost
-        as much as the rest of a repeated check's bookkeeping. Equal to ``Decision(...)`` of the same fields.
-
-        >>> action, context = Action.sql("SELECT 1"), ActionContext()
-        >>> d = Decision.of_kernel(action, Verdict.ALLOWED, (), (), context, "d-1", None, None, 1.0)
-        >>> d == Decision(action, Verdict.ALLOWED, context=context, decision_id="d-1", elapsed_us=1.0)
-        True
-        """
-        decision = _DecisionBeingBuilt()
-        decision.action = action
-        decision.verdict = verdict
-        decision.violations = violations
-        decision.signals = signals
-        decision.context = context
-        decision.decision_id = decision_id
-        decision.original_action = original_action
-        decision.audit_id = audit_id
-        decision.elapsed_us = elapsed_us
-        decision.notes = notes
-        decision.__class__ = cls
-        return decision
 
     @property
     def allowed(self) -> bool:

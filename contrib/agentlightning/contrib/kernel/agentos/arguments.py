@@ -36,7 +36,7 @@ import json
 import re
 import unicodedata
 import uuid
-from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
 __all__ = [
     "ArgumentError",
@@ -131,14 +131,8 @@ def freeze_arguments(args: Mapping[str, Any]) -> FrozenArgs:
     argument 'rows' is a generator, which can be read only once: ...; pass list(...) of it
     """
     if type(args) is dict:
-        # The common call: flat plain values, nothing to convert. The copy is taken first and its
-        # values checked after: checking the caller's dict and then copying it would let another
-        # thread put an unchecked value in between.
-        try:
-            copied = FrozenArgs(args)
-        except Exception:  # noqa: BLE001 - a key's own __eq__ raised: read below as the text it holds
-            copied = None
-        if copied is not None and all(type(v) in _SCALARS and type(k) is str for k, v in copied.items()):
+        copied = flat_snapshot(args)
+        if copied is not None:
             return copied
     budget = [MAX_ARGUMENT_NODES]
     frozen = {}
@@ -153,6 +147,22 @@ def freeze_arguments(args: Mapping[str, Any]) -> FrozenArgs:
                 str(key), f"could not be read: its {type(err).__name__} was raised while taking the snapshot"
             ) from None
     return FrozenArgs(frozen)
+
+
+def flat_snapshot(args: Dict[Any, Any]) -> Optional[FrozenArgs]:
+    """The snapshot of a ``dict`` of plain ``str`` names to plain values (the common call: nothing
+    to convert), or None for anything else (:func:`freeze_arguments` then converts it).
+
+    The copy is taken first and its values checked after: checking the caller's dict and then
+    copying it would let another thread put an unchecked value in between."""
+    try:
+        copied = FrozenArgs(args)
+    except Exception:  # noqa: BLE001 - a key's own __eq__ raised: read by the general path as the text it holds
+        return None
+    for name, value in copied.items():
+        if type(value) not in _SCALARS or type(name) is not str:
+            return None
+    return copied
 
 
 def _plain_str(value: str) -> str:

@@ -27,10 +27,7 @@ from .actions import (
     Decision,
     Verdict,
     _current_context,
-    _DecisionBeingBuilt,
-    action_of_one_str_argument,
     current_context,
-    plain_call,
 )
 from .arguments import tool_key
 from .audit import AuditTrail, AuditWriteError, open_flight_recorder
@@ -88,6 +85,8 @@ class _Plan(NamedTuple):
 
 
 _ALLOWED, _BLOCKED = Verdict.ALLOWED, Verdict.BLOCKED
+_new_object = object.__new__
+_set_attribute = object.__setattr__
 #: The remembered answer of pure policies that found nothing.
 _NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
 
@@ -462,6 +461,7 @@ class GovernanceKernel:
         *,
         context: Optional[ActionContext] = None,
         cost_usd: float = NO_COST,
+        _refused: Optional[Tuple[str, str]] = None,
     ) -> Decision:
         """Decide about one action and record the decision.
 
@@ -487,11 +487,171 @@ class GovernanceKernel:
         An interrupt (``KeyboardInterrupt``) while the policies are asked is recorded as a blocked
         decision and then raised on: the caller stops, and nothing runs.
         """
+        # One path for every call form, in this order: the snapshot (a caller's Action is one
+        # already; a call's is looked up in the memo by its content before one is built), the
+        # optional rewrite, the tool's plan, the policies asked (a pure one's remembered answer
+        # used instead), the verdict, commits or releases, and the decision recorded. It is one
+        # function: every call of a Python function costs as much as a step of the path.
         try:
-            return self._check(action, args, context, cost_usd)
+            if self._remembered_for != CONFIGURATION_CHANGES[0]:
+                self._forget()
+            # The memo's key: what the policies read of the call, its content (tool name, cost, and
+            # every argument's name and value), when all of it is plain text (one type: equal means
+            # the same); else None, and nothing is remembered. The caller's mapping is read once,
+            # here (a name's type checked before it is looked up, so no key's own __hash__ runs);
+            # a call's snapshot is then built from what was read, so it is what the key says.
+            # The cost is a plain float in the action's range, not -0.0 (equal to 0.0, it would be
+            # handed an action of the other sign).
+            key = given = name = value = items = None
+            if type(action) is str:
+                tool_name, arguments, cost = action, args, cost_usd
+                readable = type(args) is dict
+            elif isinstance(action, Action):
+                if args is not None:
+                    raise TypeError("pass args only together with a tool name, not with an Action")
+                given = action
+                # A subclass's own properties could tell the key one thing and the policies another.
+                readable = type(action) is Action
+                if readable:
+                    tool_name, arguments, cost = action.tool_name, action.args, action.cost_usd
+            else:
+                readable = False
+            if readable and (
+                cost is NO_COST
+                or (type(cost) is float and 0.0 <= cost < math.inf and (cost != 0.0 or math.copysign(1.0, cost) > 0))
+            ):
+                try:
+                    if len(arguments) == 1:
+                        (name,) = arguments
+                        value = arguments[name] if type(name) is str else None
+                        if type(value) is str:
+                            key = (tool_name, cost, name, value)
+                    else:
+                        items = tuple(arguments.items())
+                        for pair in items:
+                            if type(pair[0]) is not str or type(pair[1]) is not str:
+                                break
+                        else:
+                            key = (tool_name, cost, items)
+                except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
+                    key = None
+            entry = None if key is None else self._remembered.get(key)
+            if entry is not None:
+                snapshot, remembered = entry
+                if given is not None:
+                    snapshot = given  # the caller's own, of the same content
+            else:
+                remembered = None
+                if given is not None:
+                    snapshot = given
+                elif key is None:
+                    snapshot = Action.of_call(action, {} if args is None else args, cost_usd)
+                else:
+                    snapshot = Action(action, {name: value} if items is None else dict(items), cost_usd)
+            if context is None:
+                context = _current_context.get()
+            elif type(context) is not ActionContext and not isinstance(context, ActionContext):
+                raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
+            started = perf_counter()
+            violations: List[PolicyViolation] = []
+            original: Optional[Action] = None
+            notes: Tuple[str, ...] = ()
+            if _refused is None and snapshot.refusal is not None:  # arguments that could not be snapshot
+                _refused = (snapshot.refusal, KERNEL_POLICY_NAME)
+            if _refused is not None:  # nothing to judge: no policy is asked
+                reason, refused_by = _refused
+                violations.append(PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity))
+                verdict = _BLOCKED
+            else:
+                if self._rewriters:  # a kernel with a rewriting policy remembers nothing
+                    original = snapshot
+                    snapshot = self._rewritten(snapshot, context, violations)
+                    if snapshot is original:
+                        original = None
+                    key = remembered = None
+                plan = self._plans.get(snapshot.tool_name) or self._plan(snapshot.tool_name)
+                notes = plan.notes
+                if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
+                    # Every policy is pure and found nothing in this very content before: nothing
+                    # to ask, commit or release.
+                    verdict = _ALLOWED
+                else:
+                    verdict = self._asked(snapshot, context, plan, key, remembered, violations)
+            # The kernel's one constructor of a Decision: every field made here, so none is
+            # checked, and stored as the instance's dict at once (the frozen dataclass's __init__
+            # sets each field with object.__setattr__, as much work as a remembered check's rest).
+            signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
+            decision_id = self._id_prefix + hex(next(self._id_counter))
+            audit = self.audit
+            decision = _new_object(Decision)
+            _set_attribute(
+                decision,
+                "__dict__",
+                {
+                    "action": snapshot,
+                    "verdict": verdict,
+                    "violations": tuple(violations),
+                    "signals": signals,
+                    "context": context,
+                    "decision_id": decision_id,
+                    "original_action": original,
+                    "audit_id": None if audit is None else decision_id,
+                    "elapsed_us": (perf_counter() - started) * 1e6,
+                    "notes": notes,
+                },
+            )
+            return decision if audit is None else self._record(decision)
         except KeyboardInterrupt:
-            self._record_interrupted(action, args, context, cost_usd)
+            if _refused is None:
+                self._record_interrupted(action, args, context, cost_usd)
             raise
+
+    def _asked(
+        self,
+        snapshot: Action,
+        context: ActionContext,
+        plan: _Plan,
+        key: Optional[Tuple[Any, ...]],
+        remembered: Optional[Tuple[Tuple[PolicyViolation, ...], ...]],
+        violations: List[PolicyViolation],
+    ) -> Verdict:
+        """The verdict of the policies of ``plan`` on ``snapshot`` (a pure one's remembered answer
+        used instead when there is one), their findings added to ``violations``, and the commits
+        or releases that follow it."""
+        configuration = CONFIGURATION_CHANGES[0]
+        if plan.note_failures:
+            violations.extend(self._failure(policy, what) for policy, what in plan.note_failures)
+        policies = plan.policies
+        answers: List[Tuple[PolicyViolation, ...]] = []
+        remember = key is not None and remembered is None and not plan.all_impure
+        for policy, pure in zip(policies, plan.pure):
+            if pure and remembered is not None:
+                found = remembered[len(answers)] if remembered else ()
+                answers.append(found)
+                violations.extend(_fresh(v) for v in found)
+                continue
+            before = len(violations)
+            found = self._run(policy, "evaluate", snapshot, context, violations)
+            if pure:
+                if found is None or len(violations) != before:  # a failure is not an answer to remember
+                    remember = False
+                else:
+                    answers.append(tuple([_fresh(v) for v in found]) if found else ())  # the memo's own copies
+            if found:
+                violations.extend(found)
+        if remember:
+            self._remember(key, snapshot, tuple(answers), configuration)  # type: ignore[arg-type]
+        verdict = self._verdict(violations) if violations else _ALLOWED
+        committed = len(policies) if verdict is not _BLOCKED else 0
+        if verdict is not _BLOCKED and plan.committers:
+            for index, policy in plan.committers:
+                if not self._committed(policy, snapshot, context, violations):
+                    committed = index
+                    verdict = Verdict.BLOCKED
+                    break
+        if committed < len(policies):
+            self._release([p for i, p in plan.releasers if i >= committed], snapshot, context)
+        return verdict
 
     def _record_interrupted(self, action: Any, args: Any, context: Any, cost_usd: Any) -> None:
         """The blocked decision of a check an interrupt stopped (best effort: the interrupt goes on)."""
@@ -504,185 +664,19 @@ class GovernanceKernel:
         except Exception:  # noqa: BLE001 - the interrupt is what the caller must see
             logger.exception("the interrupted check could not be recorded")
 
-    def _check(
-        self,
-        action: Union[Action, str],
-        args: Optional[Mapping[str, Any]],
-        context: Optional[ActionContext],
-        cost_usd: float,
-    ) -> Decision:
-        """:meth:`check` (see there)."""
-        fingerprint = None
-        remembered = None
-        # The common call: a tool name, one plain str argument and no cost. The caller's dict is
-        # read once, into locals (the name's type checked before the name is looked up, so no
-        # key's own __hash__ runs; a dict changed by another thread meanwhile takes the full
-        # path), and its fingerprint looked up before anything is built.
-        if type(action) is str and type(args) is dict and cost_usd is NO_COST and len(args) == 1:
-            try:
-                (name,) = args
-                value = args[name] if type(name) is str else None
-            except (ValueError, RuntimeError, KeyError):  # changed while it was read
-                value = None
-            if type(value) is str:  # and so is the name
-                fingerprint = (action, 0.0, name, value)
-                if self._remembered_for != CONFIGURATION_CHANGES[0]:
-                    self._forget()
-                entry = self._remembered.get(fingerprint)
-                if entry is not None:
-                    # Remembered, so no rewriting policy (a kernel with one remembers nothing).
-                    shared, remembered = entry
-                    plan = self._plans.get(action) or self._plan(action)
-                    if context is None:
-                        context = _current_context.get()
-                    elif type(context) is not ActionContext and not isinstance(context, ActionContext):
-                        raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
-                    started = perf_counter()
-                    if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-                        # Every policy is pure and found nothing in this very action before:
-                        # allowed, so no signals. Decision.of_kernel, inline (its call cost a
-                        # twentieth of the check).
-                        decision_id = self._id_prefix + hex(next(self._id_counter))
-                        audit = self.audit
-                        decision = _DecisionBeingBuilt()
-                        decision.action = shared
-                        decision.verdict = _ALLOWED
-                        decision.violations = ()
-                        decision.signals = ()
-                        decision.context = context
-                        decision.decision_id = decision_id
-                        decision.original_action = None
-                        decision.audit_id = None if audit is None else decision_id
-                        decision.elapsed_us = (perf_counter() - started) * 1e6
-                        decision.notes = plan.notes
-                        decision.__class__ = Decision
-                        return decision if audit is None else self._record(decision)
-                    return self._ask(shared, context, plan, fingerprint, remembered, started)
-                built = action_of_one_str_argument(action, name, value)
-                if built is None:  # a tool name out of bounds: the constructor below names it
-                    fingerprint = None
-                else:
-                    action = built
-        if fingerprint is None:
-            built_pair = plain_call(action, args, cost_usd) if type(action) is str else None
-            if built_pair is not None:
-                action, fingerprint = built_pair
-                if fingerprint is not None:
-                    if self._remembered_for != CONFIGURATION_CHANGES[0]:
-                        self._forget()
-                    entry = self._remembered.get(fingerprint)
-                    if entry is not None:
-                        action, remembered = entry  # the same content: the action already judged
-            elif not isinstance(action, Action):
-                action = Action.of_call(action, {} if args is None else args, cost_usd)
-            elif args is not None:
-                raise TypeError("pass args only together with a tool name, not with an Action")
-        if context is None:
-            context = _current_context.get()
-        elif not isinstance(context, ActionContext):
-            raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
-        if action.refusal is not None:  # its arguments could not be snapshot: nothing to judge
-            return self.refuse(action, action.refusal, context=context)
-        started = perf_counter()
-        if self._remembered_for != CONFIGURATION_CHANGES[0]:  # (not looked up above for every call)
-            self._forget()
-        if self._rewriters:
-            return self._check_rewritten(action, context, started)
-        plan = self._plans.get(action.tool_name) or self._plan(action.tool_name)
-        if plan.all_impure:
-            fingerprint = remembered = None
-        elif remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-            decision_id = self._id_prefix + hex(next(self._id_counter))
-            audit = self.audit
-            decision = Decision.of_kernel(
-                action,
-                Verdict.ALLOWED,
-                (),
-                (),
-                context,
-                decision_id,
-                None,
-                None if audit is None else decision_id,
-                (perf_counter() - started) * 1e6,
-                plan.notes,
-            )
-            return decision if audit is None else self._record(decision)
-        return self._ask(action, context, plan, fingerprint, remembered, started)
-
-    def _ask(
-        self,
-        action: Action,
-        context: ActionContext,
-        plan: _Plan,
-        fingerprint: Optional[Tuple[Any, ...]],
-        remembered: Optional[Tuple[Tuple[PolicyViolation, ...], ...]],
-        started: float,
-    ) -> Decision:
-        """:meth:`check` past the action's snapshot: the policies asked (a pure one's remembered
-        answer used instead when there is one), the verdict, commits and releases."""
-        configuration = CONFIGURATION_CHANGES[0]
-        violations: List[PolicyViolation] = (
-            [self._failure(policy, what) for policy, what in plan.note_failures] if plan.note_failures else []
-        )
-        policies = plan.policies
-        answers: List[Tuple[PolicyViolation, ...]] = []
-        remember = fingerprint is not None and remembered is None
-        for policy, pure in zip(policies, plan.pure):
-            if pure and remembered is not None:
-                found = remembered[len(answers)] if remembered else ()
-                answers.append(found)
-                violations.extend(_fresh(v) for v in found)
-                continue
-            before = len(violations)
-            found = self._run(policy, "evaluate", action, context, violations)
-            if pure:
-                if found is None or len(violations) != before:  # a failure is not an answer to remember
-                    remember = False
-                else:
-                    answers.append(tuple([_fresh(v) for v in found]) if found else ())  # the memo's own copies
-            if found:
-                violations.extend(found)
-        if remember:
-            self._remember(fingerprint, action, tuple(answers), configuration)
-        verdict = self._verdict(violations) if violations else _ALLOWED
-        committed = len(policies) if verdict is not _BLOCKED else 0
-        if verdict is not _BLOCKED and plan.committers:
-            for index, policy in plan.committers:
-                if not self._committed(policy, action, context, violations):
-                    committed = index
-                    verdict = Verdict.BLOCKED
-                    break
-        if committed < len(policies):
-            self._release([p for i, p in plan.releasers if i >= committed], action, context)
-        return self._decide(action, context, verdict, violations, None, started, plan.notes)
-
-    def _check_rewritten(self, action: Action, context: ActionContext, started: float) -> Decision:
-        """:meth:`check` in a kernel with policies that rewrite actions (nothing remembered)."""
-        violations: List[PolicyViolation] = []
-        original: Optional[Action] = None
+    def _rewritten(self, action: Action, context: ActionContext, violations: List[PolicyViolation]) -> Action:
+        """``action`` as the rewriting policies leave it, in order; each rewrite is a MODIFIED
+        violation in ``violations`` (so are the rewriters' failures, which leave it as it was)."""
         for policy in self._rewriters:
             rewritten = self._run(policy, "rewrite", action, context, violations)
             if isinstance(rewritten, Action) and rewritten != action:
-                original = original or action
                 action = rewritten
                 violations.append(
                     PolicyViolation(
                         ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity
                     )
                 )
-        policies = self._policies_for(action.tool_name)
-        notes = self._notes_for(action.tool_name, policies, violations)
-        for policy in policies:
-            found = self._run(policy, "evaluate", action, context, violations)
-            if found is not None:
-                violations.extend(found)
-
-        verdict = self._verdict(violations)
-        committed = 0 if verdict is Verdict.BLOCKED else self._commit(policies, action, context, violations)
-        if committed < len(policies):
-            verdict = Verdict.BLOCKED
-            self._release(policies[committed:], action, context)
-        return self._decide(action, context, verdict, violations, original, started, notes)
+        return action
 
     def _plan(self, tool_name: str) -> _Plan:
         """What to ask about ``tool_name`` (kept for up to ``_MAX_CACHED_TOOL_NAMES`` names)."""
@@ -764,39 +758,9 @@ class GovernanceKernel:
         >>> decision.blocked, decision.violations[0].policy_name, decision.reason
         (True, 'AgentOSRunner', 'AgentOSRunner[high]: the rollout has ended')
         """
-        started = perf_counter()
-        context = current_context() if context is None else context
-        violation = PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity)
-        return self._decide(action, context, Verdict.BLOCKED, [violation], None, started)
-
-    def _decide(
-        self,
-        action: Action,
-        context: ActionContext,
-        verdict: Verdict,
-        violations: List[PolicyViolation],
-        original: Optional[Action],
-        started: float,
-        notes: Tuple[str, ...] = (),
-    ) -> Decision:
-        """The decision, with the kernel's signals for a blocked one, recorded in the audit trail."""
-        signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
-        decision_id = self._id_prefix + hex(next(self._id_counter))
-        audit = self.audit
-        # Decision.of_kernel, inline (as in check): every decision is built here or there.
-        decision = _DecisionBeingBuilt()
-        decision.action = action
-        decision.verdict = verdict
-        decision.violations = tuple(violations)
-        decision.signals = signals
-        decision.context = context
-        decision.decision_id = decision_id
-        decision.original_action = original
-        decision.audit_id = None if audit is None else decision_id
-        decision.elapsed_us = (perf_counter() - started) * 1e6
-        decision.notes = notes
-        decision.__class__ = Decision
-        return decision if audit is None else self._record(decision)
+        if not isinstance(action, Action):
+            raise TypeError(f"refuse takes an Action, got {type(action).__name__}")
+        return self.check(action, context=context, _refused=(reason, refused_by))
 
     def _policies_for(self, tool_name: str) -> Tuple[Policy, ...]:
         """The policies that apply to ``tool_name``, in kernel order (asked once per tool name)."""
@@ -814,14 +778,6 @@ class GovernanceKernel:
         with self._remembered_lock:  # the policies' setter changes the configuration under it
             if configuration == CONFIGURATION_CHANGES[0] and len(cache) < _MAX_CACHED_TOOL_NAMES:
                 cache[tool_name] = worked_out
-
-    def _notes_for(self, tool_name: str, policies: Sequence[Policy], sink: List[PolicyViolation]) -> Tuple[str, ...]:
-        """What ``policies`` note about ``tool_name`` (:meth:`_notes_and_failures`); the failures
-        go to ``sink``."""
-        notes, failures = self._notes_and_failures(tool_name, policies)
-        for policy, what in failures:
-            sink.append(self._failure(policy, what))
-        return notes
 
     def _notes_and_failures(
         self, tool_name: str, policies: Sequence[Policy]
@@ -863,18 +819,6 @@ class GovernanceKernel:
         if any(v.violation_type is ViolationType.MODIFIED for v in violations):
             return Verdict.MODIFIED
         return Verdict.WARNED
-
-    def _commit(
-        self, policies: Sequence[Policy], action: Action, context: ActionContext, violations: List[PolicyViolation]
-    ) -> int:
-        """Tell the policies the action is allowed (budgets are spent here); returns how many
-        committed. A policy whose ``on_allowed`` raised cannot have committed its state, so the
-        action is blocked instead (the failure is added to ``violations``) and it and the
-        policies after it are released."""
-        for done, policy in enumerate(policies):
-            if not self._committed(policy, action, context, violations):
-                return done
-        return len(policies)
 
     def _release(self, policies: Sequence[Policy], action: Action, context: ActionContext) -> None:
         """Tell the policies the action is blocked, so they undo what ``evaluate`` reserved (a

@@ -30,6 +30,7 @@ import functools
 import re
 import unicodedata
 import warnings
+from enum import Enum
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import sqlglot
@@ -37,7 +38,7 @@ from sqlglot.errors import SqlglotError
 
 from ..actions import Action, ActionContext
 from ..arguments import string_leaves, tool_key
-from ..policies import Policy
+from ..policies import CONFIGURATION_CHANGES, Policy
 from ..violations import GovernanceConfigError, PolicyViolation, Severity
 from .bounded import ReadingBudget, ReadingFailed, ReadingTimedOut, over_budget, read_in_worker, warm_reading_worker
 from .effects import EMPTY_SQL, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown
@@ -381,6 +382,23 @@ def _cache_from_size(cache_size: Any) -> bool:
     return bool(cache_size)
 
 
+class _Role(str, Enum):
+    """What a tool is to one :class:`SQLPolicy`, decided once per tool name (:meth:`SQLPolicy._role`)."""
+
+    #: Named in ``tools=``: its SQL arguments must be SQL and are judged whole, its other strings too.
+    SQL_TOOL = "sql tool"
+    #: Not named, with ``detect=True``: every string of its arguments that reads as SQL is judged.
+    DETECTED = "detected"
+    #: Declared in ``not_sql_tools=`` (with ``detect=True``): not judged, and every decision notes it.
+    DECLARED_NOT_SQL = "declared not sql"
+    #: Not named, with ``detect=False``: not this policy's business.
+    NOT_JUDGED = "not judged"
+
+
+#: Tool names whose role a policy keeps (agents can invent names: the rest are worked out per call).
+_MAX_ROLES = 1024
+
+
 def _tool_key(name: str) -> str:
     """Tool names compared as people read them (:func:`.arguments.tool_key`): ``Database-Query``,
     ``database_query`` with a Cyrillic ``а`` or a zero-width space, and fullwidth letters are one
@@ -526,6 +544,9 @@ class SQLPolicy(Policy):
         self.arg = arg
         self.dialect = _dialect(dialect)
         self.detect = bool(detect)
+        #: Each tool name's role, with the configuration it was decided under (under the key None):
+        #: a changed list or ``detect`` decides them again.
+        self._roles: Dict[Optional[str], Any] = {}
         self._detect_args = tuple(dict.fromkeys((arg,) + SQL_ARG_NAMES))
         #: The SQL names :func:`_only_whole_sql` takes as judged whole (word characters only).
         self._whole_args = frozenset(name for name in self._detect_args if _WORD.fullmatch(name))
@@ -572,18 +593,41 @@ class SQLPolicy(Policy):
         return " ".join(unknown.name.upper().split()) in self.allow_statements
 
     def applies_to(self, tool_name: str) -> bool:
-        return self.detect or _tool_key(tool_name) in self._tool_keys
+        return self._role(tool_name) is not _Role.NOT_JUDGED
 
-    def _declared_not_sql(self, tool_name: str) -> bool:
-        """Whether ``tool_name`` is one the user declared runs no SQL (``not_sql_tools``), matched
-        as :func:`_not_sql_key` says: a look-alike of a declared name is another tool."""
-        return bool(self._not_sql_keys) and _not_sql_key(tool_name) in self._not_sql_keys
+    def _role(self, tool_name: str) -> _Role:
+        """What ``tool_name`` is to this policy (:class:`_Role`): named in ``tools`` (compared by
+        ``tool_key``), declared not to run SQL (compared as :func:`_not_sql_key` says: a look-alike
+        of a declared name is another tool), or neither, then judged by detection or not at all.
+        Decided once per tool name while the policy's configuration stays as it is.
+
+        >>> policy = SQLPolicy(tools=["warehouse_query"], not_sql_tools=["send_message"])
+        >>> [policy._role(t).name for t in ("Warehouse-Query", "send_message", "database_query")]
+        ['SQL_TOOL', 'DECLARED_NOT_SQL', 'DETECTED']
+        """
+        roles = self._roles
+        if roles.get(None) != CONFIGURATION_CHANGES[0]:
+            roles.clear()
+            roles[None] = CONFIGURATION_CHANGES[0]
+        role = roles.get(tool_name)
+        if role is None:
+            if tool_name in self.tools or _tool_key(tool_name) in self._tool_keys:
+                role = _Role.SQL_TOOL
+            elif not self.detect:
+                role = _Role.NOT_JUDGED
+            elif self._not_sql_keys and _not_sql_key(tool_name) in self._not_sql_keys:
+                role = _Role.DECLARED_NOT_SQL
+            else:
+                role = _Role.DETECTED
+            if type(tool_name) is str and len(roles) <= _MAX_ROLES:
+                roles[tool_name] = role
+        return role
 
     def note_for(self, tool_name: str) -> Optional[str]:
         """On a tool declared not-SQL, that its arguments were not judged as SQL, and why (the
         kernel records it with every decision about the tool, so an auditor sees the skip). With
         ``detect=False`` no unnamed tool is judged in the first place: nothing is skipped."""
-        if not self.detect or not self._declared_not_sql(tool_name) or _tool_key(tool_name) in self._tool_keys:
+        if self._role(tool_name) is not _Role.DECLARED_NOT_SQL:
             return None
         return (
             f"SQL check skipped: tool {tool_name!r} is declared not to run SQL "
@@ -683,7 +727,8 @@ class SQLPolicy(Policy):
         statements it would add if pasted into SQL (see :meth:`_detected`). One violation at
         most, naming everything found."""
         args = action.args
-        if len(args) == 1 and action.tool_name in self.tools:
+        role = self._role(action.tool_name)
+        if len(args) == 1 and role is _Role.SQL_TOOL:
             # The usual call: a listed tool with one plain string under one of its SQL names,
             # judged whole and nothing else to judge (what the general path below finds for it).
             for name in args:
@@ -698,7 +743,7 @@ class SQLPolicy(Policy):
                     return [self.violation(v.description, severity=v.severity) for v in found] if found else []
         sql_args: Tuple[str, ...] = ()
         found: List[PolicyViolation] = []
-        listed = action.tool_name in self.tools or _tool_key(action.tool_name) in self._tool_keys
+        listed = role is _Role.SQL_TOOL
         if listed:
             sql_args = tuple(n for n in self._detect_args if n in action.args)
             if not sql_args:
@@ -721,8 +766,8 @@ class SQLPolicy(Policy):
                     continue
                 for violation in self.check_sql(value):
                     found.append(self.violation(prefix + violation.description, severity=violation.severity))
-        elif not self.detect or self._declared_not_sql(action.tool_name):
-            return []  # a tool the user declared runs no SQL: its arguments are not this policy's business
+        elif role is not _Role.DETECTED:
+            return []  # a tool the user declared runs no SQL, or one not named without detect=True
         if not _only_whole_sql(action.args, sql_args):
             found.extend(self._detected(action, skip=sql_args, listed=listed))
         if len(found) <= 1:

@@ -206,11 +206,14 @@ _REFUSED_IN_STATEMENT: Dict[str, Tuple[str, ...]] = {
 #: The text split at ``tmt":`` leaves a plain statement's key as this piece right after the
 #: statement list's ``{"stmt":`` (``{"stmt":{"SelectStmt":{...``).
 _PLAIN_KEYS: Dict[str, str] = {'{"' + node_type[:-3]: node_type for node_type in _PLAIN_STATEMENTS}
-#: A call's name, right after ``{"FuncCall":``, when it is one unqualified identifier with no
-#: escaped character (anything else, such as ``pg_catalog.f`` or a quoted name holding ``"``, is walked).
-#: A call's name, right after ``{"FuncCall":``, when it is one unqualified identifier with no
-#: escaped character (anything else, such as ``pg_catalog.f`` or a quoted name holding ``"``, is walked).
-_PLAIN_CALL_NAME = re.compile(r'\{"funcname":\[\{"String":\{"sval":"([^"\\]*)"\}\}\]')
+#: A call's name, right after ``{"FuncCall":``, when it is one identifier with no escaped
+#: character, unqualified or in ``pg_catalog`` (the schema the walk also takes as the built-ins',
+#: and the one PostgreSQL's parser itself names for the standard's syntax: ``EXTRACT``, ``TRIM``,
+#: ``SUBSTRING ... FROM``, ``POSITION``); anything else, such as ``public.f`` or a quoted name
+#: holding ``"``, is walked.
+_PLAIN_CALL_NAME = re.compile(
+    r'\{"funcname":\[(?:\{"String":\{"sval":"pg_catalog"\}\},)?\{"String":\{"sval":"([^"\\]*)"\}\}\]'
+)
 #: The table an INSERT or UPDATE writes: its first field, ``relation``, a RangeVar written in place.
 _PLAIN_RELATION = re.compile(
     r'\{"relation":\{(?:"catalogname":"[^"\\]*",)?(?:"schemaname":"[^"\\]*",)?"relname":"([^"\\]*)"'
@@ -370,6 +373,40 @@ _new_object = object.__new__
 _set_attribute = object.__setattr__
 
 
+def _room_for_the_walk(nesting: int) -> bool:
+    """Whether the walk of a statement whose ``{`` nest ``nesting`` deep has room on the stack
+    (:func:`_read_plain` says why twice as deep, plus four)."""
+    height = sys.getrecursionlimit() - _FRAMES_PER_LEVEL * (2 * nesting + 4) - _JSON_STACK_SLACK
+    if height <= 0:
+        return False
+    try:
+        sys._getframe(height)
+        return False
+    except ValueError:  # fewer frames than that: room for the walk
+        return True
+
+
+#: Nodes below which libpg_query writes no node but a ``String`` (a ``ColumnRef``'s field, a
+#: ``RangeVar``'s alias column), each opening two ``{`` of its own (``{"String":{``); the values a
+#: node holds in a dict of their own (an ``A_Const``'s ``{"ival":...}``) are not counted here.
+_LEAF_NODES = ('{"String":{', '{"ColumnRef":{', '{"A_Const":{', '{"RangeVar":{')
+#: The most ``{`` of :data:`_LEAF_NODES` on one path down the tree: a node and a String below it.
+_LEAF_NESTING = 4
+
+
+def _nesting_bound(raw_tree: str, start: int, end: int) -> int:
+    """How deeply the ``{`` of ``raw_tree[start:end]`` nest, at most, counted in C: every ``{``
+    but those of the leaf nodes (:data:`_LEAF_NODES`), of which a path down the tree holds at
+    most :data:`_LEAF_NESTING`. Most of a tree's ``{`` are its leaves' (each column is a
+    ``ColumnRef`` and two ``String``), which a count of every ``{`` takes as nested in each other.
+    The patterns are libpg_query's own keys: a query's text cannot put them into the JSON text
+    (a string value holds ``"`` only escaped)."""
+    leaves = 0
+    for leaf in _LEAF_NODES:
+        leaves += raw_tree.count(leaf, start, end)
+    return raw_tree.count("{", start, end) - 2 * leaves + _LEAF_NESTING
+
+
 def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
     """The analysis of ``text`` read from libpg_query's JSON text when every statement in it is
     a plain SELECT, INSERT or UPDATE (:data:`_PLAIN_STATEMENTS`) and every call one of the
@@ -388,22 +425,19 @@ def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
     # The walk would run out of stack where the tree is too deep: such text is walked (and fails
     # as the walk does). libpg_query writes a list's items as nodes (``{}`` for none; a list in a
     # list is a ``List`` node) or as numbers, so on any path down the tree a list is followed by a
-    # dict or ends it: a statement's depth is at most twice its number of ``{``, plus one (and
-    # the statement list, the statement and its wrapper above it).
+    # dict or ends it: a statement's depth is at most twice how deeply its ``{`` nest, plus one
+    # (and the statement list, the statement and its wrapper above it). Their number bounds their
+    # nesting and costs one count; where that bound is too high, the tighter one of
+    # :func:`_nesting_bound` is taken.
     most = 0
     for statement in plain:
         braces = raw_tree.count("{", statement[1], statement[3])
         if braces > most:
             most = braces
-    deepest = 2 * most + 4
-    height = sys.getrecursionlimit() - _FRAMES_PER_LEVEL * deepest - _JSON_STACK_SLACK
-    if height <= 0:
-        return None
-    try:
-        sys._getframe(height)
-        return None
-    except ValueError:  # fewer frames than that: room for the walk of every statement
-        pass
+    if not _room_for_the_walk(most):
+        most = max(_nesting_bound(raw_tree, statement[1], statement[3]) for statement in plain)
+        if not _room_for_the_walk(most):
+            return None
     encoded = None if text.isascii() else text.encode("utf-8")
     statements: List[SQLStatement] = []
     for node_type, start, fields, end, selects, rows in plain:
