@@ -415,7 +415,7 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
 
     trails = [verify_file(f, key=audit_key) for f in sorted((out / "governed" / "audit").glob("gateway-*.db"))]
     results: Dict[str, Any] = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": " ".join([os.path.relpath(sys.executable, ROOT), *sys.argv]),
         "environment": environment("agentlightning"),
         "cpu": cpu_model(),
         "rounds": args.rounds,
