@@ -48,8 +48,9 @@ def _load_line(results: dict) -> str:
 def _run(results: dict) -> List[str]:
     """What every run's figures start with: its command, its wall time and the machine's load."""
     minutes, seconds = divmod(round(results["total_seconds"]), 60)
+    started = f", started {results['started_at']}" if "started_at" in results else ""
     return [
-        f"`{results['command']}`: **{minutes} min {seconds} s** wall, {_load_line(results)}.",
+        f"`{results['command']}`{started}: **{minutes} min {seconds} s** wall, {_load_line(results)}.",
         "",
     ]
 

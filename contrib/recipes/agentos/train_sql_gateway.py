@@ -120,6 +120,8 @@ def collect(out: Path, batch: Dict[str, Any], step: int) -> Dict[str, Any]:
 class ModelProcess:
     """``gateway_model.py`` in the environment with torch, for one arm: started, waited for, asked, stopped."""
 
+    ready: Dict[str, Any]
+
     def __init__(self, python: Path, out: Path, config: Dict[str, Any]) -> None:
         self.out = out / "model"
         self.out.mkdir(parents=True, exist_ok=True)
@@ -131,15 +133,14 @@ class ModelProcess:
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(HERE)},
         )
-        self.ready = self._wait_ready()
 
-    def _wait_ready(self) -> Dict[str, Any]:
+    def wait_ready(self) -> None:
         ready = self.out / "ready.json"
-        while not ready.exists():  # the warm start takes minutes the first time (then it is cached)
+        while not ready.exists():  # a warm start not shipped takes minutes the first time (then it is cached)
             if self.process.poll() is not None:
                 raise RuntimeError(f"the model process exited with {self.process.returncode} before it was ready")
-            time.sleep(1.0)
-        return json.loads(ready.read_text())
+            time.sleep(0.5)
+        self.ready = json.loads(ready.read_text())
 
     def ask(self, op: str, **body: Any) -> Dict[str, Any]:
         response = httpx.post(self.ready["control"], json={"op": op, **body}, timeout=None)
@@ -150,9 +151,11 @@ class ModelProcess:
     def stop(self) -> None:
         if self.process.poll() is None:
             try:
+                if not hasattr(self, "ready"):  # still loading: nothing to ask
+                    raise RuntimeError("not ready")
                 self.ask("stop")
                 self.process.wait(timeout=60)
-            except (httpx.HTTPError, RuntimeError, subprocess.TimeoutExpired, AttributeError):
+            except (httpx.HTTPError, RuntimeError, subprocess.TimeoutExpired):
                 self.process.terminate()
                 self.process.wait(timeout=30)
 
@@ -301,14 +304,16 @@ def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig) -> Dict[s
     governed = arm == "governed"
     out = args.out / arm
     out.mkdir(parents=True, exist_ok=True)
-    # The 1.0 services first: a broken configuration shows before minutes of warm start.
-    url, config, processes, logs = start_services(out, governed)
-    log(f"{arm}: {'agentos-gateway' if governed else 'agl-server'} and agl-controller up at {url}")
-    model = None
+    # The model's process loads (torch, SmolLM2, the warm start) while the 1.0 services start.
+    model = ModelProcess(args.model_python, out, model_config(args, grpo))
+    processes: List[subprocess.Popen] = []
+    logs: tuple = ()
     steps: List[Dict[str, Any]] = []
     heldout: Dict[str, Any] = {}
     try:
-        model = ModelProcess(args.model_python, out, model_config(args, grpo))
+        url, config, processes, logs = start_services(out, governed)
+        log(f"{arm}: {'agentos-gateway' if governed else 'agl-server'} and agl-controller up at {url}")
+        model.wait_ready()
         if args.eval_heldout:
             heldout["before"] = model.ask("heldout")
             log(f"{arm}: held-out before: {held_line(heldout['before'])}")
@@ -372,10 +377,9 @@ def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig) -> Dict[s
             process.wait(timeout=30)
         for handle in logs:
             handle.close()
-        if model is not None:
-            model.stop()
+        model.stop()
     audit = verify_trails(out / "audit")
-    warm = model.ready["warm_start"] if model is not None else None
+    warm = model.ready["warm_start"]
     return {
         "steps": steps,
         "audit": audit,
@@ -552,6 +556,7 @@ def main(argv: List[str] | None = None) -> Dict[str, Any]:
         "command": " ".join(["python contrib/recipes/agentos/train_sql_gateway.py", *(argv or sys.argv[1:])]),
         "args": {k: str(v) for k, v in vars(args).items()},
         "arms": {},
+        "started_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_average_start": load_start,
     }
     for arm in arms:
