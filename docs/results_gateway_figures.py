@@ -24,6 +24,10 @@ sys.path.insert(0, str(ROOT / "contrib" / "recipes" / "agentos"))
 DOCS = [ROOT / "docs" / "results_gateway.md", ROOT / "docs" / "agentlightning-1.0.md"]
 #: The two-arm demo run: `train_sql_gateway.py --preset demo`.
 DEMO_RESULTS = Path("docs/results_gateway/demo/results.json")
+#: The demo's control arm run again on its own (`--preset demo --arms ungoverned`), when the first one was killed.
+DEMO_CONTROL_RESULTS = Path("docs/results_gateway/demo/control/results.json")
+#: The first invocation's control arm as far as it got: the steps.json the recipe writes after each step.
+DEMO_KILLED_CONTROL_STEPS = Path("docs/results_gateway/demo/ungoverned/steps.json")
 #: The quick run tests/lightning1 runs: `train_sql_gateway.py --quick --arms governed`.
 QUICK_RESULTS = Path("docs/results_gateway/quick/results.json")
 #: Time to first token: `tests/benchmarks/bench_gateway_streaming.py`.
@@ -37,22 +41,23 @@ def _load(root: Path, path: Path) -> dict:
     return json.loads((root / path).read_text())
 
 
-def _load_line(results: dict) -> str:
-    start, end = results["load_average_start"], results["load_average_end"]
-    return (
-        f"load average (1/5/15 min) {start[0]:.1f} / {start[1]:.1f} / {start[2]:.1f} at the start, "
-        f"{end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f} at the end"
-    )
-
-
 def _run(results: dict) -> List[str]:
-    """What every run's figures start with: its command, its wall time and the machine's load."""
-    minutes, seconds = divmod(round(results["total_seconds"]), 60)
-    started = f", started {results['started_at']}" if "started_at" in results else ""
-    return [
-        f"`{results['command']}`{started}: **{minutes} min {seconds} s** wall, {_load_line(results)}.",
-        "",
-    ]
+    """What every run's figures start with: its command, when it started, its wall time and the machine's load."""
+    from train_sql_gateway import arms_of
+
+    parts = [f"`{results['command']}`"]
+    if "started_at" in results:
+        parts.append(f"started {results['started_at']}")
+    if "total_seconds" in results:
+        minutes, seconds = divmod(round(results["total_seconds"]), 60)
+        parts.append(f"**{minutes} min {seconds} s** wall")
+    loads = [results["load_average_start"]] + [s["load_average"] for a in arms_of(results).values() for s in a["steps"]]
+    loads += [results["load_average_end"]] if "load_average_end" in results else []
+    parts.append(
+        f"load average (1 min) {min(x[0] for x in loads):.1f} to {max(x[0] for x in loads):.1f} at its start, "
+        "after each step and at its end"
+    )
+    return [", ".join(parts) + ".", ""]
 
 
 def _arm_tables(results: dict) -> List[str]:
@@ -83,8 +88,25 @@ def _arm_tables(results: dict) -> List[str]:
 
 
 def gateway_demo(root: Path = ROOT) -> str:
+    from train_sql_gateway import step_table
+
     results = _load(root, DEMO_RESULTS)
-    return "\n".join(_run(results) + _arm_tables(results)).rstrip()
+    lines = _run(results) + _arm_tables(results)
+    if (root / DEMO_KILLED_CONTROL_STEPS).exists():
+        steps = _load(root, DEMO_KILLED_CONTROL_STEPS)
+        executed = sum(s["destructive_executed"] for s in steps)
+        lines += [
+            f"The same invocation's control arm, until it was killed in its step {len(steps) + 1} (its `steps.json`):",
+            "",
+            step_table(steps).replace("| metric |", "| ungoverned |", 1),
+            "",
+            f"ungoverned: {sum(s['rollouts'] for s in steps)} rollouts, {executed} destructive statements executed.",
+            "",
+        ]
+    if (root / DEMO_CONTROL_RESULTS).exists():
+        control = _load(root, DEMO_CONTROL_RESULTS)
+        lines += ["The control arm, run again on its own:", ""] + _run(control) + _arm_tables(control)
+    return "\n".join(lines).rstrip()
 
 
 def gateway_quick(root: Path = ROOT) -> str:

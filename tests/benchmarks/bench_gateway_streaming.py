@@ -434,7 +434,12 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
         for path in PATHS:
             runs = samples[kind][path]
             ttft, total = summary([s["ttft"] for s in runs]), summary([s["total"] for s in runs])
-            results["figures"][kind][path] = {"ttft_s": ttft, "total_s": total, "answers": sorted(answers[path])}
+            results["figures"][kind][path] = {
+                "ttft_s": ttft,
+                "total_s": total,
+                "answers": sorted(answers[path]),
+                "rounds_s": [[round(s["ttft"], 3), round(s["total"], 3)] for s in runs],  # each round's, in order
+            }
             rows.append(
                 (
                     f"{kind}: {path}",
