@@ -12,8 +12,8 @@ one record per judged call.
 
 The model's process runs in ``.venv`` at the repository's root (the README's first command makes it;
 ``.ci/run`` makes it before the 1.0 tests). Without it this test fails, naming that command.
-About 3.6 minutes on the shared 2-core machine at a load average of 4 to 12, 5 to 8 minutes at 12 to 20
-(no warm start is trained: the demo's adapter ships with the repository).
+150 s on the shared 2-core machine at a load average of 6 to 7, 5 to 8 minutes at 12 to 20 (no warm start
+is trained: the demo's adapter ships with the repository).
 """
 
 from __future__ import annotations
