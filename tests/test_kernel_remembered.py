@@ -521,3 +521,23 @@ def test_an_action_subclass_is_not_remembered():
     for _ in range(3):
         kernel.check(Loud("tool", {"text": "fine"}))
     assert policy.asked == 3
+
+
+def test_a_checked_decision_behaves_as_one_built_by_its_constructor():
+    """The kernel stores only the fields a check made in a decision (defaults stay on the class):
+    every field still reads, compares, copies, pickles and replaces as the dataclass's own."""
+    import copy
+    import dataclasses
+    import pickle
+
+    from agentlightning.contrib.kernel.agentos.actions import Decision
+
+    kernel = GovernanceKernel([CountingPure()])
+    for decision in (kernel.check("tool", {"text": "fine"}), kernel.check("tool", {"text": "bad"})):
+        fields = {f.name: getattr(decision, f.name) for f in dataclasses.fields(Decision)}
+        assert decision == Decision(**fields)
+        assert dataclasses.asdict(decision) == dataclasses.asdict(Decision(**fields))
+        assert pickle.loads(pickle.dumps(decision)) == decision == copy.deepcopy(decision)
+        assert dataclasses.replace(decision, audit_id="x").audit_id == "x"
+        assert (decision.violations, decision.signals, decision.original_action, decision.notes)[1:] == ((), None, ())
+    assert kernel.check("tool", {"text": "bad"}).violations[0].description == "bad text"

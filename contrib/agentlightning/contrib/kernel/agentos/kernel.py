@@ -86,7 +86,9 @@ class _Plan(NamedTuple):
 
 _ALLOWED, _BLOCKED = Verdict.ALLOWED, Verdict.BLOCKED
 _new_object = object.__new__
-_set_attribute = object.__setattr__
+#: Sets an instance's dict: the ``__dict__`` slot's own setter, the one object.__setattr__(obj,
+#: "__dict__", ...) reaches after looking the slot up on the type.
+_set_instance_dict = next(c.__dict__["__dict__"] for c in Decision.__mro__ if "__dict__" in c.__dict__).__set__
 #: The remembered answer of pure policies that found nothing.
 _NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
 
@@ -502,7 +504,7 @@ class GovernanceKernel:
             # a call's snapshot is then built from what was read, so it is what the key says.
             # The cost is a plain float in the action's range, not -0.0 (equal to 0.0, it would be
             # handed an action of the other sign).
-            key = given = name = value = items = None
+            key = given = items = None  # name and value are read only where key was made of them
             if type(action) is str:
                 tool_name, arguments, cost = action, args, cost_usd
                 readable = type(args) is dict
@@ -580,26 +582,25 @@ class GovernanceKernel:
             # The kernel's one constructor of a Decision: every field made here, so none is
             # checked, and stored as the instance's dict at once (the frozen dataclass's __init__
             # sets each field with object.__setattr__, as much work as a remembered check's rest).
-            signals = self._send_signals(violations, context) if verdict is _BLOCKED else ()
+            # A field still at its default (no finding, no signal, no rewrite, no audit, no note)
+            # is left out of that dict: the dataclass keeps the default on the class, where every
+            # read of the field finds it, and most checks then build and free half the dict.
             decision_id = self._id_prefix + hex(next(self._id_counter))
             audit = self.audit
+            fields = {"action": snapshot, "verdict": verdict, "context": context, "decision_id": decision_id}
+            if violations:
+                fields["violations"] = tuple(violations)
+            if verdict is _BLOCKED:
+                fields["signals"] = self._send_signals(violations, context)
+            if original is not None:
+                fields["original_action"] = original
+            if audit is not None:
+                fields["audit_id"] = decision_id
+            if notes:
+                fields["notes"] = notes
             decision = _new_object(Decision)
-            _set_attribute(
-                decision,
-                "__dict__",
-                {
-                    "action": snapshot,
-                    "verdict": verdict,
-                    "violations": tuple(violations),
-                    "signals": signals,
-                    "context": context,
-                    "decision_id": decision_id,
-                    "original_action": original,
-                    "audit_id": None if audit is None else decision_id,
-                    "elapsed_us": (perf_counter() - started) * 1e6,
-                    "notes": notes,
-                },
-            )
+            fields["elapsed_us"] = (perf_counter() - started) * 1e6
+            _set_instance_dict(decision, fields)
             return decision if audit is None else self._record(decision)
         except KeyboardInterrupt:
             if _refused is None:
