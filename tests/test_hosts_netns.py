@@ -340,8 +340,10 @@ def test_a_runner_host_cut_off_for_20_s_delivers_its_trail_once_healed(cluster):
     driver.join(timeout=160)
     assert progress.get("done"), f"not every rollout finished: {progress}\n{cluster.logs()}"
 
-    # The host is back: it takes work again (rollouts enqueued now run on both hosts).
-    rejoined, after = cluster.start_driver("rejoined", count=8, sleep=0.5)
+    # The host is back: it takes work again (rollouts enqueued now run on both hosts). Each rollout
+    # holds its runner for 2 s, so host-a's two runners alone would need 12 s for these: long enough
+    # for host-b's runners to come back from their retry back-off and take some.
+    rejoined, after = cluster.start_driver("rejoined", count=12, sleep=2.0)
     rejoined.join(timeout=160)
     assert after.get("done"), f"not every rollout finished: {after}\n{cluster.logs()}"
     assert "host-b" in {_host_of(worker) for worker in after["workers"].values()}, after["workers"]
