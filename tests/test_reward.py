@@ -416,3 +416,13 @@ def test_runner_prices_a_rollout_at_the_multiplier_it_was_enqueued_with(kernel):
         return find_final_reward(await store.query_spans(enqueued.rollout_id, "latest"))
 
     assert asyncio.run(scenario()) == 1.0 - 7.0 * 10.0
+
+
+def test_one_lagrangian_penalty_class_serves_the_kernel_the_reward_room_and_the_store():
+    from agentlightning.contrib.kernel.agentos import LagrangianPenalty as KernelLagrangianPenalty
+    from agentlightning.contrib.reward.agentos import LagrangianPenalty as RewardLagrangianPenalty
+
+    assert RewardLagrangianPenalty is KernelLagrangianPenalty
+    # The 1.0 hooks and a 0.3 training loop hold the same object: the kernel's class reads a 0.3 store too.
+    lagrangian = KernelLagrangianPenalty(multiplier=2.0)
+    assert asyncio.run(lagrangian.update_from_store(InMemoryLightningStore())) == 2.0

@@ -1,9 +1,9 @@
 """How violations price a reward: :class:`RewardConfig`, :func:`shape_reward` and :class:`LagrangianPenalty`.
 
 The kernel core's configuration of its one formula (:func:`.governed_reward.shape_governed_reward`),
-shared by both Agent Lightning lines: the 0.3 reward room re-exports these names (and adds
-``LagrangianPenalty.update_from_store``, which reads a 0.3 store), and the 1.0 gateway's hooks
-use them as they are. No agentlightning import.
+shared by both Agent Lightning lines: the 0.3 reward room re-exports these names, and the 1.0
+gateway's hooks use them as they are. No agentlightning import at module level
+(``LagrangianPenalty.update_from_store`` reads a 0.3 store and imports its reader when called).
 
 >>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
 >>> shape_reward(1.0, []).final, shape_reward(1.0, [drop]).final
@@ -214,7 +214,7 @@ class LagrangianPenalty:
         max_multiplier: an upper bound on lambda (``None``: unbounded).
 
     The algorithm that owns it updates lambda each epoch (:meth:`update` with the epoch's
-    violation rate; the 0.3 reward room adds ``update_from_store``) and stamps new rollouts with
+    violation rate; or :meth:`update_from_store` with a 0.3 store) and stamps new rollouts with
     :meth:`rollout_metadata`; a :class:`PolicyReward` holding it prices
     each rollout with the lambda stamped on that rollout (runners in other processes included),
     or with its own current lambda when the rollout carries none.
@@ -262,6 +262,17 @@ class LagrangianPenalty:
         {'agentos.lagrange_multiplier': 2.5}
         """
         return {AGENTOS_LAGRANGE_MULTIPLIER: self.multiplier}
+
+    async def update_from_store(self, store: Any, rollout_ids: Optional[Sequence[str]] = None) -> float:
+        """Update from the fraction of ``rollout_ids`` (default: all rollouts) with a violation, as
+        recorded in an agentlightning 0.3 ``store`` (in-memory or a client of ``agl store``); the
+        multiplier stays as it is when the store holds no rollout."""
+        from .stats import governance_stats  # 0.3's store API: imported by the call that needs it, never by the core
+
+        stats = await governance_stats(store, rollout_ids)
+        if stats["total_rollouts"] == 0:
+            return self.multiplier
+        return self.update(stats["violation_rate"])
 
     def multiplier_for(self, rollout: Any) -> float:
         """The lambda stamped on ``rollout`` (its ``metadata``), else the current one."""
