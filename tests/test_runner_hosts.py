@@ -330,6 +330,17 @@ def test_ship_names_a_path_that_is_not_a_trail(tmp_path, capsys):
     assert "is neither a FlightRecorder file nor a directory of them" in capsys.readouterr().err
 
 
+def test_ship_names_a_keyring_it_cannot_read_not_the_store(tmp_path, capsys):
+    from agentlightning.contrib.adapter.agentos.shipper import main
+
+    (tmp_path / "audit").mkdir()
+    missing = tmp_path / "keyring.txt"
+    argv = ["ship", "--store-url", "http://127.0.0.1:9", "--keyring", str(missing), str(tmp_path / "audit")]
+    assert main(argv) == 2
+    printed = capsys.readouterr().err
+    assert str(missing) in printed and "agl store" not in printed, printed
+
+
 @pytest.mark.e2e
 def test_ship_sends_a_stopped_hosts_trail_to_agl_store_once(shop_db, tmp_path, capsys, monkeypatch):
     """A host stopped before its records reached the store: the ship command sends them to a real

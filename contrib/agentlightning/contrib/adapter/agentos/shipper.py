@@ -30,6 +30,7 @@ from typing import Any, Dict, Iterable, Optional, Set, Union
 from agentlightning.store.base import LightningStore
 from agentlightning.types import Hook
 
+from agentlightning.contrib.kernel.agentos.audit_signing import KeyringError, load_keyring
 from agentlightning.contrib.kernel.agentos.semconv import (
     AGENT_OS_DECISION_ID,
     AGENT_OS_POLICY_RESULT,
@@ -242,6 +243,7 @@ async def _ship_command(url: str, paths: Iterable[PathLike], keyring: Optional[s
     from agentlightning.store.client_server import LightningStoreClient
 
     files = _files(paths)
+    keyring = load_keyring(keyring)  # read once, and a bad keyring is named before the store is contacted
     client = LightningStoreClient(url)
     failed = 0
     try:
@@ -285,7 +287,7 @@ def main(argv: Optional[list] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return asyncio.run(_ship_command(args.store_url, args.paths, args.keyring))
-    except FileNotFoundError as err:
+    except (FileNotFoundError, KeyringError) as err:
         print(str(err), file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 - one clear line instead of a client traceback
