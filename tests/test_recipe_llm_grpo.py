@@ -93,6 +93,13 @@ def test_quick_mode_trains_on_governed_triplets_from_the_store(recipe, tmp_path,
         results = train_sql_llm.main(
             [
                 "--quick",
+                # a budget no step fits: the run takes --min-steps after its first step (and says so)
+                "--steps",
+                "3",
+                "--min-steps",
+                "2",
+                "--time-budget-minutes",
+                "0.01",
                 "--arms",
                 "governed-penalty",
                 "--out",
@@ -147,6 +154,8 @@ def test_quick_mode_trains_on_governed_triplets_from_the_store(recipe, tmp_path,
     # comments) runs nothing, and the guard allows it under the named dialect
     assert all(r["blocked"] or _runs_nothing(r["sql"]) for r in rows if r["kind"] != "clean")
     assert stats["blocked_actions"] == sum(r["blocked"] for r in rows) and stats["duplicate_spans"] == 0
+    assert results["step_budget"]["planned"] == 3 and results["step_budget"]["steps"] == len(seed["steps"]) == 2
+    assert "exceed the 1 s budget" in results["step_budget"]["note"]
     summary = results["summaries"][0]
     assert (
         summary["destructive_executed"] == [0]

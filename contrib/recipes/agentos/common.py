@@ -5,7 +5,8 @@
 * :func:`first_tasks`, :func:`group_advantages`, :func:`enqueue_group`, :func:`wait_for_rollouts`:
   the parts of a GRPO ``@algo`` that do not depend on the policy (tabular or a language model);
 * :func:`log` and :func:`progress_bar`: progress on the terminal, also under pytest's capture;
-  :class:`Eta`: the time a run has left, from the units of work it has done;
+  :class:`Eta`: the time a run has left, from the units of work it has done; :class:`StepBudget`:
+  how many steps fit a time budget, from the first step's measured time;
 * :func:`plot_mean_sd` and :func:`save_results`: a curve with its spread over seeds, and a run's
   ``results.json`` with its plot;
 * :func:`option` and :func:`parse_config`: each recipe keeps its settings in **one** documented
@@ -254,6 +255,99 @@ class Eta:
         elapsed = self._clock() - self._started
         left = elapsed / self.units * (self.total - self.units)
         return f"{self.units}/{self.total} done, about {minutes(left)} left"
+
+
+class StepBudget:
+    """How many GRPO steps a run can afford within a time budget, decided once from its first step.
+
+    Every arm and seed takes the same number of steps (the arms are compared with each other), so
+    the first seed of the first arm decides, once its held-out evaluation and its first step are
+    done: the work left is priced at those two measured durations (and the first arm's start-up,
+    for every arm still to start), and the run takes the most steps that fit, never more than
+    ``planned`` and never fewer than ``minimum`` (below it the demo would not show the governed arm
+    learning). Without a budget the planned steps run.
+
+    >>> budget = StepBudget(planned=5, minimum=3, budget_s=900, arms=2, clock=iter([0.0, 200.0]).__next__)
+    >>> note = budget.decide(eval_s=40, step_s=60)  # at 200 s: 100 s start-up, 40 s evaluation, 60 s step
+    >>> budget.steps, note.split(":")[0]
+    (4, '4 GRPO steps per arm and seed instead of 5')
+    >>> budget.decide(eval_s=1, step_s=1) is None  # decided once
+    True
+    """
+
+    def __init__(
+        self,
+        planned: int,
+        minimum: int,
+        budget_s: Optional[float],
+        arms: int,
+        runs: Optional[int] = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if planned < 1 or minimum < 1:
+            raise ValueError(f"steps must be >= 1, got planned={planned}, minimum={minimum}")
+        if budget_s is not None and not budget_s > 0:
+            raise ValueError(f"a time budget must be > 0 seconds, got {budget_s}")
+        self.planned = planned
+        self.minimum = min(minimum, planned)
+        self.budget_s = budget_s
+        self.arms = arms
+        self.runs = arms if runs is None else runs  # (arm, seed) pairs, each taking the same steps
+        self.steps = planned
+        self.note: Optional[str] = None
+        self._decided = budget_s is None
+        self._clock = clock
+        self._started = clock()
+
+    def projected_s(self, steps: int, elapsed_s: float, eval_s: float, step_s: float) -> float:
+        """The whole run's time with ``steps`` per run, from the first run's measured parts."""
+        start_up_s = max(0.0, elapsed_s - eval_s - step_s)
+        first_run_left = (steps - 1) * step_s + eval_s
+        other_runs = (self.runs - 1) * (steps * step_s + 2 * eval_s) + (self.arms - 1) * start_up_s
+        return elapsed_s + first_run_left + other_runs
+
+    def decide(self, eval_s: float, step_s: float) -> Optional[str]:
+        """Size the steps from the first held-out evaluation and first step; the note says what was decided
+        (``None`` once decided, or without a budget)."""
+        if self._decided:
+            return None
+        self._decided = True
+        elapsed = self._clock() - self._started
+        assert self.budget_s is not None
+        fits = [
+            s
+            for s in range(self.minimum, self.planned + 1)
+            if self.projected_s(s, elapsed, eval_s, step_s) <= self.budget_s
+        ]
+        self.steps = max(fits) if fits else self.minimum
+        projected = self.projected_s(self.steps, elapsed, eval_s, step_s)
+        measured = (
+            f"(first evaluation {minutes(eval_s)}, first step {minutes(step_s)}; about {minutes(projected)} in all)"
+        )
+        if self.steps == self.planned:
+            self.note = f"{self.steps} GRPO steps per arm and seed fit the {minutes(self.budget_s)} budget {measured}"
+        elif fits:
+            self.note = (
+                f"{self.steps} GRPO steps per arm and seed instead of {self.planned}: the most that fit the "
+                f"{minutes(self.budget_s)} budget on this machine now {measured}"
+            )
+        else:
+            self.note = (
+                f"{self.steps} GRPO steps per arm and seed instead of {self.planned} (--min-steps, the fewest a budget "
+                f"may leave): even they exceed the {minutes(self.budget_s)} budget on this machine "
+                f"now {measured}; --time-budget-minutes 0 runs every planned step"
+            )
+        return self.note
+
+    def record(self) -> Dict[str, Any]:
+        """What the results file keeps of the decision."""
+        return {
+            "planned": self.planned,
+            "minimum": self.minimum,
+            "budget_s": self.budget_s,
+            "steps": self.steps,
+            "note": self.note,
+        }
 
 
 # -- one dataclass per recipe; its command line is generated from it

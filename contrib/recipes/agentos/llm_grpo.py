@@ -64,6 +64,7 @@ from agentlightning.emitter import find_final_reward
 from agentlightning.emitter.reward import get_rewards_from_span
 from common import (
     Eta,
+    StepBudget,
     config_record,
     enqueue_group,
     first_tasks,
@@ -222,6 +223,7 @@ def make_llm_grpo(
     reward_mode: str = "penalty",
     progress: Callable[[str], None] = log,
     eta: Optional[Eta] = None,
+    budget: Optional[StepBudget] = None,
 ) -> Any:
     """The ``@algo`` of one arm (see the module docstring); writes its results to ``result_path``.
 
@@ -238,6 +240,8 @@ def make_llm_grpo(
         progress: where progress lines go.
         eta: the run's clock; each evaluation and each GRPO step counts one unit done on it, and
             its line says how much of the run is done and about how long is left.
+        budget: the run's step budget, shared by every arm: the first seed of the first arm sizes it
+            after its first step (``config.steps`` when none is given).
     """
     import torch
 
@@ -257,6 +261,9 @@ def make_llm_grpo(
     by_family = {f: [t for t in train if t.family == f] for f in FAMILIES}
     families = [f for f in FAMILIES if by_family[f]]
     classify = sql_classifier()
+
+    if budget is None:
+        budget = StepBudget(config.steps, config.steps, None, arms=1)
 
     def time_left() -> str:
         return f"  [{eta.done()}]" if eta is not None else ""
@@ -411,7 +418,8 @@ def make_llm_grpo(
         before = await evaluate(store, adapter, server, seed, "before")
         steps: List[Dict[str, Any]] = []
         updates: List[Dict[str, Any]] = []
-        for step in range(config.steps):
+        step = 0
+        while step < budget.steps:
             t0 = time.perf_counter()
             resources_id = await publish(store, server, f"seed{seed}/step{step}", config.temperature)
             rng = random.Random(f"llm-grpo/{seed}/{step}")
@@ -429,7 +437,7 @@ def make_llm_grpo(
                     for sample in range(config.group_size)
                 ]
             server.reset_stats()
-            rows = await collect(store, adapter, ids, meta, f"[{arm}] seed {seed} step {step + 1}/{config.steps}")
+            rows = await collect(store, adapter, ids, meta, f"[{arm}] seed {seed} step {step + 1}/{budget.steps}")
             gen = server.reset_stats()
             rollout_seconds = time.perf_counter() - t0
 
@@ -512,7 +520,7 @@ def make_llm_grpo(
             summary["rollout_rows"] = rows
             elapsed = time.perf_counter() - seed_started
             progress(
-                f"[{arm}] seed {seed} step {step + 1:2d}/{config.steps}  "
+                f"[{arm}] seed {seed} step {step + 1:2d}/{budget.steps}  "
                 f"attempted destructive {summary['attempted_destructive_rate']:5.1%}  "
                 f"unparseable {summary['unparseable_rate']:5.1%}  accuracy {summary['accuracy']:5.1%}  "
                 f"executed {summary['destructive_executed']}  "
@@ -521,6 +529,12 @@ def make_llm_grpo(
                 + f"  gen {summary['generation_tokens_per_s']:.0f} tok/s  step {summary['seconds']:.0f} s  "
                 f"(seed {elapsed / 60:.1f} min)" + time_left()
             )
+            note = budget.decide(eval_s=before["summary"]["seconds"], step_s=summary["seconds"])
+            if note:
+                if eta is not None:
+                    eta.total = budget.runs * (budget.steps + 2)
+                progress(f"[{arm}] {note}")
+            step += 1
         after = await evaluate(store, adapter, server, seed, "after")
         return {
             "seed": seed,

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import platform
 import statistics
@@ -52,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 from common import (
     Eta,
+    StepBudget,
     check_positive,
     config_record,
     log,
@@ -137,6 +139,13 @@ class LLMRecipeConfig:
     )
     # GRPO
     steps: int = option(8, "GRPO steps per seed", group="GRPO")
+    time_budget_minutes: float = option(
+        0.0,
+        "size the GRPO steps so that training (every arm) takes about this long, from the first arm's measured "
+        "first evaluation and step; never fewer than --min-steps, never more than --steps (0: run --steps as given)",
+        group="GRPO",
+    )
+    min_steps: int = option(3, "the fewest GRPO steps a time budget may leave", group="GRPO")
     tasks_per_step: int = option(3, "training tasks per step (distinct families), one group each", group="GRPO")
     group_size: int = option(4, "samples per task (a group) for group-relative advantages", group="GRPO")
     learning_rate: float = option(5e-4, "AdamW learning rate of the LoRA adapters during RL", group="GRPO")
@@ -210,8 +219,11 @@ class LLMRecipeConfig:
                 "lora_rank",
                 "sft_lora_rank",
                 "max_new_tokens",
+                "min_steps",
             ),
         )
+        if not (self.time_budget_minutes >= 0 and math.isfinite(self.time_budget_minutes)):
+            raise ValueError(f"--time-budget-minutes must be >= 0 (0: no budget), got {self.time_budget_minutes}")
         if self.group_size < 2:
             raise ValueError(f"--group-size must be >= 2 (advantages are relative to the group), got {self.group_size}")
         if not self.arms or not self.seeds or ("governed-constrained" in self.arms and not self.constrained_seeds):
@@ -262,6 +274,8 @@ PRESETS: Dict[str, Dict[str, Any]] = {
         "runners": 14,
         "runner_poll_s": 0.2,
         "steps": 5,
+        "time_budget_minutes": 8.0,
+        "min_steps": 3,
         "tasks_per_step": 3,
         "group_size": 4,
         "train_families": ("remove_test_accounts", "cancel_stale_orders", "discontinue_unsold"),
@@ -350,6 +364,7 @@ def run_arm(
     config: LLMRecipeConfig,
     store: Optional["agl.LightningStore"] = None,
     eta: Optional[Eta] = None,
+    budget: Optional[StepBudget] = None,
 ) -> Dict[str, Any]:
     """One Trainer run: every seed of ``arm``, one after the other, from the same warm start."""
     import portpicker
@@ -361,7 +376,9 @@ def run_arm(
     from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy
 
     result_path = config.out / f"{arm}.json"
-    algorithm = make_llm_grpo(config, world, arm, policy, result_path, reward_mode=REWARD_MODE[arm], eta=eta)
+    algorithm = make_llm_grpo(
+        config, world, arm, policy, result_path, reward_mode=REWARD_MODE[arm], eta=eta, budget=budget
+    )
     agent = SQLAgent(str(world.db_path), config.world_seed, governed=arm != "ungoverned", prompt="compact")
     started = time.perf_counter()
     log(f"[{arm}] starting the Trainer: {config.runners} runner processes, an in-memory store on a free port")
@@ -717,13 +734,26 @@ def main(
     raw, summaries = {}, []
     # The run's units of about equal cost: per arm and seed, the two held-out evaluations and the steps.
     eta = Eta(sum(len(config.seeds_of(arm)) * (config.steps + 2) for arm in config.arms))
+    budget = StepBudget(
+        config.steps,
+        config.min_steps,
+        config.time_budget_minutes * 60 or None,
+        arms=len(config.arms),
+        runs=sum(len(config.seeds_of(arm)) for arm in config.arms),
+    )
     log(
         f"training: {eta.total} units of work (per arm and seed, {config.steps} GRPO steps and the held-out "
         "evaluations before and after); each line from here on says how many are done and about how long is left"
+        + (
+            f"; the steps are sized to a {minutes(budget.budget_s)} budget after the first step "
+            f"(at least {budget.minimum})"
+            if budget.budget_s
+            else ""
+        )
     )
     for arm in config.arms:
         store = store_factory(arm) if store_factory else None
-        raw[arm] = run_arm(arm, world, policy, config, store=store, eta=eta)
+        raw[arm] = run_arm(arm, world, policy, config, store=store, eta=eta, budget=budget)
         summaries.append(summarize(raw[arm]))
         log(f"[{arm}] done in {summaries[-1]['wall_seconds']:.0f} s")
     table = table_markdown(summaries)
@@ -743,6 +773,7 @@ def main(
             "load_average_start": [round(v, 2) for v in load_at_start],
             "load_average_end": [round(v, 2) for v in os.getloadavg()],
         },
+        "step_budget": budget.record(),
         "summaries": summaries,
         "targets": checked,
         "table_markdown": table,
