@@ -35,10 +35,6 @@ from agentlightning.contrib.kernel.agentos.spans import (
     violation_span_name,
 )
 
-pytestmark = pytest.mark.xfail(
-    strict=True, reason="issue 35: a violation is priced by its own default table in spans and the environment"
-)
-
 #: The user's override of the default table (critical -100, high -50, medium -10, low -1), given once.
 USER_CONFIG = RewardConfig(critical_penalty=-200.0, high_penalty=-80.0, medium_penalty=-15.0, low_penalty=-2.0)
 #: The explicit penalty the policy below sets on its finding (it wins over any table).

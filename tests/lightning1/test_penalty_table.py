@@ -25,10 +25,6 @@ from agentlightning.contrib.kernel.agentos import (
     ViolationType,
 )
 
-pytestmark = pytest.mark.xfail(
-    strict=True, reason="issue 35: a violation is priced by its own default table in spans and the environment"
-)
-
 EXPLICIT = -7.5
 USER_PENALTIES = {"critical_penalty": -200.0, "high_penalty": -80.0, "medium_penalty": -15.0, "low_penalty": -2.0}
 

@@ -75,7 +75,9 @@ async def record_episodes_to_store(
         }
         attempted = await store.start_rollout(input=task_input, mode=mode, metadata={"source": "GovernedEnvironment"})
         rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
-        fields = [core for step in episode.steps for core in decision_core_fields(step.decision)]
+        fields = [
+            core for step in episode.steps for core in decision_core_fields(step.decision, penalties=episode.penalties)
+        ]
         fields.append(reward_core_fields(episode.governed_reward()))
         await add_spans(store, rollout_id, attempt_id, fields)
         metadata = {**(attempted.attempt.metadata or {}), "agentos": episode.summary()}
