@@ -7,9 +7,9 @@ import pytest
 
 from agentlightning.contrib.env.agentos import GovernedEnvironment
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, GovernanceKernel, LagrangianPenalty, SQLPolicy
-from agentlightning.contrib.kernel.agentos.governed_reward import shape_governed_reward
+from agentlightning.contrib.kernel.agentos.reward.formula import shape_governed_reward
+from agentlightning.contrib.kernel.agentos.reward.shaping import CompositeReward
 from agentlightning.contrib.kernel.agentos.violations import SeverityTable, finite_float
-from agentlightning.contrib.reward.agentos.shaping import CompositeReward
 
 HUGE = 10**400
 TABLE = SeverityTable.preset("penalties")

@@ -25,15 +25,15 @@ from agentlightning.contrib.kernel.agentos import (
     SQLPolicy,
     ViolationType,
 )
-from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
-from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_PENALTY, AGENTOS_TOTAL_PENALTY
-from agentlightning.contrib.kernel.agentos.spans import (
+from agentlightning.contrib.kernel.agentos.agl03.spans import (
     check_span_attributes,
     decision_core_fields,
     is_violation_span,
     violation_span_attributes,
     violation_span_name,
 )
+from agentlightning.contrib.kernel.agentos.reward.config import shape_reward
+from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_PENALTY, AGENTOS_TOTAL_PENALTY
 
 #: The user's override of the default table (critical -100, high -50, medium -10, low -1), given once.
 USER_CONFIG = RewardConfig(critical_penalty=-200.0, high_penalty=-80.0, medium_penalty=-15.0, low_penalty=-2.0)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation, Severity
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, shape_governed_reward
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward, shape_governed_reward
 from agentlightning.contrib.kernel.agentos.violations import SeverityTable, finite_number, penalty_number
 
 __all__ = ["EnvironmentConfig", "SEVERITY_SCALE", "config_from_kwargs"]

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from agentlightning.contrib.kernel.agentos import Decision, PolicyViolation
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 from agentlightning.contrib.kernel.agentos.views import forwarded
 from agentlightning.contrib.kernel.agentos.violations import DEFAULT_SEVERITY_PENALTIES, SeverityTable
 

@@ -34,9 +34,9 @@ from agentlightning.utils.otel import (
     sanitize_attributes,
 )
 
-from .actions import Decision
-from .governed_reward import penalty_from_table
-from .semconv import (
+from ..actions import Decision
+from ..reward.formula import penalty_from_table
+from ..semconv import (
     AGENTOS_AGENT_ID,
     AGENTOS_CHECK_TAG,
     AGENTOS_DECISION_ID,
@@ -55,8 +55,8 @@ from .semconv import (
     KIND_VIOLATION,
     VIOLATION_SPAN_NAME,
 )
-from .sql.effects import snippet
-from .violations import DEFAULT_SEVERITY_PENALTIES, SeverityTable
+from ..sql.effects import snippet
+from ..violations import DEFAULT_SEVERITY_PENALTIES, SeverityTable
 
 __all__ = [
     "annotation_span",

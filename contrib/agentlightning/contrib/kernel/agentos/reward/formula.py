@@ -10,7 +10,7 @@ a penalty table (:class:`.violations.SeverityTable`), which prices every violati
 compute, write and read the same reward without importing each other.
 
 This module is part of the kernel core: it imports no agentlightning. The reward *span* (an
-agentlightning 0.3 ``Span``) is built in :mod:`.reward_span`, which only the 0.3 rooms import.
+agentlightning 0.3 ``Span``) is built in ``agl03.reward_span``, which only the 0.3 rooms import.
 
 >>> reward = shape_governed_reward(1.0, [], SeverityTable.preset("penalties"), bonus=5.0)
 >>> reward.final, reward.dimensions()
@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Mapping, Optional
 
-from .semconv import (
+from ..semconv import (
     REWARD_BASE,
     REWARD_CLEAN_BONUS,
     REWARD_FINAL,
     REWARD_POLICY_PENALTY,
 )
-from .violations import (
+from ..violations import (
     GovernanceConfigError,
     PolicyViolation,
     SeverityTable,
