@@ -1,4 +1,4 @@
-"""The kernel core imports without agentlightning; only the three 0.3 modules need it.
+"""The kernel core imports without agentlightning; only its 0.3 sub-room (``agl03``) needs it.
 
 Each check runs in a fresh interpreter in which agentlightning's own modules cannot be imported
 (a meta-path blocker): ``agentlightning`` is an empty namespace package there, exactly what a
