@@ -1,9 +1,9 @@
-"""The governed reward as an agentlightning 0.3 span (the 0.3 side of :mod:`.governed_reward`).
+"""The governed reward as an agentlightning 0.3 span (the 0.3 side of ``reward.formula``).
 
 One multi-dimensional agentlightning reward span (primary dimension ``final``, then ``base``,
 ``policy_penalty``, ``clean_bonus``), built by agentlightning's own ``emit_reward``, tagged
 ``agentos.reward`` and named for people (``agentos.reward: final 6.0 (base 1.0, ...)``). Attribute
-and dimension names are constants in :mod:`.semconv`. Like :mod:`.spans` and :mod:`.stats`, this
+and dimension names are constants in the kernel's ``semconv``. Like :mod:`.spans` and :mod:`.stats`, this
 module needs agentlightning 0.3 and is imported only by the 0.3 rooms (runner, reward, env).
 
 >>> import asyncio

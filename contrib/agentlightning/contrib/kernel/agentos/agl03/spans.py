@@ -3,7 +3,7 @@
 Inside a runner, spans are emitted into the active trace. Everything else (a reward computed
 after the rollout, a Gymnasium episode, an imported audit trail) builds the same spans here and
 adds them to a ``LightningStore`` under a rollout and attempt of its choice. Attribute names are
-constants in :mod:`.semconv`; the reward span is built in :mod:`.reward_span`. This module needs
+constants in the kernel's ``semconv``; the reward span is built in :mod:`.reward_span`. This module needs
 agentlightning 0.3 and is imported only by the 0.3 rooms (the kernel core never imports it).
 
 >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
