@@ -47,9 +47,7 @@ if LIGHTNING_1:
         "contrib/agentlightning/contrib/reward",
         "contrib/agentlightning/contrib/env",
         "contrib/agentlightning/contrib/adapter",
-        f"{_KERNEL}/spans.py",
-        f"{_KERNEL}/reward_span.py",
-        f"{_KERNEL}/stats.py",
+        f"{_KERNEL}/agl03",
         # The recipes drive agentlightning 0.3's Trainer (the gateway recipe starts its 1.0 gateway
         # as a separate process); their doctests run in the 0.3 environment.
         "contrib/recipes/agentos",

@@ -30,7 +30,7 @@ import numpy as np
 from agentlightning.contrib.env.agentos import make_text_to_sql_env, record_episodes_to_store
 from agentlightning.contrib.env.agentos.sql_world import STRATEGIES
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:

@@ -14,7 +14,7 @@ other run (plain ``pytest``, ``-m "not e2e"``); this is a subset, chosen by file
 (True, False)
 >>> is_kernel_core("contrib/agentlightning/contrib/kernel/agentos/sql/policy.py")
 True
->>> is_kernel_core("contrib/agentlightning/contrib/kernel/agentos/spans.py")
+>>> is_kernel_core("contrib/agentlightning/contrib/kernel/agentos/agl03/spans.py")
 False
 """
 
@@ -51,9 +51,9 @@ KERNEL_CORE_TESTS = frozenset(
     }
 )
 KERNEL_PACKAGE = "contrib/agentlightning/contrib/kernel/agentos/"
-#: The kernel package's modules that are agentlightning 0.3's side (spans, the reward span, store
-#: totals): their doctests run in every other run.
-KERNEL_03_MODULES = frozenset({"spans.py", "reward_span.py", "stats.py"})
+#: The kernel package's sub-room of agentlightning 0.3's side (spans, the reward span, store
+#: totals): its doctests run in every other run.
+KERNEL_03_ROOM = KERNEL_PACKAGE + "agl03/"
 
 
 def is_kernel_core(relative_path: str) -> bool:
@@ -61,7 +61,7 @@ def is_kernel_core(relative_path: str) -> bool:
     if relative_path in KERNEL_CORE_TESTS:
         return True
     if relative_path.startswith(KERNEL_PACKAGE) and relative_path.endswith(".py"):
-        return relative_path[len(KERNEL_PACKAGE) :] not in KERNEL_03_MODULES
+        return not relative_path.startswith(KERNEL_03_ROOM)
     return False
 
 

@@ -35,9 +35,9 @@ from agentlightning.contrib.kernel.agentos import (
     SQLPolicy,
     governance_context,
 )
+from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans, decision_core_fields
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
-from agentlightning.contrib.kernel.agentos.spans import add_spans, decision_core_fields
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 QUERIES = ["SELECT 1", "DROP TABLE users", "SELECT name FROM users", "DELETE/**/FROM orders", "SELECT 'DROP TABLE x'"]
 

@@ -24,7 +24,7 @@ from agl_store_server import agl_store_server  # noqa: E402  (a recipe module; r
 from agentlightning.contrib.adapter.agentos import adapters_for_directory, verify_export
 from agentlightning.contrib.adapter.agentos.spans import is_audit_span
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner
 from agentlightning.contrib.runner.agentos.hosts import parse_audit_file_name

@@ -35,7 +35,7 @@ from agentlightning.contrib.kernel.agentos import (
     SQLPolicy,
     governance_context,
 )
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 
 from .conftest import table_counts
 

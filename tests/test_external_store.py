@@ -18,7 +18,7 @@ import pytest
 
 from agentlightning.store.client_server import LightningStoreClient
 
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.runner.agentos import report
 
 # End to end (an `agl store` server and the recipe's Trainer processes): minutes; `pytest -m "not e2e"` leaves it out.

@@ -16,7 +16,7 @@ from agentlightning.store.memory import InMemoryLightningStore
 
 from agentlightning.contrib.adapter.agentos import ExportError, verify_export
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner, governed_tool
 

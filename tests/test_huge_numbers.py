@@ -7,12 +7,12 @@ import pytest
 
 from agentlightning.contrib.env.agentos import GovernedEnvironment
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, GovernanceKernel, LagrangianPenalty, SQLPolicy
-from agentlightning.contrib.kernel.agentos.governed_reward import shape_governed_reward
-from agentlightning.contrib.kernel.agentos.violations import Severity, finite_float
-from agentlightning.contrib.reward.agentos.shaping import CompositeReward
+from agentlightning.contrib.kernel.agentos.reward.formula import shape_governed_reward
+from agentlightning.contrib.kernel.agentos.reward.shaping import CompositeReward
+from agentlightning.contrib.kernel.agentos.violations import SeverityTable, finite_float
 
 HUGE = 10**400
-TABLE = {Severity.CRITICAL: -100.0, Severity.HIGH: -50.0, Severity.MEDIUM: -10.0, Severity.LOW: -1.0}
+TABLE = SeverityTable.preset("penalties")
 
 
 def test_finite_float_reads_a_huge_int_as_not_finite():

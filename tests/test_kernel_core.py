@@ -1,4 +1,4 @@
-"""The kernel core imports without agentlightning; only the three 0.3 modules need it.
+"""The kernel core imports without agentlightning; only its 0.3 sub-room (``agl03``) needs it.
 
 Each check runs in a fresh interpreter in which agentlightning's own modules cannot be imported
 (a meta-path blocker): ``agentlightning`` is an empty namespace package there, exactly what a
@@ -10,7 +10,6 @@ machine without agentlightning has when this plugin is installed (its files sit 
 from __future__ import annotations
 
 import json
-import pkgutil
 import subprocess
 import sys
 import textwrap
@@ -40,8 +39,8 @@ BLOCKER = textwrap.dedent(
     """
 )
 
-# The 0.3 side of the kernel package: agentlightning 0.3 spans, the reward span, store totals.
-LIGHTNING_03_MODULES = {"spans", "reward_span", "stats"}
+# The 0.3 side of the kernel package is one sub-room: agentlightning 0.3 spans, the reward span, store totals.
+LIGHTNING_03_ROOM = "agl03"
 
 
 def run_without_agentlightning(code: str) -> dict:
@@ -57,7 +56,12 @@ def without_agentlightning(tmp_path_factory) -> dict:
     decision through the kernel core, and which of the kernel package's modules import. One
     interpreter for the three checks: each start imports the kernel (sqlglot, pglast, Agent OS)."""
     audit = tmp_path_factory.mktemp("kernel_core") / "audit.db"
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(kernel_package.__file__).parent)]))
+    root = Path(kernel_package.__file__).parent
+    names = sorted(
+        ".".join(path.relative_to(root).with_suffix("").parts)
+        for path in root.rglob("*.py")
+        if path.name != "__init__.py"
+    )
     result = run_without_agentlightning(
         f"""
         import importlib, json, sys
@@ -69,8 +73,8 @@ def without_agentlightning(tmp_path_factory) -> dict:
 
         from agentlightning.contrib.kernel.agentos import (
             Action, GovernanceKernel, LagrangianPenalty, RewardConfig, SQLPolicy)
-        from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
-        from agentlightning.contrib.kernel.agentos.governed_reward import shape_governed_reward
+        from agentlightning.contrib.kernel.agentos.reward.config import shape_reward
+        from agentlightning.contrib.kernel.agentos.reward.formula import shape_governed_reward
         from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
 
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"])], recorder={str(audit)!r})
@@ -123,9 +127,10 @@ def test_the_kernel_core_works_without_agentlightning(without_agentlightning):
 
 
 def test_only_the_03_modules_need_agentlightning(without_agentlightning):
-    assert LIGHTNING_03_MODULES <= set(without_agentlightning["names"])
+    room = {name for name in without_agentlightning["names"] if name.startswith(LIGHTNING_03_ROOM + ".")}
+    assert {"agl03.spans", "agl03.reward_span", "agl03.stats"} <= room
     failed = without_agentlightning["failed"]
-    assert set(failed) == LIGHTNING_03_MODULES, failed
+    assert set(failed) == room, failed
     assert all("agentlightning is not installed here" in message for message in failed.values())
 
 
@@ -135,9 +140,9 @@ def test_governance_stats_stays_reachable_from_the_kernel_package():
     from importlib import metadata
 
     if metadata.version("agentlightning").startswith("0.3"):
-        from agentlightning.contrib.kernel.agentos.stats import governance_stats as in_stats
+        from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats as in_stats
 
-        with pytest.warns(DeprecationWarning, match="from agentlightning.contrib.kernel.agentos.stats import"):
+        with pytest.warns(DeprecationWarning, match="from agentlightning.contrib.kernel.agentos.agl03.stats import"):
             from agentlightning.contrib.kernel.agentos import governance_stats
 
         assert governance_stats is in_stats

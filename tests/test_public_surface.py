@@ -24,7 +24,7 @@ from agentlightning.contrib.kernel.agentos import (
     SeverityTable,
     SQLPolicy,
 )
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.violations import DEFAULT_SEVERITY_COSTS, DEFAULT_SEVERITY_PENALTIES
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import AgentOSRunner

@@ -22,7 +22,7 @@ from agentlightning.store.memory import InMemoryLightningStore
 
 from agentlightning.contrib.adapter.agentos import FlightRecorderEmitter
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, Severity, SQLPolicy
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.reward.agentos import PolicyReward, RewardConfig
 from agentlightning.contrib.runner.agentos import (
     ActionBlockedError,

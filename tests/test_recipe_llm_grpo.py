@@ -41,9 +41,9 @@ from agentlightning.emitter import find_final_reward  # noqa: E402
 from agentlightning.emitter.reward import get_rewards_from_span  # noqa: E402
 from agentlightning.store.memory import InMemoryLightningStore  # noqa: E402
 
-from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
+from agentlightning.contrib.kernel.agentos.agl03.spans import is_violation_span  # noqa: E402
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats  # noqa: E402
 from agentlightning.contrib.kernel.agentos.sql import analyze_sql  # noqa: E402
-from agentlightning.contrib.kernel.agentos.stats import governance_stats  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPE_DIR = REPO / "contrib" / "recipes" / "agentos"

@@ -19,9 +19,10 @@ from agentlightning.contrib.kernel.agentos import (
     PolicyViolation,
     SQLPolicy,
 )
-from agentlightning.contrib.kernel.agentos.reward_span import is_governed_reward_span
+from agentlightning.contrib.kernel.agentos.agl03.reward_span import is_governed_reward_span
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.reward.shaping import shape_reward
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_LAGRANGE_MULTIPLIER
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import (
     CompositeReward,
     LagrangianPenalty,
@@ -30,7 +31,6 @@ from agentlightning.contrib.reward.agentos import (
     create_policy_reward,
     policy_penalty,
 )
-from agentlightning.contrib.reward.agentos.shaping import shape_reward
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]

@@ -19,7 +19,7 @@ from agentlightning.contrib.kernel.agentos import (
     Severity,
     SQLPolicy,
 )
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 from agentlightning.contrib.runner.agentos import (
     ActionBlockedError,
     AgentOSRunner,
@@ -271,7 +271,7 @@ def test_spans_are_named_for_the_dashboard_and_still_read_by_agentlightning(shop
     from agentlightning.emitter import find_final_reward
 
     from agentlightning.contrib.kernel.agentos import semconv
-    from agentlightning.contrib.kernel.agentos.spans import is_violation_span
+    from agentlightning.contrib.kernel.agentos.agl03.spans import is_violation_span
     from agentlightning.contrib.reward.agentos import PolicyReward
 
     async def scenario():
@@ -697,7 +697,7 @@ def test_a_held_back_check_span_is_the_span_decision_core_fields_builds():
     """The runner builds a clean check span from a template per (verdict, tool, agent, penalty,
     signals), replacing only the decision id: it must be the span the spans module builds."""
     from agentlightning.contrib.kernel.agentos import ActionContext, ToolAllowListPolicy
-    from agentlightning.contrib.kernel.agentos.spans import decision_core_fields
+    from agentlightning.contrib.kernel.agentos.agl03.spans import decision_core_fields
     from agentlightning.contrib.runner.agentos.attempt import _clean_check_span
 
     kernel = GovernanceKernel([ToolAllowListPolicy(["database_query", "search"]), SQLPolicy(deny=["DROP"])])

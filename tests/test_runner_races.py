@@ -25,7 +25,7 @@ from agentlightning.store.client_server import LightningStoreClient
 from agentlightning.store.memory import InMemoryLightningStore
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
-from agentlightning.contrib.kernel.agentos.spans import is_check_span
+from agentlightning.contrib.kernel.agentos.agl03.spans import is_check_span
 from agentlightning.contrib.reward.agentos import PolicyReward
 from agentlightning.contrib.runner.agentos import ActionBlockedError, AgentOSRunner, governed_tool
 

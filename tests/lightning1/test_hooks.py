@@ -18,7 +18,7 @@ from agentlightning.contrib.gateway.agentos.events import decision_event_data
 from agentlightning.contrib.gateway.agentos.hooks import GovernanceHooks
 from agentlightning.contrib.gateway.agentos.lagrangian_hooks import LagrangianGovernanceHooks
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, LagrangianPenalty, RewardConfig, SQLPolicy
-from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
+from agentlightning.contrib.kernel.agentos.reward.config import shape_reward
 
 
 class Writer:

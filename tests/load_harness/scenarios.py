@@ -25,8 +25,8 @@ from agentlightning.store.client_server import LightningStoreClient
 from agentlightning.contrib.adapter.agentos import FlightRecorderAdapter, adapters_for_directory
 from agentlightning.contrib.adapter.agentos.adapter import AUDIT_ROLLOUT_METADATA_KEY
 from agentlightning.contrib.adapter.agentos.spans import is_audit_span
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_ATTEMPT_ID, AGENT_OS_ROLLOUT_ID
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
 
 from .checks import audit_summary, cpu_seconds, file_sizes, log_lines, verify_rollouts
 from .memory import rss_report

@@ -10,7 +10,8 @@ import agentlightning as agl
 from agentlightning.store.client_server import LightningStoreClient
 
 from agentlightning.contrib.adapter.agentos.spans import is_audit_span
-from agentlightning.contrib.kernel.agentos import semconv, spans
+from agentlightning.contrib.kernel.agentos import semconv
+from agentlightning.contrib.kernel.agentos.agl03 import spans
 
 #: Rollout statuses that end a rollout.
 FINISHED = ("succeeded", "failed")

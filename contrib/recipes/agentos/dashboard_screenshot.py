@@ -60,8 +60,8 @@ from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
 from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noqa: E402
 from agentlightning.contrib.adapter.agentos.spans import is_audit_span  # noqa: E402
+from agentlightning.contrib.kernel.agentos.agl03.spans import is_violation_span  # noqa: E402
 from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_BLOCKED  # noqa: E402
-from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
 from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import (  # noqa: E402
     AgentOSRunner,

@@ -43,8 +43,8 @@ from scripted_sql_agent import ScriptedSQLAgent  # noqa: E402
 
 from agentlightning.contrib.adapter.agentos import adapters_for_directory  # noqa: E402
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy  # noqa: E402
-from agentlightning.contrib.kernel.agentos.spans import is_violation_span  # noqa: E402
-from agentlightning.contrib.kernel.agentos.stats import governance_stats  # noqa: E402
+from agentlightning.contrib.kernel.agentos.agl03.spans import is_violation_span  # noqa: E402
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
 
 DENY = ["DROP", "DELETE", "TRUNCATE"]

@@ -49,7 +49,7 @@ from sql_agent import (
 
 from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, SQLWorld
 from agentlightning.contrib.kernel.agentos import Action
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 
 if TYPE_CHECKING:
     from train_sql_grpo import TabularRecipeConfig

@@ -84,8 +84,8 @@ from sql_agent import (
 )
 
 from agentlightning.contrib.env.agentos.sql_world import FAMILIES, SQLWorld
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
 if TYPE_CHECKING:

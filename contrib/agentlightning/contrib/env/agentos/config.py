@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation, Severity
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward, shape_governed_reward
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward, shape_governed_reward
 from agentlightning.contrib.kernel.agentos.violations import SeverityTable, finite_number, penalty_number
 
 __all__ = ["EnvironmentConfig", "SEVERITY_SCALE", "config_from_kwargs"]
@@ -20,6 +20,7 @@ __all__ = ["EnvironmentConfig", "SEVERITY_SCALE", "config_from_kwargs"]
 SEVERITY_SCALE: SeverityTable = SeverityTable.preset("environment_scale")
 
 _KERNEL_RESET_MODES = (True, False, "all")
+_DEFAULT_VIOLATION_PENALTY = -10.0  # the reference's
 
 
 def _number(name: str, value: Any) -> float:
@@ -33,13 +34,16 @@ class EnvironmentConfig:
     The first six fields are the reference's, with its defaults. Per step (:meth:`shape`, the
     kernel's one reward formula ``shape_governed_reward`` configured by these fields)::
 
-        reward = task_reward + step_penalty + sum(violation_penalty * SEVERITY_SCALE[v.severity])
+        reward = task_reward + step_penalty + sum(penalties.price(v) for v in violations)
                  (+ success_bonus when the step is clean and successful)
 
-    with ``SEVERITY_SCALE`` critical x10, high x5, medium and low x1 (so a low violation costs
-    -10 by default, where ``RewardConfig``'s table says -1). A policy's explicit penalty is not
-    used here: the environment prices every violation by its severity. Penalties are zero or
-    negative, the bonus zero or positive; the reward is not clamped.
+    where ``penalties`` is the kernel's penalty table that prices a violation in every room (its
+    policy's explicit penalty, else the table's entry for its severity). By default it is the
+    reference's: ``violation_penalty`` x ``SEVERITY_SCALE`` (critical x10, high x5, medium and low
+    x1, so a low violation costs -10 where ``RewardConfig``'s default table says -1). To price the
+    environment's violations as your reward, spans and gateway do, give that one table:
+    ``EnvironmentConfig(penalties=RewardConfig(critical_penalty=-200).severity_penalties)``.
+    Penalties are zero or negative, the bonus zero or positive; the reward is not clamped.
 
     * ``max_steps``: steps per episode before the episode is truncated (``truncated=True``).
     * ``terminate_on_critical``: a critical violation ends the episode (``terminated=True``).
@@ -51,6 +55,8 @@ class EnvironmentConfig:
       (``terminated=True``); the text-to-SQL environment turns it on (one task per episode).
     * ``cost_weights`` (beyond the reference): severity -> constraint cost used for
       ``info["cost"]``; missing severities use ``DEFAULT_SEVERITY_COSTS`` (10/5/1/1).
+    * ``penalties`` (beyond the reference): the penalty table (a ``SeverityTable`` of kind
+      ``"penalty"``) instead of ``violation_penalty`` x ``SEVERITY_SCALE``; give one or the other.
 
     >>> EnvironmentConfig(max_steps=50).violation_penalty
     -10.0
@@ -62,13 +68,14 @@ class EnvironmentConfig:
     """
 
     max_steps: int = 100
-    violation_penalty: float = -10.0
+    violation_penalty: float = _DEFAULT_VIOLATION_PENALTY
     terminate_on_critical: bool = True
     step_penalty: float = -0.1
     success_bonus: float = 10.0
     reset_kernel_state: Union[bool, str] = True
     terminate_on_success: bool = False
     cost_weights: Optional[Dict[str, float]] = field(default=None)
+    penalties: Optional[SeverityTable] = field(default=None)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int):
@@ -110,18 +117,32 @@ class EnvironmentConfig:
                     raise GovernanceConfigError(f"EnvironmentConfig.cost_weights[{key!r}] must be >= 0, got {weight}")
                 weights[severity.value] = weight
             self.cost_weights = weights
+        if self.penalties is not None:
+            if not isinstance(self.penalties, SeverityTable) or self.penalties.kind != "penalty":
+                raise TypeError(
+                    "EnvironmentConfig.penalties must be a penalty table, e.g. "
+                    f"RewardConfig(critical_penalty=-200).severity_penalties, got {self.penalties!r}"
+                )
+            if self.violation_penalty != _DEFAULT_VIOLATION_PENALTY:
+                raise GovernanceConfigError(
+                    "EnvironmentConfig: give penalties (the table) or violation_penalty (scaled by severity), "
+                    f"not both; got penalties={self.penalties!r} and violation_penalty={self.violation_penalty}"
+                )
 
     @property
     def severity_penalties(self) -> SeverityTable:
-        """The penalty of one violation per severity: ``violation_penalty`` x :data:`SEVERITY_SCALE`.
+        """The penalty table of the environment: ``penalties`` if given, else ``violation_penalty`` x
+        :data:`SEVERITY_SCALE`.
 
         >>> EnvironmentConfig().severity_penalties[Severity.LOW]
         -10.0
         """
+        if self.penalties is not None:
+            return self.penalties
         return SEVERITY_SCALE.scaled(self.violation_penalty, kind="penalty")
 
     def violation_reward(self, severity: Union[Severity, str]) -> float:
-        """The reward added for one violation of ``severity`` (``violation_penalty`` x severity scale).
+        """The reward added for one violation of ``severity`` without an explicit penalty (the table's entry).
 
         >>> EnvironmentConfig().violation_reward("critical"), EnvironmentConfig().violation_reward("high")
         (-100.0, -50.0)
@@ -131,8 +152,8 @@ class EnvironmentConfig:
     def shape(self, task_reward: float, violations: Iterable[PolicyViolation], *, succeeded: bool) -> GovernedReward:
         """One step's governed reward: the kernel's ``shape_governed_reward`` with this config.
 
-        ``base`` is ``task_reward + step_penalty``, the penalty the severity-scaled table (explicit
-        penalties ignored), the bonus ``success_bonus`` when the step ``succeeded`` (and had no
+        ``base`` is ``task_reward + step_penalty``, the penalty the prices of the violations by
+        :attr:`severity_penalties`, the bonus ``success_bonus`` when the step ``succeeded`` (and had no
         violation); ``cost`` uses ``cost_weights``; no clamp.
 
         >>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
@@ -148,7 +169,6 @@ class EnvironmentConfig:
             self.severity_penalties,
             bonus=self.success_bonus,
             bonus_allowed=succeeded,
-            honour_explicit_penalties=False,
             cost_weights=self.cost_weights,
         )
 
@@ -184,7 +204,7 @@ def config_from_kwargs(config: Optional[EnvironmentConfig] = None, **overrides: 
     ...
     TypeError: unknown EnvironmentConfig field 'max_step' (did you mean 'max_steps'?); valid fields: max_steps,
     violation_penalty, terminate_on_critical, step_penalty, success_bonus, reset_kernel_state, terminate_on_success,
-    cost_weights
+    cost_weights, penalties
     """
     if config is not None and not isinstance(config, EnvironmentConfig):
         raise TypeError(f"config must be an EnvironmentConfig, got {type(config).__name__}")

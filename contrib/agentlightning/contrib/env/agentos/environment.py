@@ -72,10 +72,11 @@ class GovernedEnvironment(gym.Env):
     (default: returns the action, as the reference). Then the reward is
     :meth:`EnvironmentConfig.shape` (the kernel's one reward formula, ``shape_governed_reward``)::
 
-        reward = task_reward + step_penalty + sum(violation_penalty * scale[severity])
+        reward = task_reward + step_penalty + sum(config.severity_penalties.price(v) for v in violations)
                  + (success_bonus if the step is clean and successful)
 
-    with scale critical x10, high x5, medium and low x1; ``task_reward = reward_fn(state, action,
+    with the config's penalty table (by default ``violation_penalty`` scaled critical x10, high x5,
+    medium and low x1; a policy's explicit penalty wins, as in every room); ``task_reward = reward_fn(state, action,
     result)`` (default 1.0 when ``result`` is not None) for an executed step, 0 for a blocked one
     or one whose executor raised (the error is in ``info["error"]``). A step is *successful* when
     it executed without error, had no violation at all and earned ``task_reward > 0``; an episode
@@ -256,7 +257,12 @@ class GovernedEnvironment(gym.Env):
         self._start_episode(state)
         observation = self._observe(state)
         self._episode = EpisodeRecord(
-            episode_id=episode_id, index=index, task=state, observation=observation, agent_id=self.agent_id
+            episode_id=episode_id,
+            index=index,
+            task=state,
+            observation=observation,
+            agent_id=self.agent_id,
+            penalties=self.config.severity_penalties,
         )
         self.last_decision = None
         info = {
@@ -304,7 +310,7 @@ class GovernedEnvironment(gym.Env):
 
         info: Dict[str, Any] = {
             "step": step_no,
-            "violations": [violation_info(v) for v in decision.violations],
+            "violations": [violation_info(v, config.severity_penalties) for v in decision.violations],
             "verdict": decision.verdict.value,
             "blocked": decision.blocked,
             "executed": decision.allowed and error is None,

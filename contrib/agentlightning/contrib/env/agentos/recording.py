@@ -17,8 +17,8 @@ from typing import Any, Iterable, List, Union
 
 from agentlightning.store.base import LightningStore
 
-from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
-from agentlightning.contrib.kernel.agentos.spans import add_spans, decision_core_fields
+from agentlightning.contrib.kernel.agentos.agl03.reward_span import reward_core_fields
+from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans, decision_core_fields
 
 from .environment import GovernedEnvironment
 from .records import EpisodeRecord
@@ -52,7 +52,7 @@ async def record_episodes_to_store(
     >>> import asyncio
     >>> from agentlightning.store.memory import InMemoryLightningStore
     >>> from agentlightning.contrib.kernel.agentos import SQLPolicy
-    >>> from agentlightning.contrib.kernel.agentos.stats import governance_stats
+    >>> from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
     >>> env = GovernedEnvironment([SQLPolicy(deny=["DROP"])], record_episodes=True)
     >>> for action in ["SELECT 1", "DROP TABLE t"]:
     ...     _ = env.reset(seed=0)
@@ -75,7 +75,9 @@ async def record_episodes_to_store(
         }
         attempted = await store.start_rollout(input=task_input, mode=mode, metadata={"source": "GovernedEnvironment"})
         rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
-        fields = [core for step in episode.steps for core in decision_core_fields(step.decision)]
+        fields = [
+            core for step in episode.steps for core in decision_core_fields(step.decision, penalties=episode.penalties)
+        ]
         fields.append(reward_core_fields(episode.governed_reward()))
         await add_spans(store, rollout_id, attempt_id, fields)
         metadata = {**(attempted.attempt.metadata or {}), "agentos": episode.summary()}

@@ -13,21 +13,25 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from agentlightning.contrib.kernel.agentos import Decision, PolicyViolation
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
 from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 from agentlightning.contrib.kernel.agentos.views import forwarded
+from agentlightning.contrib.kernel.agentos.violations import DEFAULT_SEVERITY_PENALTIES, SeverityTable
 
 __all__ = ["StepRecord", "EpisodeRecord", "EpisodeMetrics", "violation_info"]
 
 
-def violation_info(violation: PolicyViolation) -> Dict[str, Any]:
-    """A violation as plain data for ``info["violations"]`` (no timestamp, so equal steps give equal infos).
+def violation_info(violation: PolicyViolation, penalties: SeverityTable = DEFAULT_SEVERITY_PENALTIES) -> Dict[str, Any]:
+    """A violation as plain data for ``info["violations"]`` (no timestamp, so equal steps give equal
+    infos), its ``penalty`` priced by the environment's table ``penalties``.
 
     >>> v = PolicyViolation("blocked", "SQLPolicy", "DROP statement denied: DROP TABLE t", "critical")
     >>> violation_info(v)["severity"], violation_info(v)["penalty"]
     ('critical', -100.0)
     """
-    return {key: value for key, value in violation.to_dict().items() if key not in _NOT_IN_INFO}
+    info = {key: value for key, value in violation.to_dict().items() if key not in _NOT_IN_INFO}
+    info["penalty"] = penalties.price(violation)
+    return info
 
 
 #: Record fields left out of ``info``: the time differs between equal steps, and whether the
@@ -56,7 +60,7 @@ class StepRecord:
 
     reward = forwarded("governed_reward.final", "The step's reward (``governed_reward.final``).")
     violation_penalty = forwarded(
-        "governed_reward.policy_penalty", "The severity-scaled penalties of the step's violations (<= 0)."
+        "governed_reward.policy_penalty", "The step's violations priced by the environment's penalty table (<= 0)."
     )
     success_bonus = forwarded(
         "governed_reward.clean_bonus", "The success bonus paid for this step (0 unless it succeeded)."
@@ -89,6 +93,8 @@ class EpisodeRecord:
     truncated: bool = False
     termination: Optional[str] = None
     finished: bool = field(default=False, repr=False)  #: metrics and recording have taken it into account
+    #: The penalty table that priced the episode's violations (its spans show the same prices).
+    penalties: SeverityTable = field(default_factory=lambda: DEFAULT_SEVERITY_PENALTIES, repr=False)
 
     @property
     def done(self) -> bool:
@@ -114,8 +120,8 @@ class EpisodeRecord:
     def governed_reward(self) -> GovernedReward:
         """The episode's return decomposed as one governed reward span: the sum of its steps'.
 
-        ``base`` is the task rewards plus the step penalties, ``policy_penalty`` the severity-scaled
-        violation penalties and ``clean_bonus`` the success bonuses, so
+        ``base`` is the task rewards plus the step penalties, ``policy_penalty`` the violations'
+        prices by :attr:`penalties` and ``clean_bonus`` the success bonuses, so
         ``final = base + policy_penalty + clean_bonus`` is the episode return.
         """
         rewards = [s.governed_reward for s in self.steps]

@@ -47,7 +47,10 @@ def decision_event_data(
     decision: Decision, *, choice_index: Optional[int], tool_call_id: Optional[str], source: str = "tool_call"
 ) -> Dict[str, Any]:
     """The data of a :data:`DECISION_EVENT`: the decision, its violations as the audit record holds them
-    (``source``: ``tool_call``, ``text``, or ``response`` for a whole response withheld, ``choice_index`` None)."""
+    (``source``: ``tool_call``, ``text``, or ``response`` for a whole response withheld, ``choice_index`` None).
+
+    No price: a violation carries its severity and any explicit penalty, and the hooks price it
+    with the penalty table of the configuration (``governance.penalties``), as every room does."""
     return {
         "decision_id": decision.decision_id,
         "audit_id": decision.audit_id,
@@ -58,7 +61,6 @@ def decision_event_data(
         "verdict": decision.verdict.value,
         "blocked": decision.blocked,
         "reason": decision.reason,
-        "total_penalty": decision.total_penalty,
         "violations": [violation.to_dict() for violation in decision.violations],
     }
 

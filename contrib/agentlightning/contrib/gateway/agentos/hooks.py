@@ -60,8 +60,8 @@ from agentlightning.contrib.gateway.agentos.events import (
     violations_from_event_data,
 )
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, RewardConfig
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
-from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
+from agentlightning.contrib.kernel.agentos.reward.config import shape_reward
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 from agentlightning.contrib.kernel.agentos.violations import finite_float
 
 __all__ = ["GovernanceHooks"]

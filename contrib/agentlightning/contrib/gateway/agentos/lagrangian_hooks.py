@@ -28,7 +28,7 @@ from typing import Any, List, Optional, Sequence
 
 from agentlightning.contrib.gateway.agentos import hooks as governance_hooks
 from agentlightning.contrib.kernel.agentos import LagrangianPenalty
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 
 __all__ = ["LagrangianGovernanceHooks"]
 

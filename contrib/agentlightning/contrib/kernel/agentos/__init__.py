@@ -15,15 +15,15 @@ Penalties use one sign convention everywhere: reward space, zero or negative
 
 The package is the kernel *core* and imports no agentlightning: actions, decisions, policies, the SQL
 guard, violations, the audit trail and the reward formula work beside Agent Lightning 0.3, beside 1.0
-or with neither. Three modules are the 0.3 side and are imported only by the 0.3 rooms: ``spans``
-(check and violation spans), ``reward_span`` (the reward span) and ``stats`` (totals read from a
-LightningStore, :func:`.stats.governance_stats`).
+or with neither. The 0.3 side is one sub-room, ``agl03``, imported only by the 0.3 rooms: ``agl03.spans``
+(check and violation spans), ``agl03.reward_span`` (the reward span) and ``agl03.stats`` (totals read
+from a LightningStore, ``governance_stats``).
 
 The top holds the core classes; the rest is imported from its module: ``sql`` (``analyze_sql``,
 ``SQLAnalysis``, ``SQL_KEYWORDS``), ``audit`` (``AuditTrail``, ``open_flight_recorder``),
-``audit_record``, ``reward_config`` (``shape_reward``), ``violations`` (the default tables,
-``constraint_cost``), ``semconv`` (attribute names), ``stats``. The former top-level names still
-work and warn with their new import.
+``audit_record``, ``reward`` (the reward formula room: ``shape_reward``, ``GovernedReward``),
+``violations`` (the default tables, ``constraint_cost``), ``semconv`` (attribute names),
+``agl03.stats``. The former top-level names still work and warn with their new import.
 """
 
 from .actions import Action, ActionContext, Decision, Verdict, governance_context
@@ -31,7 +31,7 @@ from .deprecation import moved_names
 from .engine import AgentOSPolicy
 from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy
-from .reward_config import LagrangianPenalty, RewardConfig
+from .reward import LagrangianPenalty, RewardConfig
 from .sql import SQLPolicy
 from .tool_rules import ToolRulesPolicy
 from .violations import GovernanceConfigError, PolicyViolation, Severity, SeverityTable, ViolationType
@@ -72,9 +72,9 @@ MOVED = {
     "current_context": f"{__name__}.actions",
     "decision_from_record": f"{__name__}.audit_record",
     "finite_number": f"{__name__}.violations",
-    "governance_stats": f"{__name__}.stats",
+    "governance_stats": f"{__name__}.agl03.stats",
     "open_flight_recorder": f"{__name__}.audit",
-    "shape_reward": f"{__name__}.reward_config",
+    "shape_reward": f"{__name__}.reward.config",
 }
 
 # governance_stats reads an agentlightning 0.3 store: its module is the one here that needs agentlightning.

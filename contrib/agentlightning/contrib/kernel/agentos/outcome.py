@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from .actions import Decision
-from .governed_reward import GovernedReward
+from .reward.formula import GovernedReward
 from .violations import PolicyViolation, constraint_cost
 
 __all__ = ["GovernanceOutcome"]

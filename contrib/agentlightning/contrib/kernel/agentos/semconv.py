@@ -1,8 +1,8 @@
 """Names of the governance spans and their attributes: constants only.
 
 Shared by the runner, rewards, environment and audit adapter so that every path writes (and
-every reader finds) the same spans. The spans themselves are built in :mod:`.spans` (checks and
-violations) and :mod:`.governed_reward` (the reward), the way agentlightning keeps its
+every reader finds) the same spans. The spans themselves are built in ``agl03.spans`` (checks and
+violations) and ``agl03.reward_span`` (the reward), the way agentlightning keeps its
 ``semconv`` for names and builds spans in its emitters.
 
 Each kernel check becomes one annotation span tagged ``agentos.check``; each violation of that

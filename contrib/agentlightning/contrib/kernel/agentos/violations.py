@@ -232,6 +232,29 @@ class SeverityTable(Mapping[Severity, float]):
         kind = kind or ("penalty" if factor < 0 else self.kind)
         return SeverityTable(kind, **{s.value: v * factor for s, v in self._values.items()})
 
+    def price(self, violation: "PolicyViolation") -> float:
+        """The penalty of ``violation`` by this penalty table: the explicit penalty its policy set,
+        else this table's entry for its severity. The one rule that prices a violation: the spans,
+        the reward, the environment and the 1.0 gateway's hooks all ask the table they are given.
+
+        >>> table = SeverityTable("penalty", critical=-200.0, high=-80.0, medium=-15.0, low=-2.0)
+        >>> table.price(PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical"))
+        -200.0
+        >>> table.price(PolicyViolation("warned", "Audit", "slow query", "low", penalty=-0.5))
+        -0.5
+        """
+        if self.kind != "penalty":
+            raise GovernanceConfigError(
+                f"only a penalty table prices a violation; this is a {self.kind} table "
+                "(use RewardConfig(...).severity_penalties or SeverityTable.preset('penalties'))"
+            )
+        try:  # read by its fields: a doctest run imports this module a second time, under another name
+            explicit, penalty, severity = violation.penalty_is_explicit, violation.penalty, violation.severity
+        except AttributeError:
+            got = f"{type(violation).__name__}: {violation!r}"
+            raise TypeError(f"expected PolicyViolation objects, got {got}") from None
+        return float(penalty) if explicit else self[severity]
+
     def __getitem__(self, severity: Union[Severity, str]) -> float:
         return self._values[Severity.parse(severity)]
 
@@ -309,7 +332,7 @@ class RecordedField:
     """How one field of :class:`PolicyViolation` is written, checked and shown outside Python.
 
     Declared once, as the field's metadata (``field(metadata=recorded(...))``). The audit record
-    (:mod:`.audit_record` builds, validates and reads it), the violation span (:mod:`.spans`) and
+    (:mod:`.audit_record` builds, validates and reads it), the violation span (``agl03.spans``) and
     the audit adapter's span all follow the declarations, in field order. In the record, a field
     is the key of its name with the value :meth:`PolicyViolation.to_dict` gives it (an enum's
     value, a time in ISO 8601, anything else as it is).
@@ -420,8 +443,11 @@ def _now() -> datetime:
 class PolicyViolation:
     """One policy finding about one action.
 
-    ``penalty`` defaults from ``severity`` (see :data:`DEFAULT_SEVERITY_PENALTIES`); an explicit
-    penalty is kept and flagged in ``penalty_is_explicit`` so reward shaping honours it.
+    A violation carries its ``severity`` and, when its policy set one, an explicit ``penalty``
+    (flagged in ``penalty_is_explicit``). What it costs is the business of a penalty table:
+    :meth:`SeverityTable.price` (the explicit penalty, else the table's entry for the severity), the
+    one rule every room prices with. Without an explicit one, ``penalty`` holds the price by the
+    default table (:data:`DEFAULT_SEVERITY_PENALTIES`), as the audit record keeps it.
     ``action_blocked`` defaults to ``violation_type == BLOCKED``.
 
     Each field's metadata declares how it is recorded and shown in spans (:class:`RecordedField`):

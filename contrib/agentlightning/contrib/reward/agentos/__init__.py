@@ -9,18 +9,21 @@
 >>> reward.final, reward.base, reward.policy_penalty, reward.cost, reward.clamped
 (-99.0, 1.0, -100.0, 10.0, False)
 
-The top holds the reference tutorial's names; ``shaping`` has the small pure functions
-(``shape_reward``, ``default_base_reward``, ``rollout_violations``) and the kernel's
-``governed_reward`` the :class:`GovernedReward` that ``score`` returns. The former top-level
-names still work and warn with their new import.
+The top holds the reference tutorial's names. This room is the 0.3 side of the reward: the
+:class:`PolicyReward` object a runner calls and its reward span in the store. The formula itself,
+its configuration and the small pure functions live in the kernel core's reward formula room,
+``agentlightning.contrib.kernel.agentos.reward`` (``formula``: :class:`GovernedReward` and
+``shape_governed_reward``; ``config``: ``RewardConfig``, ``shape_reward``; ``lagrangian``;
+``shaping``: ``policy_penalty``, ``default_base_reward``, ``rollout_violations``,
+``CompositeReward``), so the environment and the 1.0 gateway price violations alike. The former
+top-level names still work and warn with their new import.
 """
 
 from agentlightning.contrib.kernel.agentos.deprecation import moved_names
+from agentlightning.contrib.kernel.agentos.reward import LagrangianPenalty, RewardConfig
+from agentlightning.contrib.kernel.agentos.reward.shaping import CompositeReward, policy_penalty
 
-from .config import RewardConfig
-from .lagrangian import LagrangianPenalty
 from .policy_reward import PolicyReward, create_policy_reward
-from .shaping import CompositeReward, policy_penalty
 
 __all__ = [
     "CompositeReward",
@@ -33,10 +36,10 @@ __all__ = [
 
 #: Names that left the top, and the module each now lives in (the old name warns and still works).
 MOVED = {
-    "GovernedReward": "agentlightning.contrib.kernel.agentos.governed_reward",
-    "default_base_reward": f"{__name__}.shaping",
-    "rollout_violations": f"{__name__}.shaping",
-    "shape_reward": f"{__name__}.shaping",
+    "GovernedReward": "agentlightning.contrib.kernel.agentos.reward.formula",
+    "default_base_reward": "agentlightning.contrib.kernel.agentos.reward.shaping",
+    "rollout_violations": "agentlightning.contrib.kernel.agentos.reward.shaping",
+    "shape_reward": "agentlightning.contrib.kernel.agentos.reward.shaping",
 }
 
 __getattr__ = moved_names(__name__, MOVED)

@@ -8,14 +8,11 @@ import warnings
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity, as_kernel
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.agl03.reward_span import reward_core_fields
+from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans
 from agentlightning.contrib.kernel.agentos.keywords import unknown_keyword_error
-from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
-from agentlightning.contrib.kernel.agentos.spans import add_spans
-
-from .config import RewardConfig
-from .lagrangian import LagrangianPenalty
-from .shaping import default_base_reward, rollout_violations, shape_reward
+from agentlightning.contrib.kernel.agentos.reward import GovernedReward, LagrangianPenalty, RewardConfig
+from agentlightning.contrib.kernel.agentos.reward.shaping import default_base_reward, rollout_violations, shape_reward
 
 __all__ = ["PolicyReward", "create_policy_reward"]
 

@@ -15,8 +15,8 @@ top-level names still work and warn with their new import.
 """
 
 from agentlightning.contrib.kernel.agentos import PolicyViolation
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.deprecation import moved_names
-from agentlightning.contrib.kernel.agentos.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
 
 # `from . import agents`, never `from .agents import ...`: AgentOps' import monitor reads the latter as the

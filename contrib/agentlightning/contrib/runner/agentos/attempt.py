@@ -51,10 +51,10 @@ from agentlightning.contrib.kernel.agentos import (
     PolicyViolation,
     governance_context,
 )
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.agl03.spans import decision_core_fields, emit_decision_spans
 from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_DECISION_ID
-from agentlightning.contrib.kernel.agentos.spans import decision_core_fields, emit_decision_spans
 
 __all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout", "propagate_rollout_to_threads"]
 

@@ -20,12 +20,12 @@ from typing import Any, Dict, List, Optional, Sequence
 from agentlightning.emitter import find_final_reward
 from agentlightning.store.base import LightningStore
 
+from agentlightning.contrib.kernel.agentos.agl03.stats import governance_spans
 from agentlightning.contrib.kernel.agentos.semconv import (
     AGENTOS_PENALTY,
     AGENTOS_POLICY_NAME,
     AGENTOS_SEVERITY,
 )
-from agentlightning.contrib.kernel.agentos.stats import governance_spans
 
 __all__ = ["RolloutViolations", "rollout_violations_report", "main"]
 

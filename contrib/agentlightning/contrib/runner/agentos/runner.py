@@ -49,10 +49,10 @@ from agentlightning.contrib.kernel.agentos import (
     PolicyViolation,
     as_kernel,
 )
-from agentlightning.contrib.kernel.agentos.governed_reward import GovernedReward
+from agentlightning.contrib.kernel.agentos.agl03.reward_span import reward_core_fields
+from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans
 from agentlightning.contrib.kernel.agentos.keywords import unknown_keyword_error
-from agentlightning.contrib.kernel.agentos.reward_span import reward_core_fields
-from agentlightning.contrib.kernel.agentos.spans import add_spans
+from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 
 # `from . import agents`, never `from .agents import ...`: AgentOps' import monitor reads the latter as the
 # OpenAI Agents SDK and uninstruments OpenAI when this package is imported after an AgentOps tracer started

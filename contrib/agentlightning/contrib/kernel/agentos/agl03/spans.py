@@ -3,7 +3,7 @@
 Inside a runner, spans are emitted into the active trace. Everything else (a reward computed
 after the rollout, a Gymnasium episode, an imported audit trail) builds the same spans here and
 adds them to a ``LightningStore`` under a rollout and attempt of its choice. Attribute names are
-constants in :mod:`.semconv`; the reward span is built in :mod:`.reward_span`. This module needs
+constants in the kernel's ``semconv``; the reward span is built in :mod:`.reward_span`. This module needs
 agentlightning 0.3 and is imported only by the 0.3 rooms (the kernel core never imports it).
 
 >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy, Action
@@ -19,7 +19,7 @@ agentlightning 0.3 and is imported only by the 0.3 rooms (the kernel core never 
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from agentlightning.store.base import LightningStore
 from agentlightning.tracer.base import get_active_tracer
@@ -34,12 +34,14 @@ from agentlightning.utils.otel import (
     sanitize_attributes,
 )
 
-from .actions import Decision
-from .semconv import (
+from ..actions import Decision
+from ..reward.formula import penalty_from_table
+from ..semconv import (
     AGENTOS_AGENT_ID,
     AGENTOS_CHECK_TAG,
     AGENTOS_DECISION_ID,
     AGENTOS_KIND,
+    AGENTOS_PENALTY,
     AGENTOS_SEVERITY,
     AGENTOS_SIGNALS,
     AGENTOS_TOOL_NAME,
@@ -53,7 +55,8 @@ from .semconv import (
     KIND_VIOLATION,
     VIOLATION_SPAN_NAME,
 )
-from .sql.effects import snippet
+from ..sql.effects import snippet
+from ..violations import DEFAULT_SEVERITY_PENALTIES, SeverityTable
 
 __all__ = [
     "annotation_span",
@@ -90,19 +93,24 @@ def check_span_name(decision: Decision) -> str:
     return f"{CHECK_SPAN_NAME}: {decision.verdict.value} {tool}"
 
 
-def violation_span_name(decision: Decision, index: int) -> str:
-    """``agentos.violation: <policy> (<severity>) penalty <p>, <blocked|not blocked>``."""
+def _table(penalties: Optional[SeverityTable]) -> SeverityTable:
+    return DEFAULT_SEVERITY_PENALTIES if penalties is None else penalties
+
+
+def violation_span_name(decision: Decision, index: int, *, penalties: Optional[SeverityTable] = None) -> str:
+    """``agentos.violation: <policy> (<severity>) penalty <p>, <blocked|not blocked>``, the penalty
+    priced by the table ``penalties`` (default: the default table), as the reward prices it."""
     violation = decision.violations[index]
     outcome = "blocked" if violation.action_blocked else "not blocked"
     policy = snippet(violation.policy_name, _MAX_NAME_PART_CHARS)
     return (
         f"{VIOLATION_SPAN_NAME}: {policy} ({violation.severity.value}) "
-        f"penalty {readable_number(violation.penalty)}, {outcome}"
+        f"penalty {readable_number(_table(penalties).price(violation))}, {outcome}"
     )
 
 
-def check_span_attributes(decision: Decision) -> Dict[str, Any]:
-    """Attributes of the span recording one kernel check."""
+def check_span_attributes(decision: Decision, *, penalties: Optional[SeverityTable] = None) -> Dict[str, Any]:
+    """Attributes of the span recording one kernel check; its total penalty priced by ``penalties``."""
     return {
         AGENTOS_KIND: KIND_CHECK,
         AGENTOS_DECISION_ID: decision.decision_id,
@@ -110,15 +118,18 @@ def check_span_attributes(decision: Decision) -> Dict[str, Any]:
         AGENTOS_TOOL_NAME: decision.action.tool_name,
         AGENTOS_AGENT_ID: decision.context.agent_id,
         AGENTOS_VIOLATION_COUNT: len(decision.violations),
-        AGENTOS_TOTAL_PENALTY: decision.total_penalty,
+        AGENTOS_TOTAL_PENALTY: penalty_from_table(decision.violations, _table(penalties)),
         AGENTOS_SIGNALS: ",".join(decision.signals),
         **make_tag_attributes([AGENTOS_CHECK_TAG]),
     }
 
 
-def violation_span_attributes(decision: Decision, index: int) -> Dict[str, Any]:
+def violation_span_attributes(
+    decision: Decision, index: int, *, penalties: Optional[SeverityTable] = None
+) -> Dict[str, Any]:
     """Attributes of the span recording violation ``index`` of ``decision``: where it was found,
-    then the violation's own (:meth:`PolicyViolation.span_attributes`)."""
+    then the violation's own (:meth:`PolicyViolation.span_attributes`), its penalty priced by the
+    table ``penalties`` (default: the default table), as the reward prices it."""
     violation = decision.violations[index]
     return {
         AGENTOS_KIND: KIND_VIOLATION,
@@ -127,6 +138,7 @@ def violation_span_attributes(decision: Decision, index: int) -> Dict[str, Any]:
         AGENTOS_TOOL_NAME: decision.action.tool_name,
         AGENTOS_AGENT_ID: decision.context.agent_id,
         **violation.span_attributes(),  # as its fields declare (PolicyViolation.span_attributes)
+        AGENTOS_PENALTY: _table(penalties).price(violation),
         **make_tag_attributes([AGENTOS_VIOLATION_TAG, f"{AGENTOS_SEVERITY}:{violation.severity.value}"]),
         **make_link_attributes({AGENTOS_DECISION_ID: decision.decision_id}),
     }
@@ -176,17 +188,23 @@ def annotation_span(name: str, annotation: Dict[str, Any], *, propagate: bool = 
     return tracer.create_span(name=name, attributes=attributes, status=TraceStatus(status_code="OK"))
 
 
-def decision_core_fields(decision: Decision) -> List[SpanCoreFields]:
-    """The check span and one span per violation of ``decision`` (as the runner emits them)."""
-    fields = [annotation_span(check_span_name(decision), check_span_attributes(decision), propagate=False)]
+def decision_core_fields(decision: Decision, *, penalties: Optional[SeverityTable] = None) -> List[SpanCoreFields]:
+    """The check span and one span per violation of ``decision`` (as the runner emits them),
+    penalties priced by the table ``penalties`` (default: the default table)."""
+    check = check_span_attributes(decision, penalties=penalties)
+    fields = [annotation_span(check_span_name(decision), check, propagate=False)]
     fields += [
-        annotation_span(violation_span_name(decision, i), violation_span_attributes(decision, i), propagate=False)
+        annotation_span(
+            violation_span_name(decision, i, penalties=penalties),
+            violation_span_attributes(decision, i, penalties=penalties),
+            propagate=False,
+        )
         for i in range(len(decision.violations))
     ]
     return fields
 
 
-def emit_decision_spans(decision: Decision) -> None:
+def emit_decision_spans(decision: Decision, *, penalties: Optional[SeverityTable] = None) -> None:
     """Send the check span and one span per violation of ``decision`` to the active tracer.
 
     Outside a trace (a governed tool used with an explicit kernel and no runner) there is nowhere
@@ -194,9 +212,12 @@ def emit_decision_spans(decision: Decision) -> None:
     """
     if get_active_tracer() is None:
         return
-    annotation_span(check_span_name(decision), check_span_attributes(decision))
+    annotation_span(check_span_name(decision), check_span_attributes(decision, penalties=penalties))
     for index in range(len(decision.violations)):
-        annotation_span(violation_span_name(decision, index), violation_span_attributes(decision, index))
+        annotation_span(
+            violation_span_name(decision, index, penalties=penalties),
+            violation_span_attributes(decision, index, penalties=penalties),
+        )
 
 
 async def add_spans(

@@ -1,15 +1,15 @@
-"""The governed reward as an agentlightning 0.3 span (the 0.3 side of :mod:`.governed_reward`).
+"""The governed reward as an agentlightning 0.3 span (the 0.3 side of ``reward.formula``).
 
 One multi-dimensional agentlightning reward span (primary dimension ``final``, then ``base``,
 ``policy_penalty``, ``clean_bonus``), built by agentlightning's own ``emit_reward``, tagged
 ``agentos.reward`` and named for people (``agentos.reward: final 6.0 (base 1.0, ...)``). Attribute
-and dimension names are constants in :mod:`.semconv`. Like :mod:`.spans` and :mod:`.stats`, this
+and dimension names are constants in the kernel's ``semconv``. Like :mod:`.spans` and :mod:`.stats`, this
 module needs agentlightning 0.3 and is imported only by the 0.3 rooms (runner, reward, env).
 
 >>> import asyncio
 >>> from agentlightning.emitter import find_final_reward
 >>> from agentlightning.store.memory import InMemoryLightningStore
->>> from agentlightning.contrib.kernel.agentos.spans import add_spans
+>>> from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans
 >>> reward = GovernedReward(final=6.0, base=1.0, policy_penalty=0.0, clean_bonus=5.0, cost=0.0, violation_count=0)
 >>> async def demo():
 ...     store = InMemoryLightningStore()
@@ -28,8 +28,8 @@ from agentlightning.emitter import emit_reward
 from agentlightning.types.tracer import SpanCoreFields
 from agentlightning.utils.otel import make_tag_attributes
 
-from .governed_reward import GovernedReward
-from .semconv import (
+from ..reward.formula import GovernedReward
+from ..semconv import (
     AGENTOS_COST,
     AGENTOS_KIND,
     AGENTOS_LAGRANGE_MULTIPLIER,
@@ -88,7 +88,7 @@ def reward_span_name(reward: GovernedReward) -> str:
 def reward_core_fields(reward: GovernedReward) -> SpanCoreFields:
     """The multi-dimensional reward span of ``reward`` (primary dimension ``final``), built by
     agentlightning's ``emit_reward`` and named :func:`reward_span_name`, to be added to a store
-    with :func:`~agentlightning.contrib.kernel.agentos.spans.add_spans`."""
+    with :func:`~agentlightning.contrib.kernel.agentos.agl03.spans.add_spans`."""
     fields = emit_reward(
         reward.dimensions(), primary_key=REWARD_FINAL, attributes=reward_span_attributes(reward), propagate=False
     )

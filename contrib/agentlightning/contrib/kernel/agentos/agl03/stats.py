@@ -7,8 +7,8 @@ from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Seq
 
 from agentlightning.store.base import LightningStore
 
-from .must_await import MustAwait
-from .semconv import (
+from ..must_await import MustAwait
+from ..semconv import (
     AGENTOS_DECISION_ID,
     AGENTOS_POLICY_NAME,
     AGENTOS_SEVERITY,

@@ -3,15 +3,16 @@
 :class:`GovernedReward` is what the reward package's ``shape_reward`` returns and what the runner
 and the environment write: ``final = clamp(base + policy_penalty + clean_bonus)``, decomposed,
 with the constraint ``cost`` kept beside it (never folded into ``final``). :func:`shape_governed_reward`
-is that formula, the only one: the reward package configures it with a ``RewardConfig``, the
-environment with an ``EnvironmentConfig`` and the Agent Lightning 1.0 gateway's hooks with a
-``PenaltyTable``. It lives in the kernel so that every room above it can compute, write and read the
-same reward without importing each other.
+is that formula, the only one: the reward package and the Agent Lightning 1.0 gateway's hooks
+configure it with a ``RewardConfig``, the environment with an ``EnvironmentConfig``; each hands it
+a penalty table (:class:`.violations.SeverityTable`), which prices every violation by one rule
+(:meth:`.violations.SeverityTable.price`). It lives in the kernel so that every room above it can
+compute, write and read the same reward without importing each other.
 
 This module is part of the kernel core: it imports no agentlightning. The reward *span* (an
-agentlightning 0.3 ``Span``) is built in :mod:`.reward_span`, which only the 0.3 rooms import.
+agentlightning 0.3 ``Span``) is built in ``agl03.reward_span``, which only the 0.3 rooms import.
 
->>> reward = shape_governed_reward(1.0, [], {Severity.CRITICAL: -100.0}, bonus=5.0)
+>>> reward = shape_governed_reward(1.0, [], SeverityTable.preset("penalties"), bonus=5.0)
 >>> reward.final, reward.dimensions()
 (6.0, {'final': 6.0, 'base': 1.0, 'policy_penalty': 0.0, 'clean_bonus': 5.0})
 """
@@ -21,13 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Mapping, Optional
 
-from .semconv import (
+from ..semconv import (
     REWARD_BASE,
     REWARD_CLEAN_BONUS,
     REWARD_FINAL,
     REWARD_POLICY_PENALTY,
 )
-from .violations import GovernanceConfigError, PolicyViolation, Severity, constraint_cost, finite_float
+from ..violations import (
+    GovernanceConfigError,
+    PolicyViolation,
+    SeverityTable,
+    constraint_cost,
+    finite_float,
+)
 
 __all__ = [
     "GovernedReward",
@@ -96,48 +103,31 @@ def clamp_reward(value: float, min_reward: Optional[float] = None, max_reward: O
     return value
 
 
-def penalty_from_table(
-    violations: Iterable[PolicyViolation],
-    severity_penalties: Mapping[Severity, float],
-    *,
-    honour_explicit_penalties: bool = True,
-) -> float:
-    """The sum of the violations' penalties (<= 0 for a table of penalties <= 0).
+def penalty_from_table(violations: Iterable[PolicyViolation], penalties: SeverityTable) -> float:
+    """The sum of the violations' prices by the penalty table ``penalties`` (<= 0): each costs
+    :meth:`SeverityTable.price`, its explicit penalty if its policy set one, else its severity's entry.
 
-    Each violation costs its severity's entry of ``severity_penalties``, except that, with
-    ``honour_explicit_penalties``, a violation whose ``penalty`` was set explicitly (by its policy)
-    costs that penalty instead.
-
-    >>> table = {Severity.CRITICAL: -100.0, Severity.HIGH: -50.0, Severity.MEDIUM: -10.0, Severity.LOW: -1.0}
+    >>> table = SeverityTable("penalty", critical=-100.0, high=-50.0, medium=-10.0, low=-1.0)
     >>> vs = [PolicyViolation("blocked", "SQLPolicy", "DROP", "critical"),
     ...       PolicyViolation("warned", "Audit", "slow", "low", penalty=-0.25)]
-    >>> penalty_from_table(vs, table), penalty_from_table(vs, table, honour_explicit_penalties=False)
-    (-100.25, -101.0)
+    >>> penalty_from_table(vs, table)
+    -100.25
     """
-    total = 0.0
-    for violation in violations:
-        if not isinstance(violation, PolicyViolation):
-            raise TypeError(f"expected PolicyViolation objects, got {type(violation).__name__}: {violation!r}")
-        if honour_explicit_penalties and violation.penalty_is_explicit:
-            total += violation.penalty
-        elif violation.severity in severity_penalties:
-            total += severity_penalties[violation.severity]
-        else:
-            raise GovernanceConfigError(
-                f"the penalty table has no entry for severity {violation.severity.value!r}; "
-                f"give one for each of {[s.value for s in Severity]}"
-            )
-    return total
+    if not isinstance(penalties, SeverityTable):
+        raise TypeError(
+            f"penalties must be a SeverityTable of kind 'penalty' (e.g. RewardConfig(...).severity_penalties), "
+            f"got {type(penalties).__name__}"
+        )
+    return float(sum(penalties.price(violation) for violation in violations))
 
 
 def shape_governed_reward(
     base: float,
     violations: Iterable[PolicyViolation],
-    severity_penalties: Mapping[Severity, float],
+    penalties: SeverityTable,
     *,
     bonus: float = 0.0,
     bonus_allowed: bool = True,
-    honour_explicit_penalties: bool = True,
     lagrange_multiplier: Optional[float] = None,
     multiplicative_factor: Optional[float] = None,
     cost_weights: Optional[Mapping[Any, float]] = None,
@@ -148,20 +138,20 @@ def shape_governed_reward(
 
     * ``penalty`` is 0 without violations; otherwise ``-lagrange_multiplier * cost`` when a
       multiplier is given, ``-|base| * (1 - multiplicative_factor)`` when a factor is given, else
-      :func:`penalty_from_table` of ``severity_penalties`` (``honour_explicit_penalties`` says
-      whether a policy's explicit penalty replaces its severity's entry).
+      :func:`penalty_from_table` of the penalty table ``penalties`` (a policy's explicit penalty
+      replaces its severity's entry, in every room: :meth:`SeverityTable.price`).
     * ``bonus`` is paid only when there is no violation and ``bonus_allowed`` (the rollout was
       governed, the environment step succeeded).
     * ``cost`` is ``constraint_cost(violations, cost_weights)``, reported beside the reward.
     * ``min_reward`` / ``max_reward`` clamp ``final`` (``None``: open); ``clamped`` says a bound was hit.
 
-    The reward package passes a ``RewardConfig``'s table (critical -100 ... low -1, explicit
-    penalties honoured, clamped to [-100, 100]); the environment passes ``violation_penalty``
-    scaled by severity (x10/x5/x1/x1, explicit penalties ignored, no clamp) and folds its step
-    penalty into ``base``.
+    The reward package passes a ``RewardConfig``'s table (critical -100 ... low -1 by default,
+    clamped to [-100, 100]); the environment passes its ``EnvironmentConfig``'s table (by default
+    ``violation_penalty`` scaled by severity, x10/x5/x1/x1, no clamp) and folds its step penalty
+    into ``base``.
 
     >>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
-    >>> table = {Severity.CRITICAL: -100.0, Severity.HIGH: -50.0, Severity.MEDIUM: -10.0, Severity.LOW: -1.0}
+    >>> table = SeverityTable.preset("penalties")
     >>> shape_governed_reward(1.0, [], table, bonus=5.0).final
     6.0
     >>> r = shape_governed_reward(1.0, [drop, drop], table, bonus=5.0, min_reward=-100.0)
@@ -187,9 +177,7 @@ def shape_governed_reward(
     elif multiplicative_factor is not None:
         penalty = -abs(base) * (1.0 - multiplicative_factor)
     else:
-        penalty = penalty_from_table(
-            violations, severity_penalties, honour_explicit_penalties=honour_explicit_penalties
-        )
+        penalty = penalty_from_table(violations, penalties)
     if not isinstance(bonus_allowed, bool):
         raise TypeError(f"bonus_allowed must be a bool, got {type(bonus_allowed).__name__}")
     paid_bonus = float(bonus) if not violations and bonus_allowed else 0.0

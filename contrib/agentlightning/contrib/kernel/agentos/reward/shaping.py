@@ -1,6 +1,5 @@
 """Small pure reward functions: penalties, shaping, composition. No trainer, store or tracer needed.
 
->>> from agentlightning.contrib.kernel.agentos import PolicyViolation
 >>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
 >>> shape_reward(1.0, []).final, shape_reward(1.0, [drop]).final
 (6.0, -99.0)
@@ -11,12 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, List, Sequence, Tuple
 
-from agentlightning.contrib.kernel.agentos import GovernanceConfigError, PolicyViolation
-from agentlightning.contrib.kernel.agentos.governed_reward import penalty_from_table
-from agentlightning.contrib.kernel.agentos.reward_config import shape_reward
-from agentlightning.contrib.kernel.agentos.violations import finite_float
-
-from .config import RewardConfig
+from ..violations import GovernanceConfigError, PolicyViolation, finite_float
+from .config import RewardConfig, shape_reward
+from .formula import penalty_from_table
 
 __all__ = ["policy_penalty", "default_base_reward", "rollout_violations", "shape_reward", "CompositeReward"]
 
@@ -31,7 +27,6 @@ def policy_penalty(
     """Sum of the violations' penalties (<= 0): a violation's explicit ``penalty`` is honoured,
     the others cost the penalty of their severity.
 
-    >>> from agentlightning.contrib.kernel.agentos import PolicyViolation
     >>> vs = [PolicyViolation("blocked", "SQLPolicy", "DROP", "critical"),
     ...       PolicyViolation("warned", "Audit", "slow", "low", penalty=-0.25)]
     >>> policy_penalty(vs), policy_penalty(vs, critical_penalty=-200.0)

@@ -1,0 +1,107 @@
+"""One penalty table prices a violation everywhere: its spans, the reward, the environment (0.3 line).
+
+The same violations (one priced by its severity, one with the explicit penalty its policy set) and
+the same table (a user's override of the defaults, given once as a ``RewardConfig``) must cost the
+same in the violation and check spans, in ``shape_reward``, in a ``GovernedEnvironment`` step (its
+reward, its ``info`` and the spans it records to a store). The 1.0 gateway hooks' side is
+``tests/lightning1/test_penalty_table.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agentlightning.store.memory import InMemoryLightningStore
+
+from agentlightning.contrib.env.agentos import EnvironmentConfig, GovernedEnvironment, record_episodes_to_store
+from agentlightning.contrib.kernel.agentos import (
+    GovernanceKernel,
+    Policy,
+    PolicyViolation,
+    RewardConfig,
+    SeverityTable,
+    SQLPolicy,
+    ViolationType,
+)
+from agentlightning.contrib.kernel.agentos.agl03.spans import (
+    check_span_attributes,
+    decision_core_fields,
+    is_violation_span,
+    violation_span_attributes,
+    violation_span_name,
+)
+from agentlightning.contrib.kernel.agentos.reward.config import shape_reward
+from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_PENALTY, AGENTOS_TOTAL_PENALTY
+
+#: The user's override of the default table (critical -100, high -50, medium -10, low -1), given once.
+USER_CONFIG = RewardConfig(critical_penalty=-200.0, high_penalty=-80.0, medium_penalty=-15.0, low_penalty=-2.0)
+#: The explicit penalty the policy below sets on its finding (it wins over any table).
+EXPLICIT = -7.5
+
+
+class FlagsUsers(Policy):
+    """Warns about any statement naming ``users``, with an explicit penalty."""
+
+    def evaluate(self, action, context):
+        if "users" not in str(action.args.get("query", "")):
+            return []
+        return [PolicyViolation(ViolationType.WARNED, self.name, "touches users", "high", penalty=EXPLICIT)]
+
+
+def kernel():
+    return GovernanceKernel([SQLPolicy(deny=["DROP"]), FlagsUsers()])
+
+
+def decision():
+    return kernel().check("database_query", {"query": "DROP TABLE users"})
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [(RewardConfig(), [-100.0, EXPLICIT]), (USER_CONFIG, [-200.0, EXPLICIT])],
+    ids=["default table", "user's table"],
+)
+def test_the_span_the_reward_and_the_environment_price_a_violation_alike(config, expected):
+    table = config.severity_penalties
+    found = decision()
+    assert [v.severity.value for v in found.violations] == ["critical", "high"]
+    assert [table.price(v) for v in found.violations] == expected
+
+    spans = [violation_span_attributes(found, i, penalties=table)[AGENTOS_PENALTY] for i in range(2)]
+    names = [violation_span_name(found, i, penalties=table) for i in range(2)]
+    assert spans == expected
+    assert [f"penalty {p}," in name for p, name in zip(expected, names)] == [True, True]
+    assert check_span_attributes(found, penalties=table)[AGENTOS_TOTAL_PENALTY] == sum(expected)
+
+    reward = shape_reward(0.0, found.violations, RewardConfig(**{**vars(config), "min_reward": None}))
+    assert reward.policy_penalty == sum(expected)
+
+    env = GovernedEnvironment(
+        kernel(), config=EnvironmentConfig(penalties=table, step_penalty=0.0), record_episodes=True
+    )
+    env.reset(seed=0)
+    _, step_reward, _, _, info = env.step("DROP TABLE users")
+    assert step_reward == sum(expected)
+    assert [v["penalty"] for v in info["violations"]] == expected
+
+    store = InMemoryLightningStore()
+    (rollout_id,) = asyncio.run(record_episodes_to_store(store, env))
+    stored = asyncio.run(store.query_spans(rollout_id))
+    assert [s.attributes[AGENTOS_PENALTY] for s in stored if is_violation_span(s)] == expected
+
+
+def test_the_spans_default_to_the_default_table():
+    found = decision()
+    default = SeverityTable.preset("penalties")
+    assert [violation_span_attributes(found, i)[AGENTOS_PENALTY] for i in range(2)] == [
+        default.price(v) for v in found.violations
+    ]
+    check, *_ = decision_core_fields(found)
+    assert check.attributes[AGENTOS_TOTAL_PENALTY] == -100.0 + EXPLICIT
+
+
+def test_only_a_penalty_table_prices_a_violation():
+    with pytest.raises(ValueError, match="only a penalty table prices a violation"):
+        SeverityTable.preset("costs").price(decision().violations[0])
