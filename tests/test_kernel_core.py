@@ -127,20 +127,3 @@ def test_only_the_03_modules_need_agentlightning(without_agentlightning):
     failed = without_agentlightning["failed"]
     assert set(failed) == LIGHTNING_03_MODULES, failed
     assert all("agentlightning is not installed here" in message for message in failed.values())
-
-
-def test_governance_stats_stays_reachable_from_the_kernel_package():
-    """Its former place still works (with a warning naming the stats module); with 1.0, a clear
-    error names the extra."""
-    from importlib import metadata
-
-    if metadata.version("agentlightning").startswith("0.3"):
-        from agentlightning.contrib.kernel.agentos.stats import governance_stats as in_stats
-
-        with pytest.warns(DeprecationWarning, match="from agentlightning.contrib.kernel.agentos.stats import"):
-            from agentlightning.contrib.kernel.agentos import governance_stats
-
-        assert governance_stats is in_stats
-    else:
-        with pytest.raises(ImportError, match=r"agentlightning-contrib-agentos\[agl03\]"):
-            from agentlightning.contrib.kernel.agentos import governance_stats  # noqa: F401

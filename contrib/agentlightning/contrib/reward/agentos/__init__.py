@@ -11,11 +11,8 @@
 
 The top holds the reference tutorial's names; ``shaping`` has the small pure functions
 (``shape_reward``, ``default_base_reward``, ``rollout_violations``) and the kernel's
-``governed_reward`` the :class:`GovernedReward` that ``score`` returns. The former top-level
-names still work and warn with their new import.
+``governed_reward`` the :class:`GovernedReward` that ``score`` returns.
 """
-
-from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 
 from .config import RewardConfig
 from .lagrangian import LagrangianPenalty
@@ -30,13 +27,3 @@ __all__ = [
     "create_policy_reward",
     "policy_penalty",
 ]
-
-#: Names that left the top, and the module each now lives in (the old name warns and still works).
-MOVED = {
-    "GovernedReward": "agentlightning.contrib.kernel.agentos.governed_reward",
-    "default_base_reward": f"{__name__}.shaping",
-    "rollout_violations": f"{__name__}.shaping",
-    "shape_reward": f"{__name__}.shaping",
-}
-
-__getattr__ = moved_names(__name__, MOVED)
