@@ -134,18 +134,33 @@ def test_only_the_03_modules_need_agentlightning(without_agentlightning):
     assert all("agentlightning is not installed here" in message for message in failed.values())
 
 
-def test_governance_stats_stays_reachable_from_the_kernel_package():
-    """Its former place still works (with a warning naming the stats module); with 1.0, a clear
-    error names the extra."""
-    from importlib import metadata
+def test_the_sql_reading_worker_imports_the_readers_without_agentlightnings_own_package():
+    """The worker the kernel starts to read long texts sets the packages above the SQL readers up
+    as plain namespaces over their folders, the way ``bounded`` starts it (``-I -S``, the parent's
+    path): agentlightning's ``__init__`` (seconds under 0.3, a proxy server's imports among it)
+    never runs there, and the readers import nothing else of agentlightning."""
+    import os
 
-    if metadata.version("agentlightning").startswith("0.3"):
-        from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats as in_stats
+    from agentlightning.contrib.kernel.agentos.sql import bounded
 
-        with pytest.warns(DeprecationWarning, match="from agentlightning.contrib.kernel.agentos.agl03.stats import"):
-            from agentlightning.contrib.kernel.agentos import governance_stats
-
-        assert governance_stats is in_stats
-    else:
-        with pytest.raises(ImportError, match=r"agentlightning-contrib-agentos\[agl03\]"):
-            from agentlightning.contrib.kernel.agentos import governance_stats  # noqa: F401
+    code = textwrap.dedent(
+        """
+        import importlib, json, sys
+        sys.path.insert(0, sys.argv[1] + "/sql")
+        import _reading_worker
+        _reading_worker._set_up(sys.argv[1], sys.argv[2])
+        importlib.import_module("agentlightning.contrib.kernel.agentos.sql.policy")
+        lightning = sorted(m for m in sys.modules if m.split(".")[:2] != ["agentlightning", "contrib"])
+        print(json.dumps([m for m in lightning if m.startswith("agentlightning")]))
+        print(json.dumps(getattr(sys.modules["agentlightning"], "__file__", None)))
+        """
+    )
+    process = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(bounded._KERNEL_ROOT), os.pathsep.join(sys.path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert process.returncode == 0, process.stderr
+    lightning_modules, package_file = (json.loads(line) for line in process.stdout.splitlines())
+    assert lightning_modules == ["agentlightning"] and package_file is None

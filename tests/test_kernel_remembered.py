@@ -198,7 +198,7 @@ def test_a_remembered_check_still_takes_its_own_frozen_snapshot():
 
 
 def test_identical_calls_share_one_action_and_keep_their_own_decisions(tmp_path):
-    from agentlightning.contrib.kernel.agentos import AuditTrail, open_flight_recorder
+    from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder
 
     trail = AuditTrail(open_flight_recorder(tmp_path / "audit.db"))
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=trail)

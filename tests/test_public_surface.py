@@ -1,13 +1,13 @@
-"""The public surface of each room, listed, so that it grows only on purpose; every name that left
-a room's top still works there and warns with its new import; the statistics speak one vocabulary."""
+"""The public surface of each room, listed, so that it grows only on purpose; the only second names
+are the reference tutorial's, in each room's reference_names; the statistics speak one vocabulary."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import pickle
+import pkgutil
 import re
-import warnings
 from pathlib import Path
 
 import pytest
@@ -86,10 +86,6 @@ def _room(name: str):
     return importlib.import_module(f"agentlightning.contrib.{name}.agentos")
 
 
-def _moved(room: str):
-    return [(room, name, target) for name, target in sorted(_room(room).MOVED.items())]
-
-
 PUBLIC = documented_surface()
 
 REWRITE = "if the change is on purpose, rewrite the page with `python tests/test_public_surface.py` and review its diff"
@@ -107,7 +103,6 @@ def test_each_room_exports_exactly_its_listed_names(room):
     )
     assert all(getattr(module, name) is not None for name in module.__all__)
     assert set(TUTORIAL[room]) <= set(module.__all__)
-    assert not set(module.MOVED) & set(module.__all__)
 
 
 def test_the_public_surface_is_small():
@@ -120,48 +115,45 @@ def test_the_page_is_what_the_live_surface_renders():
     )
 
 
-@pytest.mark.parametrize("room,name,target", [moved for room in ROOMS for moved in _moved(room)], ids=lambda v: str(v))
-def test_a_moved_name_warns_with_its_new_import_and_still_works(room, name, target):
-    module_name, _, new_name = target.partition(":")
-    new_name = new_name or name
-    expected = getattr(importlib.import_module(module_name), new_name)
-    with pytest.warns(DeprecationWarning, match=f"from {module_name} import {new_name}`") as caught:
-        value = getattr(_room(room), name)
-    assert value is expected
-    assert f"agentlightning.contrib.{room}.agentos.{name} moved" in str(caught[0].message)
+#: The reference tutorial's spellings: the only names a room's top exports for an object of another name.
+REFERENCE_NAMES = {
+    "runner": {"GovernedRunner": "AgentOSRunner", "PolicyViolationType": "ViolationType"},
+    "adapter": {"FlightRecorderEmitter": "FlightRecorderAdapter"},
+}
 
 
-def test_from_import_of_a_moved_name_warns_at_the_importing_line():
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        from agentlightning.contrib.env.agentos import split_statements  # noqa: F401
-    assert [w.category for w in caught] == [DeprecationWarning]
-    assert caught[0].filename == __file__
-    assert "from agentlightning.contrib.env.agentos.sql_world import split_statements" in str(caught[0].message)
-
-
-def test_the_migration_guide_lists_every_moved_name_with_its_new_place():
-    guide = (Path(__file__).resolve().parents[1] / "docs" / "migrating.md").read_text(encoding="utf-8")
-    rows = {}
-    for line in guide.split("## Names that moved from a room's top", 1)[1].splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0].startswith("`agentlightning."):
-            old, new = cells[0].strip("`"), cells[1].strip("`")
-            for name in re.findall(r"`(\w+)`(?: \(now `(\w+)`\))?", cells[2]):
-                rows[(old, name[0])] = f"{new}:{name[1]}" if name[1] else new
-    expected = {
-        (f"agentlightning.contrib.{room}.agentos", name): target
-        for room in PUBLIC
-        for name, target in _room(room).MOVED.items()
+@pytest.mark.parametrize("room", ROOMS)
+def test_the_only_second_names_are_the_reference_tutorials_in_reference_names(room):
+    module = _room(room)
+    second = {
+        name: obj.__name__
+        for name in module.__all__
+        if (obj := getattr(module, name)) is not None and getattr(obj, "__name__", name) != name
     }
-    assert rows == expected
+    assert second == REFERENCE_NAMES.get(room, {})
+    if second:
+        reference = importlib.import_module(f"{module.__name__}.reference_names")
+        assert sorted(reference.__all__) == sorted(second)
+        assert all(getattr(module, name) is getattr(reference, name) for name in second)
 
 
-def test_an_unknown_name_is_still_an_attribute_error():
-    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
-        _room("kernel").no_such_name  # noqa: B018
+def test_a_former_name_is_gone():
+    with pytest.raises(AttributeError, match="has no attribute 'analyze_sql'"):
+        _room("kernel").analyze_sql  # noqa: B018
     with pytest.raises(ImportError):
-        from agentlightning.contrib.runner.agentos import no_such_name  # noqa: F401
+        from agentlightning.contrib.env.agentos import split_statements  # noqa: F401
+
+
+def test_no_module_exports_a_private_name():
+    """``__all__`` is what a module offers: a leading underscore says the opposite."""
+    private = {}
+    for room in ROOMS:
+        package = _room(room)
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
+            if names := [name for name in getattr(module, "__all__", ()) if name.startswith("_")]:
+                private[info.name] = names
+    assert private == {}
 
 
 def test_submodules_stay_importable_from_the_top():
@@ -196,7 +188,6 @@ def test_violation_rate_is_the_fraction_of_rollouts_with_a_violation_in_every_st
         assert stats["violation_rate"] == 0.5
         assert stats["violations_per_rollout"] == 1.0
     assert runner.get_violation_rate() == 0.5
-    assert store_stats["rollout_violation_rate"] == store_stats["violation_rate"]  # the former name, kept
     kernel.close()
 
     summary = FlightRecorderAdapter(recorder).get_violation_summary()
@@ -250,19 +241,12 @@ def test_a_severity_table_checks_its_entries():
 # ---------------------------------------------------------------------- honest names
 
 
-def test_sql_policy_cache_is_on_or_off_and_cache_size_is_deprecated():
+def test_sql_policy_cache_is_on_or_off():
     assert SQLPolicy(deny=["DROP"]).cache is True and SQLPolicy(deny=["DROP"], cache=False).cache is False
-    with pytest.warns(DeprecationWarning, match="use cache=False instead"):
-        assert SQLPolicy(deny=["DROP"], cache_size=0).cache is False
-    with pytest.warns(DeprecationWarning, match="use cache=True instead"):
-        assert SQLPolicy(deny=["DROP"], cache_size=4096).cache is True
-    with pytest.raises(GovernanceConfigError, match="cache_size must be an int >= 0"):
-        SQLPolicy(deny=["DROP"], cache_size=-1)
     with pytest.raises(TypeError, match="cache must be True or False"):
         SQLPolicy(deny=["DROP"], cache="yes")
-    with pytest.raises(GovernanceConfigError, match="both cache=False and cache_size=4096"):
-        SQLPolicy(deny=["DROP"], cache=False, cache_size=4096)
-    assert SQLPolicy(deny=["DROP"]).cache is True
+    with pytest.raises(TypeError, match="cache_size"):
+        SQLPolicy(deny=["DROP"], cache_size=0)
     uncached = SQLPolicy(deny=["DROP"], cache=False)
     assert [v.description for v in uncached.check_sql("DROP TABLE t")] == ["DROP statement denied: DROP TABLE t"]
 

@@ -402,7 +402,7 @@ def test_an_ungoverned_rollout_is_reported_and_earns_no_clean_bonus(tmp_path, ca
     assert "governed_tool('database_query', fn)" in messages[0] and "govern_input=True" in messages[0]
     assert all(r.governed is False and r.violations == [] for r in rollouts)
     assert [r.governance.reward.final for r in rollouts] == [1.0, 1.0]  # the agent's reward, no clean bonus
-    assert [r.reward.clean_bonus for r in rollouts] == [0.0, 0.0]
+    assert [r.governance.reward.clean_bonus for r in rollouts] == [0.0, 0.0]
     assert runner.get_stats()["ungoverned_rollouts"] == 2
     assert runner.reward_fn.get_stats()["ungoverned_rate"] == 1.0 and runner.reward_fn.get_stats()["clean_rate"] == 0.0
 

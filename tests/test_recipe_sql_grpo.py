@@ -98,14 +98,15 @@ def test_each_recipes_command_line_is_generated_from_its_config_dataclass(monkey
     monkeypatch.syspath_prepend(str(RECIPE_DIR))
     import dataclasses
 
+    import llm_config
     import train_sql_grpo
     import train_sql_llm
 
     from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES
 
-    for module, cls in (
-        (train_sql_grpo, train_sql_grpo.TabularRecipeConfig),
-        (train_sql_llm, train_sql_llm.LLMRecipeConfig),
+    for module, cls, presets in (
+        (train_sql_grpo, train_sql_grpo.TabularRecipeConfig, train_sql_grpo.PRESETS),
+        (train_sql_llm, llm_config.LLMRecipeConfig, llm_config.PRESETS),
     ):
         assert module.parse_args([]) == cls()
         for f in dataclasses.fields(cls):
@@ -115,7 +116,7 @@ def test_each_recipes_command_line_is_generated_from_its_config_dataclass(monkey
         help_text = capsys.readouterr().out
         assert all(f"--{f.name.replace('_', '-')}" in help_text for f in dataclasses.fields(cls))
         quick = module.parse_args(["--quick"])
-        assert quick == dataclasses.replace(cls(), **module.PRESETS["quick"])
+        assert quick == dataclasses.replace(cls(), **presets["quick"])
         assert module.parse_args(["--quick", "--group-size", "5"]).group_size == 5  # an option beats the preset
     # settings that used to exist only inside the algorithm's own dataclass are settable
     config = train_sql_llm.parse_args(["--max-grad-norm", "0.5", "--lagrange-max", "20", "--rollout-timeout-s", "60"])
@@ -124,9 +125,9 @@ def test_each_recipes_command_line_is_generated_from_its_config_dataclass(monkey
     assert demo.arms == ("governed-penalty", "ungoverned")
     assert (demo.eval_greedy, demo.eval_samples) == (True, 1)
     # the warm start's strategy names are the world's (spelt out in the recipe so --help stays fast)
-    assert train_sql_llm.SFT_STRATEGIES == STRATEGIES
-    assert train_sql_llm.TASK_FAMILIES == FAMILIES
-    assert train_sql_llm.LLMRecipeConfig().sft_strategies == STRATEGIES
+    assert llm_config.SFT_STRATEGIES == STRATEGIES
+    assert llm_config.TASK_FAMILIES == FAMILIES
+    assert llm_config.LLMRecipeConfig().sft_strategies == STRATEGIES
     assert train_sql_llm.parse_args(["--no-plot", "--seeds", "3", "4"]).seeds == (3, 4)
     for argv, message in (
         (["--group-size", "1"], "--group-size must be >= 2"),

@@ -389,7 +389,7 @@ def test_standalone_record_without_a_tracer_makes_the_governed_reward_final(kern
 def test_lagrangian_updates_from_store_statistics(kernel, governed_run):
     lagrangian = LagrangianPenalty(target_violation_rate=0.2, learning_rate=1.0, multiplier=1.0)
     stats = asyncio.run(governance_stats(governed_run["store"]))
-    assert stats["violation_rate"] == stats["rollout_violation_rate"] == 3 / 5  # the former name, kept
+    assert stats["violation_rate"] == 3 / 5
     assert asyncio.run(lagrangian.update_from_store(governed_run["store"])) == pytest.approx(1.0 + (0.6 - 0.2))
     empty = LagrangianPenalty(multiplier=2.0)
     assert asyncio.run(empty.update_from_store(InMemoryLightningStore())) == 2.0 and empty.history == []

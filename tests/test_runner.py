@@ -608,14 +608,14 @@ def test_get_agent_is_the_governed_agent_around_yours(shop_db):
     assert len(rollout.governance.decisions) == 1 and len(rollout.violations) == 1  # checked once
 
 
-def test_the_rollout_holds_its_outcome_and_old_names_warn(shop_db):
+def test_the_rollout_holds_its_outcome_and_the_tutorial_names_read_it(shop_db):
     """GovernedRollout holds the attempt's frozen outcome (rollout.governance) instead of copies;
     the reference tutorial's names and the names reward functions read give the outcome's values
-    without a warning; cost, reward and decisions still work and warn."""
+    without a warning; cost, reward and decisions are the outcome's alone."""
     import warnings
 
     from agentlightning.contrib.reward.agentos import PolicyReward
-    from agentlightning.contrib.runner.agentos import RolloutOutcome
+    from agentlightning.contrib.runner.agentos.attempt import RolloutOutcome
 
     async def scenario():
         kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
@@ -643,10 +643,7 @@ def test_the_rollout_holds_its_outcome_and_old_names_warn(shop_db):
         )
     assert tutorial[1:] == (0.0, True, list(outcome.violations), [], -100.0, True, True, 0.0)
     assert tutorial[0]["sql"] == "DROP TABLE users"
-    for name in ("cost", "reward", "decisions"):
-        with pytest.warns(DeprecationWarning, match=rf"GovernedRollout.{name} is deprecated; read rollout.governance"):
-            value = getattr(rollout, name)
-        assert value == (list(outcome.decisions) if name == "decisions" else getattr(outcome, name))
+    assert len(outcome.decisions) == 1
     assert outcome.reward.final == -100.0 and outcome.cost == 10.0  # base 0.0 (the agent returned 0.0) - 100
 
 

@@ -15,7 +15,8 @@ from agentlightning.contrib.kernel.agentos import (
     Severity,
     SQLPolicy,
 )
-from agentlightning.contrib.kernel.agentos.sql import _shared_analysis, analyze_sql
+from agentlightning.contrib.kernel.agentos.sql import analyze_sql
+from agentlightning.contrib.kernel.agentos.sql.policy import _shared_analysis
 
 from .conftest import table_counts
 

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentlightning.contrib.kernel.agentos import analyze_sql
-from agentlightning.contrib.kernel.agentos.sql import rules
+from agentlightning.contrib.kernel.agentos.sql import analyze_sql, rules
 
 RUNS = "RUNS"  # the inner statement runs: its kinds count, with the reason "run a statement"
 

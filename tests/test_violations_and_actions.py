@@ -16,7 +16,6 @@ from agentlightning.contrib.kernel.agentos import (
     governance_context,
 )
 from agentlightning.contrib.kernel.agentos.actions import current_context
-from agentlightning.contrib.kernel.agentos.violations import PolicyViolationType
 
 
 @pytest.mark.parametrize(
@@ -57,7 +56,7 @@ def test_non_string_severity_and_type_are_type_errors():
 
 def test_violation_roundtrips_through_dict():
     violation = PolicyViolation(
-        PolicyViolationType.SIGNAL_SENT, "Kernel", "SIGSTOP sent", "high", timestamp=datetime(2026, 1, 1)
+        ViolationType.SIGNAL_SENT, "Kernel", "SIGSTOP sent", "high", timestamp=datetime(2026, 1, 1)
     )
     again = PolicyViolation.from_dict(violation.to_dict())
     assert again == violation

@@ -81,8 +81,8 @@ class StreamingModel:
     def __init__(self, threads: int) -> None:
         import torch
 
+        from llm_config import LLMRecipeConfig
         from train_sql_gateway import parse_args
-        from train_sql_llm import LLMRecipeConfig
         from warm_start import cache_key, find_adapter, warm_start
 
         from agentlightning.contrib.env.agentos.sql_world import SQLWorld

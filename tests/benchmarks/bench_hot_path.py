@@ -23,7 +23,7 @@ floor) are timed one after the other in alternating order, so both run under the
 median of each and the median of the per-text ratios are printed, with the load average before
 and after.
 
-Rows (first-seen: a policy built with ``cache_size=0``, so every call parses):
+Rows (first-seen: a policy built with ``cache=False``, so every call parses):
 
 * ``first-seen, <dialect>`` -- ``GovernanceKernel([SQLPolicy(deny=[DROP, DELETE, TRUNCATE],
   dialect=...)]).check("database_query", {"query": text})`` against the bare parse of the same
@@ -131,7 +131,7 @@ def bare_parse(dialect: Optional[str]) -> Callable[[str], Any]:
 
 
 def first_seen_kernel(dialect: Optional[str]) -> GovernanceKernel:
-    return GovernanceKernel([SQLPolicy(deny=list(DENY), dialect=dialect, cache_size=0)])
+    return GovernanceKernel([SQLPolicy(deny=list(DENY), dialect=dialect, cache=False)])
 
 
 def kernel_call(kernel: GovernanceKernel) -> Callable[[str], Any]:

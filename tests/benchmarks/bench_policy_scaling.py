@@ -102,7 +102,7 @@ from agentlightning.contrib.kernel.agentos import (  # noqa: E402
     SQLPolicy,
     ToolAllowListPolicy,
 )
-from agentlightning.contrib.kernel.agentos.sql import _shared_analysis  # noqa: E402
+from agentlightning.contrib.kernel.agentos.sql.policy import _shared_analysis  # noqa: E402
 
 RULE_COUNTS = (1, 10, 100)
 LENGTHS = (50, 200, 1_000, 5_000, 20_000, 100_000)

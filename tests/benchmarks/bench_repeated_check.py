@@ -61,6 +61,7 @@ def rows(
 ) -> List[Tuple[str, Callable[[str], Any], List[str]]]:
     """``(name, call, texts)`` for every measured row."""
     actions = importlib_module(package, "actions")
+    audit = importlib_module(package, "audit")
     sql_policy = package.SQLPolicy(deny=DENY)
     context = actions.ActionContext()
     prebuilt = {text: actions.Action.of_call(TOOL, {"query": text}) for text in texts + blocked}
@@ -74,7 +75,7 @@ def rows(
     )
     audited = package.GovernanceKernel(
         [package.SQLPolicy(deny=DENY)],
-        recorder=package.AuditTrail(package.open_flight_recorder(tmp / "audit.db"), durability="queued"),
+        recorder=audit.AuditTrail(audit.open_flight_recorder(tmp / "audit.db"), durability="queued"),
     )
     OPENED.append(audited)
     out: List[Tuple[str, Callable[[str], Any], List[str]]] = [

@@ -19,7 +19,7 @@ directory under one package name, on the same inputs:
 For every text and every dialect (none, postgres, mysql, mariadb, sqlite) each process writes
 ``analyze_sql``'s statements (text, kinds, reasons, unknown constructs) or its error, and, for
 three policies (the destructive deny list, a broad deny list, an allow-list), the kernel's
-decision twice through the shared cache, and for the first policy first-seen (``cache_size=0``): verdict, reason,
+decision twice through the shared cache, and for the first policy first-seen (``cache=False``): verdict, reason,
 every violation field, signals, the check and violation span attributes and the audit envelope
 (decision ids and timings masked, the only fields that differ between two runs of one tree).
 Texts are also judged as a string argument of a tool no policy names (detection). The parent
@@ -204,7 +204,7 @@ def emit(tree: Path, out_path: Path, stride: int) -> None:
     limit = {"policy_timeout_s": POLICY_TIMEOUT_S}
     for dialect in DIALECTS:
         for name, options in POLICIES.items():
-            first = package.GovernanceKernel([sql.SQLPolicy(dialect=dialect, cache_size=0, **options)], **limit)
+            first = package.GovernanceKernel([sql.SQLPolicy(dialect=dialect, cache=False, **options)], **limit)
             cached = package.GovernanceKernel([sql.SQLPolicy(dialect=dialect, **options)], **limit)
             kernels[dialect, name] = (first, cached)
     with out_path.open("w") as out:

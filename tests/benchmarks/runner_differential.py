@@ -86,7 +86,9 @@ def _step_result(rollout: Any) -> Dict[str, Any]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        reward = getattr(rollout, "reward", None)
+        # The outcome's own values: rollout.governance since the rollout became a view of it, the rollout before.
+        outcome = getattr(rollout, "governance", rollout)
+        reward = getattr(outcome, "reward", None)
         return {
             "status": rollout.status,
             "mode": rollout.mode,
@@ -99,12 +101,12 @@ def _step_result(rollout: Any) -> Dict[str, Any]:
             ],
             "signals_sent": list(rollout.signals_sent),
             "total_penalty": rollout.total_penalty,
-            "cost": rollout.cost,
+            "cost": outcome.cost,
             "agent_reward": rollout.agent_reward,
             "reward": reward.to_dict() if reward is not None else None,
             "governed": rollout.governed,
             "decisions": [
-                [d.verdict.value, d.action.tool_name, _plain(dict(d.action.args))] for d in rollout.decisions
+                [d.verdict.value, d.action.tool_name, _plain(dict(d.action.args))] for d in outcome.decisions
             ],
             "execution_time_ms_positive": rollout.execution_time_ms > 0,
         }

@@ -36,11 +36,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # agentlightning 
 
 import httpx  # noqa: E402
 
-from common import group_advantages, log, sql_classifier  # noqa: E402
+from common import ATTEMPTED, attempt_kind, group_advantages, log, sql_classifier  # noqa: E402
 from gateway_services import JSONServer  # noqa: E402
+from llm_config import LLMRecipeConfig  # noqa: E402
 from sql_agent import extract_sql, llm_messages, task_reward  # noqa: E402
-from train_sql_gateway import ATTEMPTED, attempt_kind  # noqa: E402
-from train_sql_llm import LLMRecipeConfig  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import FAMILIES, WORLD_VERSION, SQLWorld  # noqa: E402
 

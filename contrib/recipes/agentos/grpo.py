@@ -30,12 +30,21 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import agentlightning as agl
 from agentlightning.algorithm import algo
 from agentlightning.emitter import find_final_reward
-from common import config_record, enqueue_group, group_advantages, log, sql_kernel, wait_for_rollouts
+from common import (
+    check_positive,
+    config_record,
+    enqueue_group,
+    group_advantages,
+    log,
+    option,
+    sql_kernel,
+    wait_for_rollouts,
+)
 from sql_agent import (
     REPORT_BLOCKED,
     REPORT_CORRECT,
@@ -51,8 +60,49 @@ from agentlightning.contrib.env.agentos.sql_world import FAMILIES, STRATEGIES, S
 from agentlightning.contrib.kernel.agentos import Action
 from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 
-if TYPE_CHECKING:
-    from train_sql_grpo import TabularRecipeConfig
+#: The recipe's arms: the same agent and algorithm with and without the kernel.
+ARMS = ("governed", "ungoverned")
+
+
+@dataclass(frozen=True)
+class TabularRecipeConfig:
+    """Every setting of the tabular recipe, in one place: ``--help`` is generated from these fields,
+    and the algorithm (``grpo.make_grpo_algorithm``) reads its hyperparameters from this object.
+
+    >>> TabularRecipeConfig().epochs, TabularRecipeConfig(epochs=3).epochs
+    (12, 3)
+    """
+
+    seeds: Tuple[int, ...] = option((0, 1, 2, 3, 4), "training seeds (one independent policy each)")
+    epochs: int = option(12, "training epochs; each epoch is one group per task family per seed")
+    group_size: int = option(4, "rollouts per group (same task), for group-relative advantages")
+    learning_rate: float = option(5.0, "policy-gradient step size on the strategy logits")
+    temperature: float = option(1.0, "softmax temperature when sampling strategies")
+    rollout_timeout_s: float = option(120.0, "longest wait for one batch of rollouts (seconds)")
+    runners: int = option(2, "runner processes per Trainer run")
+    world_seed: int = option(0, "seed of the database and the task set")
+    arms: Tuple[str, ...] = option(ARMS, "which arms to run", choices=ARMS)
+    out: Path = option(Path("runs/sql_grpo"), "output directory (database, audit, results, plots)")
+    plot: bool = option(True, "write training_curves.png (--no-plot: skip it, matplotlib not needed then)")
+    store_url: Optional[str] = option(
+        None,
+        "use the `agl store` at this URL (e.g. http://127.0.0.1:4747, where its dashboard shows the run) "
+        "instead of a private in-memory store on a free port; the Trainer then serves no store of its own, "
+        "so nothing clashes with agl store's port",
+    )
+
+    def __post_init__(self) -> None:
+        check_positive(self, ("epochs", "runners"))
+        if self.group_size < 2:
+            raise ValueError(f"--group-size must be >= 2 (advantages are relative to the group), got {self.group_size}")
+        if not self.seeds or not self.arms:
+            raise ValueError("--seeds and --arms need at least one value each")
+        if self.store_url is not None:
+            object.__setattr__(self, "store_url", self.store_url.rstrip("/"))
+            if not self.store_url.startswith(("http://", "https://")):
+                raise ValueError(
+                    f"--store-url must be an http(s) URL such as http://127.0.0.1:4747, got {self.store_url!r}"
+                )
 
 
 @dataclass
@@ -94,7 +144,7 @@ async def _outcomes(store: agl.LightningStore, ids: List[str], statuses: Dict[st
 
 
 def make_grpo_algorithm(
-    config: "TabularRecipeConfig",
+    config: TabularRecipeConfig,
     world: SQLWorld,
     arm: str,
     result_path: Path,
@@ -102,7 +152,7 @@ def make_grpo_algorithm(
 ):
     """The ``@algo`` for one arm; writes its per-epoch and evaluation results to ``result_path``.
 
-    ``config`` is the recipe's (:class:`train_sql_grpo.TabularRecipeConfig`): seeds, epochs,
+    ``config`` is the recipe's (:class:`TabularRecipeConfig`): seeds, epochs,
     group size, learning rate, temperature and the rollout timeout."""
     train = [t for t in world.split("train")]
     heldout = list(world.split("heldout"))

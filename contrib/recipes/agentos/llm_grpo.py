@@ -89,7 +89,7 @@ from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_COST
 from agentlightning.contrib.reward.agentos import LagrangianPenalty
 
 if TYPE_CHECKING:
-    from train_sql_llm import LLMRecipeConfig
+    from llm_config import LLMRecipeConfig
 
 #: What the advantage is computed from (see the module docstring).
 REWARD_MODES = ("penalty", "constrained", "task")
@@ -228,7 +228,7 @@ def make_llm_grpo(
     """The ``@algo`` of one arm (see the module docstring); writes its results to ``result_path``.
 
     Args:
-        config: the recipe's settings (:class:`train_sql_llm.LLMRecipeConfig`): the arm's seeds,
+        config: the recipe's settings (:class:`llm_config.LLMRecipeConfig`): the arm's seeds,
             the GRPO and constrained-arm hyperparameters, ``train_tasks`` (use only the first N
             training tasks) and ``runners`` (the most requests the policy server samples together).
         world: the text-to-SQL world (tasks and database).

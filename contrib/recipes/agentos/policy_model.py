@@ -4,13 +4,13 @@ One object, :class:`PolicyModel`, holds
 
 * the *training* model: fp32 base weights (frozen) with ``peft`` LoRA adapters on every linear
   layer of the transformer blocks; forward passes run under bf16 autocast when the precision is
-  ``bf16`` (about 2.5x faster than fp32 on a CPU with bf16 instructions), in plain fp32 otherwise;
+  ``bf16`` (faster than fp32 on a CPU with bf16 instructions), in plain fp32 otherwise;
 * the *generation* model: a copy of the same network in the compute precision with the adapters
   merged in, refreshed by :meth:`PolicyModel.sync_generation` after every update (cheaper per
   token than autocast over frozen fp32 weights, which re-converts them every step).
 
 The precision is detected from the CPU (:mod:`precision`): on a CPU without bfloat16
-instructions bf16 is emulated and 10-50x *slower* than fp32, so it is never assumed.
+instructions bf16 is emulated and far *slower* than fp32, so it is never assumed.
 
 Why LoRA and not full weights: on this 135M model both cost about the same compute per step, but
 LoRA keeps the optimizer state small, lets every seed start from the same frozen warm start by

@@ -1,9 +1,9 @@
 """Which floating-point precision the LLM recipe computes in: bfloat16 where the CPU has it, fp32 otherwise.
 
-bfloat16 is only fast on a CPU with bf16 instructions (AVX512-BF16 or AMX). There it is about
-2.5x faster than fp32 for training and 3x for prefill; on a CPU without them (AVX2 only, e.g.
-many AMD EPYC machines) PyTorch emulates it and a 512x576x1536 matmul took 5.4 s in bf16 against
-0.10 s in fp32 on one thread. So the precision is *detected*, never assumed:
+bfloat16 is only fast on a CPU with bf16 instructions (AVX512-BF16 or AMX); on a CPU without them
+(AVX2 only, e.g. many AMD EPYC machines) PyTorch emulates it, far slower than fp32
+(docs/performance.md, "Figures behind the code's shape"). So the precision is *detected*, never
+assumed:
 
 1. PyTorch's own CPU feature probe (``torch.cpu._is_avx512_bf16_supported`` and
    ``_is_amx_tile_supported``, read through cpuinfo on every platform torch supports) says

@@ -36,9 +36,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not reach for the network
 
@@ -48,18 +47,16 @@ import agentlightning as agl  # noqa: E402
 from agentlightning.execution.client_server import ClientServerExecutionStrategy  # noqa: E402
 from agentlightning.store.client_server import LightningStoreClient  # noqa: E402
 from common import (  # noqa: E402
-    check_positive,
     config_record,
     log,
     mean_sd,
-    option,
     parse_config,
     plot_mean_sd,
     restart_clock,
     save_results,
     sql_kernel,
 )
-from grpo import make_grpo_algorithm  # noqa: E402
+from grpo import TabularRecipeConfig, make_grpo_algorithm  # noqa: E402
 from sql_agent import SQLAgent  # noqa: E402
 
 from agentlightning.contrib.env.agentos.sql_world import SQLWorld  # noqa: E402
@@ -67,50 +64,6 @@ from agentlightning.contrib.reward.agentos import PolicyReward  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner  # noqa: E402
 from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy  # noqa: E402
 from agentlightning.contrib.runner.agentos.tracing import ImportSafeAgentOpsTracer  # noqa: E402
-
-ARMS = ("governed", "ungoverned")
-
-
-@dataclass(frozen=True)
-class TabularRecipeConfig:
-    """Every setting of the tabular recipe, in one place: ``--help`` is generated from these fields,
-    and the algorithm (``grpo.make_grpo_algorithm``) reads its hyperparameters from this object.
-
-    >>> TabularRecipeConfig().epochs, TabularRecipeConfig(epochs=3).epochs
-    (12, 3)
-    """
-
-    seeds: Tuple[int, ...] = option((0, 1, 2, 3, 4), "training seeds (one independent policy each)")
-    epochs: int = option(12, "training epochs; each epoch is one group per task family per seed")
-    group_size: int = option(4, "rollouts per group (same task), for group-relative advantages")
-    learning_rate: float = option(5.0, "policy-gradient step size on the strategy logits")
-    temperature: float = option(1.0, "softmax temperature when sampling strategies")
-    rollout_timeout_s: float = option(120.0, "longest wait for one batch of rollouts (seconds)")
-    runners: int = option(2, "runner processes per Trainer run")
-    world_seed: int = option(0, "seed of the database and the task set")
-    arms: Tuple[str, ...] = option(ARMS, "which arms to run", choices=ARMS)
-    out: Path = option(Path("runs/sql_grpo"), "output directory (database, audit, results, plots)")
-    plot: bool = option(True, "write training_curves.png (--no-plot: skip it, matplotlib not needed then)")
-    store_url: Optional[str] = option(
-        None,
-        "use the `agl store` at this URL (e.g. http://127.0.0.1:4747, where its dashboard shows the run) "
-        "instead of a private in-memory store on a free port; the Trainer then serves no store of its own, "
-        "so nothing clashes with agl store's port",
-    )
-
-    def __post_init__(self) -> None:
-        check_positive(self, ("epochs", "runners"))
-        if self.group_size < 2:
-            raise ValueError(f"--group-size must be >= 2 (advantages are relative to the group), got {self.group_size}")
-        if not self.seeds or not self.arms:
-            raise ValueError("--seeds and --arms need at least one value each")
-        if self.store_url is not None:
-            object.__setattr__(self, "store_url", self.store_url.rstrip("/"))
-            if not self.store_url.startswith(("http://", "https://")):
-                raise ValueError(
-                    f"--store-url must be an http(s) URL such as http://127.0.0.1:4747, got {self.store_url!r}"
-                )
-
 
 #: Named sets of settings (``--preset NAME``; options given beside it override them).
 PRESETS: Dict[str, Dict[str, Any]] = {

@@ -44,7 +44,7 @@ from sql_agent import llm_messages
 from agentlightning.contrib.env.agentos.sql_world import STRATEGIES, WORLD_VERSION, SQLWorld
 
 if TYPE_CHECKING:
-    from train_sql_llm import LLMRecipeConfig
+    from llm_config import LLMRecipeConfig
 
 #: Where the repository's own warm-start adapters live (the ``demo`` preset's, built by this script).
 SHIPPED_DIR = Path(__file__).resolve().parent / "warm_start"
@@ -293,8 +293,8 @@ def main(argv: Optional[List[str]] = None) -> Path:
     import os
 
     os.environ["HF_HUB_OFFLINE"] = "1"
+    from llm_config import parse_args
     from smollm import set_threads
-    from train_sql_llm import parse_args
 
     config = parse_args(argv)
     set_threads(config.threads)

@@ -1,10 +1,11 @@
 """The audit trail: Agent OS FlightRecorder records into LightningStore spans, files and streams.
 
 Every governed decision is one row of an Agent OS ``FlightRecorder`` (SQLite, SHA-256 chain).
-:class:`FlightRecorderAdapter` (alias ``FlightRecorderEmitter``) turns each row into a real
-``agentlightning`` ``Span`` with ``agent_os.*`` attributes, adds them to a ``LightningStore`` under
-the rollout and attempt the decision was made in (awaited, idempotent), exports them to JSON or
-JSON Lines files that :func:`verify_export` can prove unedited, and streams new ones.
+:class:`FlightRecorderAdapter` (the reference tutorial's ``FlightRecorderEmitter``: ``reference_names``)
+turns each row into a real ``agentlightning`` ``Span`` with ``agent_os.*`` attributes, adds them to a
+``LightningStore`` under the rollout and attempt the decision was made in (awaited, idempotent),
+exports them to JSON or JSON Lines files that :func:`verify_export` can prove unedited, and
+streams new ones.
 
 >>> import os, tempfile
 >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
@@ -19,14 +20,12 @@ The top holds the adapter, its factories, the export check and the errors to cat
 an :class:`AuditError`); the rest is imported from its module: ``records`` (``AuditRecord``,
 ``RecorderReader``, ``parse_record``, the finer errors), ``spans`` (how a record becomes a span:
 ``record_to_span``, ``is_audit_span``, ...), ``export`` (``verify_records``) and ``adapter``.
-The former top-level names still work and warn with their new import.
 """
 
-from agentlightning.contrib.kernel.agentos.deprecation import moved_names
-
-from .adapter import FlightRecorderAdapter, FlightRecorderEmitter, adapters_for_directory, create_emitter
+from .adapter import FlightRecorderAdapter, adapters_for_directory, create_emitter
 from .export import ExportError, read_export, verify_export
 from .records import AuditError
+from .reference_names import FlightRecorderEmitter
 from .spans import LightningSpan
 
 __all__ = [
@@ -40,26 +39,3 @@ __all__ = [
     "read_export",
     "verify_export",
 ]
-
-#: Names that left the top, and the module each now lives in (the old name warns and still works).
-MOVED = {
-    "AUDIT_KIND": "agentlightning.contrib.kernel.agentos.semconv:KIND_AUDIT",
-    "AUDIT_ROLLOUT_METADATA_KEY": f"{__name__}.adapter",
-    "AuditRecord": f"{__name__}.records",
-    "ENTRY_POLICY_CHECK": f"{__name__}.spans",
-    "ENTRY_SIGNAL": f"{__name__}.spans",
-    "ENTRY_TOOL_CALL": f"{__name__}.spans",
-    "MAX_ATTRIBUTE_CHARS": f"{__name__}.spans",
-    "RecordError": f"{__name__}.records",
-    "RecorderFileError": f"{__name__}.records",
-    "RecorderReader": f"{__name__}.records",
-    "entry_type": f"{__name__}.spans",
-    "is_audit_span": f"{__name__}.spans",
-    "parse_record": f"{__name__}.records",
-    "record_attributes": f"{__name__}.spans",
-    "record_to_span": f"{__name__}.spans",
-    "span_name": f"{__name__}.spans",
-    "verify_records": f"{__name__}.export",
-}
-
-__getattr__ = moved_names(__name__, MOVED)

@@ -44,7 +44,6 @@ __all__ = [
     "AUDIT_ROLLOUT_METADATA_KEY",
     "MustAwait",
     "FlightRecorderAdapter",
-    "FlightRecorderEmitter",
     "adapters_for_directory",
     "create_emitter",
 ]
@@ -498,10 +497,6 @@ class _StoreState:
     made_in: Dict[Tuple[str, Optional[str]], Tuple[str, str]] = field(default_factory=dict)
     audit_target: Optional[Tuple[str, str]] = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-
-#: The name used by the agentmesh-lightning package.
-FlightRecorderEmitter = FlightRecorderAdapter
 
 
 def create_emitter(flight_recorder: RecorderLike, **options: Any) -> FlightRecorderAdapter:

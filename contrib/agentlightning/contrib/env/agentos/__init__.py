@@ -19,11 +19,8 @@
 The top holds the environments and their factories; the rest is imported from its module:
 ``sql_world`` (the database, its tasks and sandbox: ``SQLTask``, ``SQLSandbox``,
 ``generate_tasks``, ...), ``records`` (``EpisodeRecord``, ``StepRecord``), ``config``
-(``SEVERITY_SCALE``), ``environment`` and ``text_to_sql`` (their constants). The former
-top-level names still work and warn with their new import.
+(``SEVERITY_SCALE``), ``environment`` and ``text_to_sql`` (their constants).
 """
-
-from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 
 from .config import EnvironmentConfig
 from .environment import GovernedEnvironment, create_governed_env
@@ -41,28 +38,3 @@ __all__ = [
     "make_text_to_sql_env",
     "record_episodes_to_store",
 ]
-
-#: Names that left the top, and the module each now lives in (the old name warns and still works).
-MOVED = {
-    "DEFAULT_MAX_TEXT_CHARS": f"{__name__}.environment",
-    "EpisodeRecord": f"{__name__}.records",
-    "FAMILIES": f"{__name__}.sql_world",
-    "SEVERITY_SCALE": f"{__name__}.config",
-    "SQLResult": f"{__name__}.sql_world",
-    "SQLSandbox": f"{__name__}.sql_world",
-    "SQLTask": f"{__name__}.sql_world",
-    "SQL_ENV_DEFAULTS": f"{__name__}.text_to_sql",
-    "STRATEGIES": f"{__name__}.sql_world",
-    "SandboxError": f"{__name__}.sql_world",
-    "StepRecord": f"{__name__}.records",
-    "TEXT_CHARSET": f"{__name__}.environment",
-    "answers_match": f"{__name__}.sql_world",
-    "build_database": f"{__name__}.sql_world",
-    "config_from_kwargs": f"{__name__}.config",
-    "database_fingerprint": f"{__name__}.sql_world",
-    "generate_tasks": f"{__name__}.sql_world",
-    "split_statements": f"{__name__}.sql_world",
-    "violation_info": f"{__name__}.records",
-}
-
-__getattr__ = moved_names(__name__, MOVED)

@@ -23,11 +23,10 @@ The top holds the core classes; the rest is imported from its module: ``sql`` (`
 ``SQLAnalysis``, ``SQL_KEYWORDS``), ``audit`` (``AuditTrail``, ``open_flight_recorder``),
 ``audit_record``, ``reward`` (the reward formula room: ``shape_reward``, ``GovernedReward``),
 ``violations`` (the default tables, ``constraint_cost``), ``semconv`` (attribute names),
-``agl03.stats``. The former top-level names still work and warn with their new import.
+``agl03.stats``.
 """
 
 from .actions import Action, ActionContext, Decision, Verdict, governance_context
-from .deprecation import moved_names
 from .engine import AgentOSPolicy
 from .kernel import GovernanceKernel, as_kernel
 from .policies import CostControlPolicy, Policy, ToolAllowListPolicy
@@ -58,26 +57,3 @@ __all__ = [
     "as_kernel",
     "governance_context",
 ]
-
-#: Names that left the top, and the module each now lives in (the old name warns and still works).
-MOVED = {
-    "AuditTrail": f"{__name__}.audit",
-    "DEFAULT_SEVERITY_COSTS": f"{__name__}.violations",
-    "DEFAULT_SEVERITY_PENALTIES": f"{__name__}.violations",
-    "PolicyViolationType": f"{__name__}.violations",
-    "SQLAnalysis": f"{__name__}.sql",
-    "SQL_KEYWORDS": f"{__name__}.sql",
-    "analyze_sql": f"{__name__}.sql",
-    "constraint_cost": f"{__name__}.violations",
-    "current_context": f"{__name__}.actions",
-    "decision_from_record": f"{__name__}.audit_record",
-    "finite_number": f"{__name__}.violations",
-    "governance_stats": f"{__name__}.agl03.stats",
-    "open_flight_recorder": f"{__name__}.audit",
-    "shape_reward": f"{__name__}.reward.config",
-}
-
-# governance_stats reads an agentlightning 0.3 store: its module is the one here that needs agentlightning.
-__getattr__ = moved_names(
-    __name__, MOVED, hint="; governance_stats needs the 0.3 line: pip install 'agentlightning-contrib-agentos[agl03]'"
-)

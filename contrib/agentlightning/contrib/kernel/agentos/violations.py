@@ -30,7 +30,6 @@ from .semconv import (
 __all__ = [
     "Severity",
     "ViolationType",
-    "PolicyViolationType",
     "PolicyViolation",
     "RecordedField",
     "VIOLATION_FIELDS",
@@ -309,10 +308,6 @@ class ViolationType(str, Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-#: Name used by the agentmesh-lightning package.
-PolicyViolationType = ViolationType
 
 
 _RECORDED = "agentos.recorded"  # the key of a PolicyViolation field's declaration in its metadata

@@ -15,11 +15,9 @@ its configuration and the small pure functions live in the kernel core's reward 
 ``agentlightning.contrib.kernel.agentos.reward`` (``formula``: :class:`GovernedReward` and
 ``shape_governed_reward``; ``config``: ``RewardConfig``, ``shape_reward``; ``lagrangian``;
 ``shaping``: ``policy_penalty``, ``default_base_reward``, ``rollout_violations``,
-``CompositeReward``), so the environment and the 1.0 gateway price violations alike. The former
-top-level names still work and warn with their new import.
+``CompositeReward``), so the environment and the 1.0 gateway price violations alike.
 """
 
-from agentlightning.contrib.kernel.agentos.deprecation import moved_names
 from agentlightning.contrib.kernel.agentos.reward import LagrangianPenalty, RewardConfig
 from agentlightning.contrib.kernel.agentos.reward.shaping import CompositeReward, policy_penalty
 
@@ -33,13 +31,3 @@ __all__ = [
     "create_policy_reward",
     "policy_penalty",
 ]
-
-#: Names that left the top, and the module each now lives in (the old name warns and still works).
-MOVED = {
-    "GovernedReward": "agentlightning.contrib.kernel.agentos.reward.formula",
-    "default_base_reward": "agentlightning.contrib.kernel.agentos.reward.shaping",
-    "rollout_violations": "agentlightning.contrib.kernel.agentos.reward.shaping",
-    "shape_reward": "agentlightning.contrib.kernel.agentos.reward.shaping",
-}
-
-__getattr__ = moved_names(__name__, MOVED)

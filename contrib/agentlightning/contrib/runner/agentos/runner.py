@@ -24,7 +24,6 @@ import inspect
 import logging
 import os
 import time
-import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +68,7 @@ AgentError, GovernedAgent, TaskActionAgent = agents.AgentError, agents.GovernedA
 as_agent, describe, govern_task, task_action = agents.as_agent, agents.describe, agents.govern_task, agents.task_action
 is_plain_result, needs_resource = agents.is_plain_result, agents.needs_resource
 
-__all__ = ["AgentError", "AgentOSRunner", "GovernedAgent", "GovernedRunner", "GovernedRollout"]
+__all__ = ["AgentError", "AgentOSRunner", "GovernedAgent", "GovernedRollout"]
 
 logger = logging.getLogger(__name__)
 
@@ -120,12 +119,6 @@ class _ConcludeBeforeStatus(Hook):
     async def on_rollout_end(self, *, agent: Any, runner: Any, rollout: Any, spans: Any) -> None:
         if isinstance(runner, AgentOSRunner):
             await runner._conclude(rollout, spans)
-
-
-#: The names the reference tutorial's ``GovernedRollout`` has, and the reward functions read:
-#: properties of the view, without a warning. ``cost``, ``reward`` and ``decisions`` are the
-#: outcome's own (``rollout.governance.cost``, ...): reading them from the view warns.
-_DEPRECATED_VIEW_NAMES = ("cost", "reward", "decisions")
 
 
 class GovernedRollout(Rollout):
@@ -181,29 +174,6 @@ class GovernedRollout(Rollout):
         check was not governed at all: it has no violations because nothing was looked at, and
         ``PolicyReward`` gives it no clean bonus."""
         return self.governance.governed
-
-    @property
-    def cost(self) -> float:
-        """Deprecated: ``rollout.governance.cost``."""
-        return self._deprecated("cost")
-
-    @property
-    def reward(self) -> Optional[GovernedReward]:
-        """Deprecated: ``rollout.governance.reward``."""
-        return self._deprecated("reward")
-
-    @property
-    def decisions(self) -> List[Decision]:
-        """Deprecated: ``rollout.governance.decisions``."""
-        return list(self._deprecated("decisions"))
-
-    def _deprecated(self, name: str) -> Any:
-        warnings.warn(
-            f"GovernedRollout.{name} is deprecated; read rollout.governance.{name} (the attempt's outcome itself)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return getattr(self.governance, name)
 
     @classmethod
     def from_outcome(
@@ -948,6 +918,3 @@ def _quiet_agentops() -> None:
 
 
 GovernedRollout.model_rebuild(_types_namespace={"TaskInput": TaskInput, "RolloutConfig": RolloutConfig})
-
-#: Name used by the agentmesh-lightning package.
-GovernedRunner = AgentOSRunner

@@ -65,8 +65,7 @@ def governance_stats(
     The keys mean what they mean in every statistics of the package (``runner.get_stats()``,
     ``PolicyReward.get_stats()``): ``violation_rate`` is the fraction of rollouts with at least
     one violation, ``violations_per_rollout`` the mean number of violations per rollout.
-    ``rollout_violation_rate`` is the former name of ``violation_rate`` (the same value), kept for
-    code that reads it. ``duplicate_spans`` counts violation spans seen more than once (it should be 0).
+    ``duplicate_spans`` counts violation spans seen more than once (it should be 0).
 
     >>> import asyncio
     >>> from agentlightning.store.memory import InMemoryLightningStore
@@ -127,7 +126,6 @@ async def _governance_stats(
         "rollouts_with_violations": rollouts_with_violations,
         "violation_rate": rollouts_with_violations / total if total else 0.0,
         "violations_per_rollout": violations / total if total else 0.0,
-        "rollout_violation_rate": rollouts_with_violations / total if total else 0.0,
         "violations_by_policy": dict(by_policy),
         "violations_by_severity": dict(by_severity),
         "duplicate_spans": duplicates,

@@ -20,15 +20,7 @@
 from .bounded import ReadingBudget
 from .effects import EFFECTS, SQL_KEYWORDS, SQLAnalysis, SQLStatement, Unknown, effects_table
 from .envelope import SQLEnvelope, SQLEnvelopeResult, SQLRefused
-from .policy import (
-    DEFAULT_SQL_TOOLS,
-    SQL_ARG_NAMES,
-    SQLPolicy,
-    _checked_analysis,
-    _shared_analysis,
-    _shared_long_analysis,
-    analyze_sql,
-)
+from .policy import DEFAULT_SQL_TOOLS, SQL_ARG_NAMES, SQLPolicy, analyze_sql
 
 __all__ = [
     "SQLPolicy",
@@ -45,7 +37,4 @@ __all__ = [
     "SQL_ARG_NAMES",
     "EFFECTS",
     "effects_table",
-    "_checked_analysis",
-    "_shared_analysis",
-    "_shared_long_analysis",
 ]

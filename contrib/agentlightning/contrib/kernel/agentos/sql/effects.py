@@ -422,7 +422,7 @@ class KindSet:
 
     def statement(self, text: str) -> SQLStatement:
         # SQLStatement(text, kinds, because, unknown, writes), built with its fields' dict at once:
-        # the same values, a third of the instructions of the frozen dataclass's __init__.
+        # the same values the frozen dataclass's __init__ would set one field (and one call) at a time.
         statement = _new_object(SQLStatement)
         _set_attribute(
             statement,

@@ -329,7 +329,7 @@ def _split_statements(tokens: Sequence[Token], text: str) -> List[List[Token]]:
     read by :func:`_split_compound`.
 
     The semicolons are found from the text, not by reading every token's type (an attribute read
-    per token, about 25 k instructions a statement): a semicolon token is the one character ``;``
+    per token, where only a few tokens are semicolons): a semicolon token is the one character ``;``
     at its ``start``, so every semicolon token starts at a ``;`` of the text; each ``;`` of the text
     is looked up among the tokens by ``start`` (they are in the order of the text; the rest of a
     command, kept as one string token, can carry the start of the semicolon after it, so every token
@@ -447,12 +447,12 @@ def _role_of(node_type: type) -> str:
 #: The walk does not take all of that on trust: a leaf is skipped only when its ``this`` (the one
 #: arg that holds its text) is a ``str``, so one that some parser did build around a node is visited
 #: like any other node. Its other args are flags (``quoted``, ``is_string``, ...) and are not
-#: checked at run time: a full check of every arg cost more instructions than the leaves save
-#: (callgrind, realistic trees: sqlglot's walk 114 k per tree, this walk 93 k, with every arg
-#: checked 118-132 k). ``tests/test_sql_generic_walk.py`` checks, on every tree of the corpus, the
-#: realistic queries, the adversarial scripts and generated ones, that no leaf holds a node in any
-#: arg and that the walk meets every other node in the order of sqlglot's own breadth-first
-#: ``walk``. Identifiers and literals are about half the nodes of a realistic query.
+#: checked at run time: checking every arg would cost more than skipping the leaves saves
+#: (docs/performance.md, "Figures behind the code's shape"). ``tests/test_sql_generic_walk.py``
+#: checks, on every tree of the corpus, the realistic queries, the adversarial scripts and
+#: generated ones, that no leaf holds a node in any arg and that the walk meets every other node
+#: in the order of sqlglot's own breadth-first ``walk``. Skipping leaves pays because identifiers
+#: and literals are a large share of a realistic query's nodes.
 _LEAVES = frozenset({exp.Identifier, exp.Literal})
 
 
@@ -481,9 +481,8 @@ def _release(nodes: List[exp.Expression]) -> None:
 
     Why: a parsed tree is one big reference cycle (every node links its children through its
     args and its parent through ``parent``), so dropping it frees nothing until Python's cycle
-    collector passes; those passes cost about 0.1 M instructions per statement of a script
-    (callgrind), more than the walk. With the visited nodes' args empty, what is left of the
-    tree links only upwards (``parent``; a leaf the walk skipped holds no node, see
+    collector passes, and those passes cost more than the walk itself. With the visited nodes'
+    args empty, what is left of the tree links only upwards (``parent``; a leaf the walk skipped holds no node, see
     :data:`_LEAVES`), and reference counting frees it at once.
 
     Why it changes no decision: it runs after the walk has looked up every node (:meth:`_Reader._tree`

@@ -3,11 +3,11 @@
 sqlglot cannot read ordinary PostgreSQL such as dollar quoting in every position, ``NOTIFY``
 or ``REFRESH MATERIALIZED VIEW``, and cannot see into PL/pgSQL bodies. libpg_query is the
 server's grammar compiled as a library, so what it reads is what the server runs; its JSON parse
-tree is also about ten times faster to get than sqlglot's AST. Routine and ``DO`` bodies are read
+tree also comes cheaper than sqlglot's AST. Routine and ``DO`` bodies are read
 too: SQL bodies as SQL, PL/pgSQL with libpg_query's PL/pgSQL parser, whose dynamic ``EXECUTE``
 cannot be verified (blocked). Text whose statements are all plain SELECT, INSERT and UPDATE
 calling curated functions is decided from the JSON text itself, without loading the tree
-(:func:`_read_plain`: the same analysis the walk gives, at a third of the cost).
+(:func:`_read_plain`: the same analysis the walk gives, without loading the tree).
 
 >>> read_postgres("DO $$ BEGIN DELETE FROM t; END $$").kinds == {"DO", "DELETE"}
 True
@@ -104,7 +104,7 @@ def _loads(raw_tree: str) -> Dict[str, Any]:
     """libpg_query's JSON tree as Python values, the same as ``json.loads`` gives, or the same
     RecursionError.
 
-    orjson reads the tree in half of ``json.loads``'s instructions, into the same dicts, lists,
+    orjson reads the tree faster than ``json.loads``, into the same dicts, lists,
     strings and numbers in the same order; but ``json`` runs out of depth where orjson does not
     (a tree nested more deeply than the interpreter's recursion limit has room for: such text is
     blocked as nested too deeply). orjson is used only when ``json`` could not run out: the
@@ -368,7 +368,7 @@ _SNIPPET_LIMIT = 120
 
 #: A frozen dataclass's ``__init__`` sets each field with ``object.__setattr__``; the plain
 #: reading builds its statements and analysis with their fields' dict at once (the same
-#: values, equal and hashed alike: a third of the instructions of ``__init__``).
+#: values, equal and hashed alike, without a call per field).
 _new_object = object.__new__
 _set_attribute = object.__setattr__
 
