@@ -1,0 +1,251 @@
+"""The gateway's checks in worker processes: governance scales with cores instead of queueing on one GIL.
+
+In one process every check holds the GIL, so a second core adds nothing. :class:`CheckPool` runs
+:func:`~.govern.govern_response` in ``processes`` worker processes, each with its own
+:class:`GovernanceKernel` built from the same ``governance`` section and its own audit trail file
+(``gateway-<worker pid>-1.db`` in ``recorder_dir``: a chain per process, verified like any other
+with ``verify_file`` or the keyring's ``verify`` command). A worker records every decision it takes,
+durably, before it replies; the gateway forwards nothing before the reply.
+
+Fail closed, in bounded time: a worker that dies, does not answer within ``deadline_s``, or answers
+something that is not a governed response raises :class:`CheckFailed` (the layer withholds the
+response and records the refusal in its own trail); the worker is killed and a new one started
+(a new process: a new pid, a new file; a hash chain is never continued by another process).
+
+Workers are started with ``python -m`` of this module (not ``fork``: a trail refuses a forked
+writer, and the gateway has threads), and import the kernel core and :mod:`.govern` only, not
+1.0's server. Requests and replies are pickles with a length prefix on a socket pair; a worker's
+reply carries each decision as its event data (plain dicts: unpickled cheaply in the gateway).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from agentlightning.contrib.kernel.agentos import ActionContext
+
+from .govern import UnreadableAction
+
+__all__ = ["CheckFailed", "CheckPool", "available_cores"]
+
+#: A reply larger than this is malformed (a governed response is the model's response, rewritten).
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+_LENGTH = 8
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity, as ``taskset`` or a container's cpuset sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class CheckFailed(Exception):
+    """A check the pool could not complete: the response is withheld and the reason recorded."""
+
+
+class _Malformed(Exception):
+    """Bytes from a worker that are not a message."""
+
+
+def _send(sock: socket.socket, message: Any, deadline: Optional[float]) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 1e-3))
+    sock.sendall(len(data).to_bytes(_LENGTH, "big") + data)
+
+
+def _read(sock: socket.socket, size: int, deadline: Optional[float]) -> bytes:
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            sock.settimeout(remaining)
+        count = sock.recv_into(view[got:])
+        if not count:
+            raise EOFError
+        got += count
+    return bytes(buffer)
+
+
+def _receive(sock: socket.socket, deadline: Optional[float]) -> Any:
+    size = int.from_bytes(_read(sock, _LENGTH, deadline), "big")
+    if size > MAX_MESSAGE_BYTES:
+        raise _Malformed(f"a message of {size} bytes (at most {MAX_MESSAGE_BYTES})")
+    data = _read(sock, size, deadline)
+    try:
+        return pickle.loads(data)
+    except Exception as error:  # noqa: BLE001 - whatever the bytes make the unpickler raise, they are no message
+        raise _Malformed(f"{type(error).__name__}: {error}") from None
+
+
+@dataclass
+class _Worker:
+    process: subprocess.Popen
+    sock: socket.socket
+    trail: Optional[Path] = None  # known once the worker has said it is ready
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.sock.close()
+
+
+class CheckPool:
+    """``processes`` workers judging responses (see the module docstring); ``govern`` is thread-safe.
+
+    ``governance`` is the gateway's :class:`~.config.GovernanceConfig` (each worker builds its kernel
+    from it). The pool starts every worker and waits until each has opened its trail, so a
+    configuration a worker cannot build fails here, at start-up.
+    """
+
+    def __init__(self, governance: Any, processes: int, *, deadline_s: float, start_timeout_s: float = 120.0) -> None:
+        if processes < 1 or deadline_s <= 0:
+            raise ValueError(f"processes must be >= 1 and deadline_s > 0, got {processes} and {deadline_s}")
+        self.governance = governance
+        self.processes = processes
+        self.deadline_s = deadline_s
+        self.start_timeout_s = start_timeout_s
+        self.trails: List[Path] = []  # every worker's file, in the order they started
+        self._idle: "queue.SimpleQueue[_Worker]" = queue.SimpleQueue()
+        self._live: List[_Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        started = [self._start() for _ in range(processes)]
+        try:
+            for worker in started:
+                self._await_ready(worker)
+        except BaseException:
+            for worker in started:
+                worker.kill()
+            raise
+        for worker in started:
+            self._idle.put(worker)
+
+    def _start(self) -> _Worker:
+        ours, theirs = socket.socketpair()
+        module = __name__.rpartition(".")[0] + ".check_worker"
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        worker = _Worker(process, ours)
+        with self._lock:
+            self._live.append(worker)
+        _send(ours, self.governance, time.monotonic() + self.start_timeout_s)
+        return worker
+
+    def _await_ready(self, worker: _Worker) -> None:
+        try:
+            reply = _receive(worker.sock, time.monotonic() + self.start_timeout_s)
+        except (EOFError, OSError, _Malformed) as error:  # OSError includes TimeoutError
+            raise CheckFailed(f"a governance worker did not start ({self._fate(worker, error)})") from None
+        if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ready"):
+            raise CheckFailed(f"a governance worker could not start: {str(reply)[:500]}")
+        worker.trail = Path(reply[1])
+        self.trails.append(worker.trail)
+
+    def _fate(self, worker: _Worker, error: BaseException) -> str:
+        """What became of a worker that gave no message (it is killed, if it was not dead already)."""
+        if isinstance(error, _Malformed):
+            return f"worker {worker.process.pid} sent a malformed reply ({error}) and was killed"
+        if isinstance(error, TimeoutError):
+            return f"worker {worker.process.pid} gave no answer within its deadline and was killed"
+        worker.process.kill()
+        code = worker.process.wait()
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        return f"worker {worker.process.pid} {how}"
+
+    def govern(
+        self, response: Dict[str, Any], upstream_path: str, context: ActionContext, text: Any
+    ) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+        """:func:`~.govern.govern_response` on a worker: the governed response and each decision's event data
+        (with ``choice_index``, ``tool_call_id`` and ``source``). Raises :class:`~.govern.UnreadableAction`
+        as ``govern_response`` does, and :class:`CheckFailed` when the worker cannot give a governed response."""
+        if self._closed:
+            raise CheckFailed("the gateway's check pool is closed")
+        try:
+            worker = self._idle.get(timeout=self.deadline_s)
+        except queue.Empty:
+            raise CheckFailed(f"no governance worker was free within {self.deadline_s:g} s") from None
+        try:
+            if worker.trail is None:  # a replacement, started after its predecessor failed
+                self._await_ready(worker)
+            deadline = time.monotonic() + self.deadline_s
+            _send(worker.sock, (response, upstream_path, context, text), deadline)
+            reply = _receive(worker.sock, deadline)
+        except CheckFailed:
+            self._replace(worker)
+            raise
+        except (EOFError, OSError, _Malformed) as error:  # died, hung, or sent bytes that are no message
+            reason = self._fate(worker, error)
+            self._replace(worker)
+            raise CheckFailed(f"the governance check failed: {reason}") from None
+        except BaseException:  # the request itself could not be sent (it does not pickle): the worker is fine
+            self._idle.put(worker)
+            raise
+        if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "unreadable" and isinstance(reply[1], str):
+            self._idle.put(worker)
+            raise UnreadableAction(reply[1])
+        if not _governed_reply(reply):
+            self._replace(worker)
+            raise CheckFailed(
+                f"the governance check failed: worker {worker.process.pid} replied {str(reply)[:300]} "
+                "(not a governed response) and was killed"
+            )
+        self._idle.put(worker)
+        return reply[1], reply[2]
+
+    def _replace(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            if worker in self._live:
+                self._live.remove(worker)
+        if not self._closed:
+            try:
+                self._idle.put(self._start())  # its start-up is awaited by the next check it takes
+            except OSError as error:  # no process to be had: one short, later checks wait at most their deadline
+                raise CheckFailed(f"a governance worker could not be restarted: {error}") from None
+
+    def close(self) -> None:
+        """Stop every worker (each closes its trail when its socket ends) and wait for them; a check still
+        running fails (:class:`CheckFailed`)."""
+        self._closed = True
+        with self._lock:
+            workers, self._live = self._live, []
+        for worker in workers:
+            worker.sock.shutdown(socket.SHUT_RDWR)
+            try:
+                worker.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            worker.kill()
+
+
+_EVENT_KEYS = {"decision_id", "audit_id", "verdict", "blocked", "reason", "violations", "source"}
+
+
+def _governed_reply(reply: Any) -> bool:
+    """Whether ``reply`` is ``("governed", response, [event data, ...])`` (a worker's only other answer is
+    ``("unreadable", reason)``)."""
+    if not (isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "governed"):
+        return False
+    governed, events = reply[1], reply[2]
+    if not isinstance(governed, dict) or not isinstance(governed.get("choices"), list) or not isinstance(events, list):
+        return False
+    return all(isinstance(e, dict) and _EVENT_KEYS <= set(e) and isinstance(e["blocked"], bool) for e in events)
