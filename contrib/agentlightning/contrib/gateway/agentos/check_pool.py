@@ -20,17 +20,17 @@ reply carries each decision as its event data (plain dicts: unpickled cheaply in
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pickle
-import queue
 import socket
 import subprocess
 import sys
-import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from agentlightning.contrib.kernel.agentos import ActionContext
 
@@ -85,7 +85,10 @@ def _receive(sock: socket.socket, deadline: Optional[float]) -> Any:
     size = int.from_bytes(_read(sock, _LENGTH, deadline), "big")
     if size > MAX_MESSAGE_BYTES:
         raise _Malformed(f"a message of {size} bytes (at most {MAX_MESSAGE_BYTES})")
-    data = _read(sock, size, deadline)
+    return _decode(_read(sock, size, deadline))
+
+
+def _decode(data: bytes) -> Any:
     try:
         return pickle.loads(data)
     except Exception as error:  # noqa: BLE001 - whatever the bytes make the unpickler raise, they are no message
@@ -105,11 +108,13 @@ class _Worker:
 
 
 class CheckPool:
-    """``processes`` workers judging responses (see the module docstring); ``govern`` is thread-safe.
+    """``processes`` workers judging responses (see the module docstring), used from one event loop.
 
     ``governance`` is the gateway's :class:`~.config.GovernanceConfig` (each worker builds its kernel
     from it). The pool starts every worker and waits until each has opened its trail, so a
-    configuration a worker cannot build fails here, at start-up.
+    configuration a worker cannot build fails here, at start-up. :meth:`govern` runs on the event
+    loop (no thread between the gateway and a worker): it hands the response to an idle worker
+    and awaits its reply, at most ``deadline_s``.
     """
 
     def __init__(self, governance: Any, processes: int, *, deadline_s: float, start_timeout_s: float = 120.0) -> None:
@@ -120,20 +125,23 @@ class CheckPool:
         self.deadline_s = deadline_s
         self.start_timeout_s = start_timeout_s
         self.trails: List[Path] = []  # every worker's file, in the order they started
-        self._idle: "queue.SimpleQueue[_Worker]" = queue.SimpleQueue()
+        self._idle: Deque[_Worker] = deque()
+        self._waiting: Deque[asyncio.Future] = deque()  # callers waiting for an idle worker, first come first served
         self._live: List[_Worker] = []
-        self._lock = threading.Lock()
         self._closed = False
         started = [self._start() for _ in range(processes)]
         try:
             for worker in started:
-                self._await_ready(worker)
-        except BaseException:
-            for worker in started:
-                worker.kill()
-            raise
+                self._ready(worker, _receive(worker.sock, time.monotonic() + start_timeout_s))
+        except (EOFError, OSError, _Malformed) as error:
+            raise CheckFailed(f"a governance worker did not start ({self._fate(started[len(self.trails)], error)})")
+        finally:
+            if len(self.trails) < processes:
+                for worker in started:
+                    worker.kill()
         for worker in started:
-            self._idle.put(worker)
+            worker.sock.setblocking(False)
+            self._idle.append(worker)
 
     def _start(self) -> _Worker:
         ours, theirs = socket.socketpair()
@@ -145,17 +153,12 @@ class CheckPool:
         )
         theirs.close()
         worker = _Worker(process, ours)
-        with self._lock:
-            self._live.append(worker)
+        self._live.append(worker)
         _send(ours, self.governance, time.monotonic() + self.start_timeout_s)
         return worker
 
-    def _await_ready(self, worker: _Worker) -> None:
-        try:
-            reply = _receive(worker.sock, time.monotonic() + self.start_timeout_s)
-        except (EOFError, OSError, _Malformed) as error:  # OSError includes TimeoutError
-            raise CheckFailed(f"a governance worker did not start ({self._fate(worker, error)})") from None
-        if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ready"):
+    def _ready(self, worker: _Worker, reply: Any) -> None:
+        if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ready" and isinstance(reply[1], str)):
             raise CheckFailed(f"a governance worker could not start: {str(reply)[:500]}")
         worker.trail = Path(reply[1])
         self.trails.append(worker.trail)
@@ -171,24 +174,21 @@ class CheckPool:
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
         return f"worker {worker.process.pid} {how}"
 
-    def govern(
+    async def govern(
         self, response: Dict[str, Any], upstream_path: str, context: ActionContext, text: Any
     ) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
         """:func:`~.govern.govern_response` on a worker: the governed response and each decision's event data
         (with ``choice_index``, ``tool_call_id`` and ``source``). Raises :class:`~.govern.UnreadableAction`
-        as ``govern_response`` does, and :class:`CheckFailed` when the worker cannot give a governed response."""
-        if self._closed:
-            raise CheckFailed("the gateway's check pool is closed")
-        try:
-            worker = self._idle.get(timeout=self.deadline_s)
-        except queue.Empty:
-            raise CheckFailed(f"no governance worker was free within {self.deadline_s:g} s") from None
+        as ``govern_response`` does, and :class:`CheckFailed` when no worker gives a governed response
+        within ``deadline_s`` (from the moment a worker takes it)."""
+        worker = await self._take()
         try:
             if worker.trail is None:  # a replacement, started after its predecessor failed
-                self._await_ready(worker)
-            deadline = time.monotonic() + self.deadline_s
-            _send(worker.sock, (response, upstream_path, context, text), deadline)
-            reply = _receive(worker.sock, deadline)
+                async with asyncio.timeout(self.start_timeout_s):
+                    self._ready(worker, await _receive_async(worker.sock))
+            async with asyncio.timeout(self.deadline_s):
+                await _send_async(worker.sock, (response, upstream_path, context, text))
+                reply = await _receive_async(worker.sock)
         except CheckFailed:
             self._replace(worker)
             raise
@@ -196,11 +196,11 @@ class CheckPool:
             reason = self._fate(worker, error)
             self._replace(worker)
             raise CheckFailed(f"the governance check failed: {reason}") from None
-        except BaseException:  # the request itself could not be sent (it does not pickle): the worker is fine
-            self._idle.put(worker)
+        except BaseException:  # cancelled mid-exchange: its reply would be read as the next one's
+            self._replace(worker)
             raise
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "unreadable" and isinstance(reply[1], str):
-            self._idle.put(worker)
+            self._give_back(worker)
             raise UnreadableAction(reply[1])
         if not _governed_reply(reply):
             self._replace(worker)
@@ -208,33 +208,85 @@ class CheckPool:
                 f"the governance check failed: worker {worker.process.pid} replied {str(reply)[:300]} "
                 "(not a governed response) and was killed"
             )
-        self._idle.put(worker)
+        self._give_back(worker)
         return reply[1], reply[2]
+
+    async def _take(self) -> _Worker:
+        if self._closed:
+            raise CheckFailed("the gateway's check pool is closed")
+        if self._idle:
+            return self._idle.popleft()
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                return await turn
+        except TimeoutError:
+            raise CheckFailed(f"no governance worker was free within {self.deadline_s:g} s") from None
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self._give_back(turn.result())  # handed over just as this caller stopped waiting
+            raise
+        finally:
+            if turn in self._waiting:
+                self._waiting.remove(turn)
+
+    def _give_back(self, worker: _Worker) -> None:
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(worker)
+                return
+        self._idle.append(worker)
 
     def _replace(self, worker: _Worker) -> None:
         worker.kill()
-        with self._lock:
-            if worker in self._live:
-                self._live.remove(worker)
-        if not self._closed:
-            try:
-                self._idle.put(self._start())  # its start-up is awaited by the next check it takes
-            except OSError as error:  # no process to be had: one short, later checks wait at most their deadline
-                raise CheckFailed(f"a governance worker could not be restarted: {error}") from None
+        if worker in self._live:
+            self._live.remove(worker)
+        if self._closed:
+            return
+        try:
+            replacement = self._start()  # its start-up is awaited by the first check it takes
+        except OSError as error:  # no process to be had: the pool is one short; callers wait at most their deadline
+            raise CheckFailed(f"a governance worker could not be restarted: {error}") from None
+        replacement.sock.setblocking(False)
+        self._give_back(replacement)
 
     def close(self) -> None:
-        """Stop every worker (each closes its trail when its socket ends) and wait for them; a check still
-        running fails (:class:`CheckFailed`)."""
+        """Stop every worker (each closes its trail when its socket ends) and wait for them."""
         self._closed = True
-        with self._lock:
-            workers, self._live = self._live, []
+        workers, self._live = self._live, []
         for worker in workers:
-            worker.sock.shutdown(socket.SHUT_RDWR)
             try:
+                worker.sock.shutdown(socket.SHUT_RDWR)
                 worker.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+            except (OSError, subprocess.TimeoutExpired):
                 pass
             worker.kill()
+
+
+async def _read_async(sock: socket.socket, size: int) -> bytes:
+    loop = asyncio.get_running_loop()
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        count = await loop.sock_recv_into(sock, view[got:])
+        if not count:
+            raise EOFError
+        got += count
+    return bytes(buffer)
+
+
+async def _receive_async(sock: socket.socket) -> Any:
+    size = int.from_bytes(await _read_async(sock, _LENGTH), "big")
+    if size > MAX_MESSAGE_BYTES:
+        raise _Malformed(f"a message of {size} bytes (at most {MAX_MESSAGE_BYTES})")
+    return _decode(await _read_async(sock, size))
+
+
+async def _send_async(sock: socket.socket, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    await asyncio.get_running_loop().sock_sendall(sock, len(data).to_bytes(_LENGTH, "big") + data)
 
 
 _EVENT_KEYS = {"decision_id", "audit_id", "verdict", "blocked", "reason", "violations", "source"}

@@ -363,7 +363,7 @@ class GovernanceLayer:
                 raise UnreadableAction(
                     f"upstream answered {status} with content-type {content_type!r}, not a JSON object"
                 )
-            governed, decisions = await self.queue.run(params["rollout_id"], self._judge, response, params, context)
+            governed, decisions = await self.judge(response, params["upstream_path"], context)
             events = as_stream_events(governed, params["upstream_path"], **stream) if stream else None
         except (UnreadableAction, CheckFailed) as error:
             unreadable = isinstance(error, UnreadableAction)
@@ -387,14 +387,21 @@ class GovernanceLayer:
             kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
         return status, kept + [(b"content-length", str(len(new_body)).encode())], new_body
 
-    def _judge(
-        self, response: Dict[str, Any], params: Dict[str, Any], context: ActionContext
+    async def judge(
+        self, response: Dict[str, Any], upstream_path: str, context: ActionContext
     ) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
-        """The governed response and each decision's event data: on a worker process of the pool when there is
-        one, else with the gateway's own kernel, on this thread."""
+        """The governed response and each decision's event data, judged on the fair queue (``context``'s
+        rollout is its key): in a worker process of the pool when the gateway has one, else with the
+        gateway's own kernel. Raises :class:`~.govern.UnreadableAction` and :class:`~.check_pool.CheckFailed`."""
+        key = context.rollout_id or ""
         if self.checks is not None:
-            return self.checks.govern(response, params["upstream_path"], context, self.text_action)
-        governed, decisions = govern_response(self.kernel, response, params["upstream_path"], context, self.text_action)
+            return await self.queue.run(key, self.checks.govern, response, upstream_path, context, self.text_action)
+        return await self.queue.run(key, self._judge_here, response, upstream_path, context)
+
+    def _judge_here(
+        self, response: Dict[str, Any], upstream_path: str, context: ActionContext
+    ) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+        governed, decisions = govern_response(self.kernel, response, upstream_path, context, self.text_action)
         return governed, [_event_data(judged) for judged in decisions]
 
     async def _withhold(self, params: Dict[str, Any], context: ActionContext, body: bytes, reason: str) -> str:
