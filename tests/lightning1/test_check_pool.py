@@ -186,3 +186,17 @@ def test_a_bad_check_processes_value_is_refused_naming_the_fix(value, tmp_path):
         GovernanceConfig.from_mapping(
             {"recorder_dir": str(tmp_path), "policies": [{"sql": {"deny": ["DROP"]}}], "check_processes": value}
         )
+
+
+def test_a_check_worker_starts_without_importing_1_0s_server():
+    """A worker needs the kernel core and the response reader; 1.0's server (FastAPI, its routes) cost each
+    worker about 0.7 s more CPU to start, paid again at every restart."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, agentlightning.contrib.gateway.agentos.check_worker; "
+        "print(sorted(m for m in ('agentlightning.server.app', 'fastapi', 'uvicorn') if m in sys.modules))"
+    )
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert imported.strip() == "[]"
