@@ -72,7 +72,7 @@ def first_seen_queries(rng: random.Random, count: int) -> List[str]:
 # ----------------------------------------------------------------------------- the arms (child processes)
 
 
-def gateway_arm(cpus: List[int], workdir: Path, concurrency: int) -> None:
+def gateway_arm(cpus: List[int], workdir: Path, concurrency: int, per_core: int) -> None:
     import asyncio
 
     from omegaconf import OmegaConf
@@ -84,6 +84,8 @@ def gateway_arm(cpus: List[int], workdir: Path, concurrency: int) -> None:
 
     packaged = OmegaConf.to_container(OmegaConf.load(Path(configs_init).parent / "agentos_gateway.yaml"))
     governance = {**packaged["governance"], "recorder_dir": str(workdir / "audit")}
+    if per_core > 1 and len(cpus) > 1:
+        governance["check_processes"] = per_core * len(cpus)
     sys.path.insert(0, str(HERE.parents[1] / "contrib" / "recipes" / "agentos"))
     from gateway_services import server_config  # the 1.0 recipe's server keys, as the tests build them
 
@@ -291,6 +293,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--responses", type=int, default=300, help="gateway: responses per round (default: 300)")
     parser.add_argument("--concurrency", type=int, default=8, help="gateway: rollouts in flight (default: 8)")
     parser.add_argument(
+        "--per-core",
+        type=int,
+        default=1,
+        help="gateway: check processes per core on two cores (default: 1, the gateway's default)",
+    )
+    parser.add_argument(
         "--rollouts", type=int, default=150, help="runner: rollouts per process per round (default: 150)"
     )
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default: 5)")
@@ -302,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         cpus = [int(c) for c in args.cpus.split(",")]
         os.sched_setaffinity(0, cpus)  # before anything starts: the gateway's check workers inherit it
         if args.arm == "gateway":
-            gateway_arm(cpus, args.workdir, args.concurrency)
+            gateway_arm(cpus, args.workdir, args.concurrency, args.per_core)
         else:
             runner_arm(cpus, args.workdir)
         return
@@ -310,7 +318,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error("say which side to measure: gateway or runner")
     require_at_least(parser, args, responses=1, concurrency=1, rollouts=1, rounds=1)
     if args.side == "gateway":
-        drive("gateway", args.responses, args.rounds, ["--concurrency", str(args.concurrency)])
+        drive(
+            "gateway",
+            args.responses,
+            args.rounds,
+            ["--concurrency", str(args.concurrency), "--per-core", str(args.per_core)],
+        )
     else:
         drive("runner", args.rollouts, args.rounds, [])
 
