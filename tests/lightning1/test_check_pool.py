@@ -29,7 +29,7 @@ DEADLINE_S = 3.0
 
 #: A policy that, inside the worker process checking it, does to that process what the query says.
 MISBEHAVING_POLICY = """
-import os, pickle, signal, sys
+import os, signal, sys
 
 from agentlightning.contrib.kernel.agentos import Policy
 
@@ -43,12 +43,11 @@ class Misbehave(Policy):
             os.kill(os.getpid(), signal.SIGKILL)
         if "STOP_ME" in query:  # the whole process stops: no thread of it answers again
             os.kill(os.getpid(), signal.SIGSTOP)
-        if "GARBLE" in query or "NONSENSE" in query:  # the worker's channel to the gateway is its argv's fd
-            if "GARBLE" in query:
-                frame = b"\\xff" * 16
-            else:
-                frame = pickle.dumps(("governed", "no response here"))
+        if "GARBLE" in query:  # bytes that are no message, on the worker's channel to the gateway (its argv's fd)
+            frame = b"\\xff" * 16
             os.write(int(sys.argv[1]), len(frame).to_bytes(8, "big") + frame)
+        if "NONSENSE" in query:  # the worker's own reply to this check goes wrong (the worker runs as __main__)
+            sys.modules["__main__"].decision_event_data = lambda *args, **kwargs: {"not": "an event"}
         return []
 
 
@@ -150,6 +149,9 @@ def test_a_worker_that_fails_mid_check_withholds_the_response_and_the_failure_is
     pids_after = {w.process.pid for w in pool._live}
     assert len(pids_after) == 2 and len(pids_after - pids_before) == 1
     assert all(w.process.poll() is None for w in pool._live)
+    started = time.monotonic()  # the replacement starts while the other worker serves; its file once it is ready
+    while not all(w.trail for w in pool._live) and time.monotonic() - started < 120:
+        time.sleep(0.1)
 
     # Every trail verifies with the key: the gateway's, the failed worker's (up to its last commit), the new ones.
     trails = sorted(gateway_trail(gateway).parent.glob("gateway-*.db"))

@@ -57,7 +57,7 @@ def create_governed_app(config: Mapping[str, Any] | DictConfig) -> GovernanceLay
         kernel,
         text_action=governance.text_action,
         agent_id=governance.agent_id,
-        workers=max(governance.workers, processes),
+        workers=max(governance.workers, processes * checks.per_worker if checks else 1),
         key=key,
         checks=checks,
     )

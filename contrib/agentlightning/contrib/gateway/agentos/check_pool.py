@@ -21,6 +21,7 @@ reply carries each decision as its event data (plain dicts: unpickled cheaply in
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import pickle
 import socket
@@ -28,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
@@ -100,6 +101,10 @@ class _Worker:
     process: subprocess.Popen
     sock: socket.socket
     trail: Optional[Path] = None  # known once the worker has said it is ready
+    waiting: Dict[int, asyncio.Future] = field(default_factory=dict)  # its checks in flight, by request id
+    fate: Optional[str] = None  # why the pool gave it up
+    sending: Optional[asyncio.Lock] = None  # one message at a time on its socket
+    reader: Optional["asyncio.Task[None]"] = None
 
     def kill(self) -> None:
         self.process.kill()
@@ -113,21 +118,33 @@ class CheckPool:
     ``governance`` is the gateway's :class:`~.config.GovernanceConfig` (each worker builds its kernel
     from it). The pool starts every worker and waits until each has opened its trail, so a
     configuration a worker cannot build fails here, at start-up. :meth:`govern` runs on the event
-    loop (no thread between the gateway and a worker): it hands the response to an idle worker
-    and awaits its reply, at most ``deadline_s``.
+    loop (no thread between the gateway and a worker) and gives each worker up to ``per_worker``
+    responses at once: while one check waits for its record's commit, the next one computes.
     """
 
-    def __init__(self, governance: Any, processes: int, *, deadline_s: float, start_timeout_s: float = 120.0) -> None:
-        if processes < 1 or deadline_s <= 0:
-            raise ValueError(f"processes must be >= 1 and deadline_s > 0, got {processes} and {deadline_s}")
+    def __init__(
+        self,
+        governance: Any,
+        processes: int,
+        *,
+        deadline_s: float,
+        per_worker: int = 2,
+        start_timeout_s: float = 120.0,
+    ) -> None:
+        if processes < 1 or per_worker < 1 or deadline_s <= 0:
+            raise ValueError(
+                f"processes and per_worker must be >= 1 and deadline_s > 0, got {processes}, "
+                f"{per_worker} and {deadline_s}"
+            )
         self.governance = governance
         self.processes = processes
+        self.per_worker = per_worker
         self.deadline_s = deadline_s
         self.start_timeout_s = start_timeout_s
         self.trails: List[Path] = []  # every worker's file, in the order they started
-        self._idle: Deque[_Worker] = deque()
-        self._waiting: Deque[asyncio.Future] = deque()  # callers waiting for an idle worker, first come first served
-        self._live: List[_Worker] = []
+        self._live: List[_Worker] = []  # started, not given up (ready or starting)
+        self._turns: Deque[asyncio.Future] = deque()  # callers waiting for a free place, first come first served
+        self._ids = itertools.count()
         self._closed = False
         started = [self._start() for _ in range(processes)]
         try:
@@ -141,13 +158,12 @@ class CheckPool:
                     worker.kill()
         for worker in started:
             worker.sock.setblocking(False)
-            self._idle.append(worker)
 
     def _start(self) -> _Worker:
         ours, theirs = socket.socketpair()
         module = __name__.rpartition(".")[0] + ".check_worker"
         process = subprocess.Popen(
-            [sys.executable, "-m", module, str(theirs.fileno())],
+            [sys.executable, "-m", module, str(theirs.fileno()), str(self.per_worker)],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
         )
@@ -165,10 +181,12 @@ class CheckPool:
 
     def _fate(self, worker: _Worker, error: BaseException) -> str:
         """What became of a worker that gave no message (it is killed, if it was not dead already)."""
+        if worker.fate:
+            return worker.fate
         if isinstance(error, _Malformed):
             return f"worker {worker.process.pid} sent a malformed reply ({error}) and was killed"
         if isinstance(error, TimeoutError):
-            return f"worker {worker.process.pid} gave no answer within its deadline and was killed"
+            return f"worker {worker.process.pid} did not start within {self.start_timeout_s:g} s and was killed"
         worker.process.kill()
         code = worker.process.wait()
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
@@ -180,77 +198,122 @@ class CheckPool:
         """:func:`~.govern.govern_response` on a worker: the governed response and each decision's event data
         (with ``choice_index``, ``tool_call_id`` and ``source``). Raises :class:`~.govern.UnreadableAction`
         as ``govern_response`` does, and :class:`CheckFailed` when no worker gives a governed response
-        within ``deadline_s`` (from the moment a worker takes it)."""
+        within ``deadline_s`` (counted from the moment a worker takes it)."""
         worker = await self._take()
+        request_id = next(self._ids)
+        answer = asyncio.get_running_loop().create_future()
+        worker.waiting[request_id] = answer
         try:
-            if worker.trail is None:  # a replacement, started after its predecessor failed
-                async with asyncio.timeout(self.start_timeout_s):
-                    self._ready(worker, await _receive_async(worker.sock))
             async with asyncio.timeout(self.deadline_s):
-                await _send_async(worker.sock, (response, upstream_path, context, text))
-                reply = await _receive_async(worker.sock)
-        except CheckFailed:
-            self._replace(worker)
-            raise
-        except (EOFError, OSError, _Malformed) as error:  # died, hung, or sent bytes that are no message
-            reason = self._fate(worker, error)
-            self._replace(worker)
-            raise CheckFailed(f"the governance check failed: {reason}") from None
-        except BaseException:  # cancelled mid-exchange: its reply would be read as the next one's
-            self._replace(worker)
-            raise
+                async with worker.sending:
+                    await _send_async(worker.sock, (request_id, response, upstream_path, context, text))
+                reply = await answer
+        except TimeoutError:
+            if answer.done() and not answer.cancelled() and answer.exception() is not None:
+                raise answer.exception() from None  # the worker failed just as the deadline passed
+            self._give_up(worker, f"worker {worker.process.pid} gave no answer within its deadline and was killed")
+            raise CheckFailed(f"the governance check failed: {worker.fate}") from None
+        except OSError as error:  # the request could not be sent: the worker is gone
+            self._give_up(worker, self._fate(worker, error))
+            raise CheckFailed(f"the governance check failed: {worker.fate}") from None
+        finally:
+            worker.waiting.pop(request_id, None)
+            self._next_turn()
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "unreadable" and isinstance(reply[1], str):
-            self._give_back(worker)
             raise UnreadableAction(reply[1])
         if not _governed_reply(reply):
-            self._replace(worker)
-            raise CheckFailed(
-                f"the governance check failed: worker {worker.process.pid} replied {str(reply)[:300]} "
-                "(not a governed response) and was killed"
+            self._give_up(
+                worker,
+                f"worker {worker.process.pid} replied {str(reply)[:300]} (not a governed response) and was killed",
             )
-        self._give_back(worker)
+            raise CheckFailed(f"the governance check failed: {worker.fate}")
         return reply[1], reply[2]
+
+    def _free(self) -> Optional[_Worker]:
+        """The ready worker with the fewest checks in flight, if it has room for one more."""
+        ready = [w for w in self._live if w.trail is not None and w.fate is None]
+        best = min(ready, key=lambda w: len(w.waiting), default=None)
+        return best if best is not None and len(best.waiting) < self.per_worker else None
 
     async def _take(self) -> _Worker:
         if self._closed:
             raise CheckFailed("the gateway's check pool is closed")
-        if self._idle:
-            return self._idle.popleft()
-        turn = asyncio.get_running_loop().create_future()
-        self._waiting.append(turn)
-        try:
-            async with asyncio.timeout(self.deadline_s):
-                return await turn
-        except TimeoutError:
-            raise CheckFailed(f"no governance worker was free within {self.deadline_s:g} s") from None
-        except BaseException:
-            if turn.done() and not turn.cancelled():
-                self._give_back(turn.result())  # handed over just as this caller stopped waiting
-            raise
-        finally:
-            if turn in self._waiting:
-                self._waiting.remove(turn)
+        worker = None if self._turns else self._free()
+        if worker is None:
+            turn = asyncio.get_running_loop().create_future()
+            self._turns.append(turn)
+            try:
+                async with asyncio.timeout(self.deadline_s):
+                    while worker is None:
+                        await turn
+                        worker = self._free()
+                        if worker is None:
+                            turn = asyncio.get_running_loop().create_future()
+                            self._turns.appendleft(turn)  # still first in line
+            except TimeoutError:
+                raise CheckFailed(f"no governance worker was free within {self.deadline_s:g} s") from None
+            finally:
+                if turn in self._turns:
+                    self._turns.remove(turn)
+                self._next_turn()  # a place this caller did not take goes to the next one
+        if worker.reader is None:
+            worker.sending = asyncio.Lock()
+            worker.reader = asyncio.get_running_loop().create_task(self._read_replies(worker))
+        return worker
 
-    def _give_back(self, worker: _Worker) -> None:
-        while self._waiting:
-            turn = self._waiting.popleft()
+    def _next_turn(self) -> None:
+        if self._turns and self._free() is not None:
+            turn = self._turns.popleft()
             if not turn.done():
-                turn.set_result(worker)
-                return
-        self._idle.append(worker)
+                turn.set_result(None)
 
-    def _replace(self, worker: _Worker) -> None:
-        worker.kill()
-        if worker in self._live:
-            self._live.remove(worker)
-        if self._closed:
-            return
+    async def _read_replies(self, worker: _Worker) -> None:
+        """Hands each of ``worker``'s replies to the check waiting for it; gives the worker up at the first
+        message that is not a reply to a check in flight, or when it goes."""
         try:
-            replacement = self._start()  # its start-up is awaited by the first check it takes
-        except OSError as error:  # no process to be had: the pool is one short; callers wait at most their deadline
-            raise CheckFailed(f"a governance worker could not be restarted: {error}") from None
-        replacement.sock.setblocking(False)
-        self._give_back(replacement)
+            while True:
+                message = await _receive_async(worker.sock)
+                if not (isinstance(message, tuple) and len(message) == 2 and message[0] in worker.waiting):
+                    raise _Malformed(f"not a reply to a check in flight: {str(message)[:200]}")
+                answer = worker.waiting.pop(message[0])
+                if not answer.done():
+                    answer.set_result(message[1])
+        except (EOFError, OSError, _Malformed) as error:
+            self._give_up(worker, self._fate(worker, error))
+        except asyncio.CancelledError:
+            self._give_up(worker, f"the pool stopped reading worker {worker.process.pid}")
+            raise
+
+    def _give_up(self, worker: _Worker, fate: str) -> None:
+        """Kill ``worker``, fail every check it has in flight with ``fate``, start another in its place."""
+        if worker not in self._live:
+            return
+        worker.fate = fate
+        self._live.remove(worker)
+        if worker.reader is not None and worker.reader is not asyncio.current_task():
+            worker.reader.cancel()
+        worker.kill()
+        for answer in worker.waiting.values():
+            if not answer.done():
+                answer.set_exception(CheckFailed(f"the governance check failed: {fate}"))
+        worker.waiting.clear()
+        if not self._closed:
+            try:
+                replacement = self._start()
+            except OSError as error:  # no process to be had: the pool is one short; callers wait at most their deadline
+                raise CheckFailed(f"a governance worker could not be restarted: {error}") from None
+            replacement.sock.setblocking(False)
+            asyncio.get_running_loop().create_task(self._await_start(replacement))
+
+    async def _await_start(self, worker: _Worker) -> None:
+        try:
+            async with asyncio.timeout(self.start_timeout_s):
+                self._ready(worker, await _receive_async(worker.sock))
+        except (EOFError, OSError, _Malformed, CheckFailed) as error:
+            self._give_up(worker, self._fate(worker, error) if not isinstance(error, CheckFailed) else str(error))
+            return
+        while self._turns and self._free() is not None:
+            self._next_turn()
 
     def close(self) -> None:
         """Stop every worker (each closes its trail when its socket ends) and wait for them."""
