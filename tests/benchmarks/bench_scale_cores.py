@@ -129,13 +129,16 @@ def gateway_arm(cpus: List[int], workdir: Path, concurrency: int, per_core: int)
             ticks += int(fields[11]) + int(fields[12])  # utime, stime
         return ticks / os.sysconf("SC_CLK_TCK")
 
-    asyncio.run(batch(10 * concurrency))  # warm-up: every worker's first checks
-    reply({"ready": True, "check_processes": pool.processes if pool else 1})
-    for line in sys.stdin:
-        command = json.loads(line)
-        if command["run"] == 0:
-            break
-        reply(asyncio.run(batch(command["run"])))
+    async def serve() -> None:  # one event loop for every batch, as the gateway has (the pool is bound to it)
+        await batch(10 * concurrency)  # warm-up: every worker's first checks
+        reply({"ready": True, "check_processes": pool.processes if pool else 1})
+        while True:
+            command = json.loads(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
+            if command["run"] == 0:
+                break
+            reply(await batch(command["run"]))
+
+    asyncio.run(serve())
     layer.close()
     trails = sorted((workdir / "audit").glob("gateway-*.db"))
     verified = [verify_file(t, key=AUDIT_KEY) for t in trails]

@@ -280,9 +280,7 @@ class CheckPool:
                     answer.set_result(message[1])
         except (EOFError, OSError, _Malformed) as error:
             self._give_up(worker, self._fate(worker, error))
-        except asyncio.CancelledError:
-            self._give_up(worker, f"the pool stopped reading worker {worker.process.pid}")
-            raise
+        # Cancelled: given up already, or the loop is ending (the worker stays until close(): nothing to replace).
 
     def _give_up(self, worker: _Worker, fate: str) -> None:
         """Kill ``worker``, fail every check it has in flight with ``fate``, start another in its place."""
