@@ -173,9 +173,10 @@ def runner_arm(cpus: List[int], workdir: Path) -> None:
             if command["run"] == 0:
                 break
             tasks = tasks_for("first-seen", rng, command["run"], str(db))
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             await arm.run_batch(tasks, counted=True)
-            reply({"seconds": time.perf_counter() - started, "failed": arm.failed})
+            seconds, cpu_ms = time.perf_counter() - started, (time.process_time() - cpu) * 1e3 / len(tasks)
+            reply({"seconds": seconds, "failed": arm.failed, "runner_cpu_ms": cpu_ms})
         arm.runner.teardown_worker(0)
         arm.runner.teardown()
 
@@ -263,7 +264,7 @@ def drive(side: str, count: int, rounds: int, extra: Sequence[str]) -> None:
                 wall = time.perf_counter() - started
                 assert all(r.get("failed", 0) == 0 for r in results), results
                 rates[label].append(count * len(children) / wall)
-                for key in ("gateway_cpu_ms", "workers_cpu_ms"):
+                for key in ("gateway_cpu_ms", "workers_cpu_ms", "runner_cpu_ms"):
                     if key in results[0]:
                         cpu.setdefault((label, key), []).append(results[0][key])
             print(
@@ -281,7 +282,7 @@ def drive(side: str, count: int, rounds: int, extra: Sequence[str]) -> None:
     )
     if cpu:
         print(
-            "CPU ms per response (median): "
+            f"CPU ms per {unit[:-1]} (median, first process of the arm): "
             + ", ".join(f"{a} {k[:-3]} {statistics.median(v):.3f}" for (a, k), v in cpu.items())
         )
     per_round = ", ".join(f"{r:.2f}" for r in ratios)
