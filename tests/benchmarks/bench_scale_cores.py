@@ -26,7 +26,7 @@ first, so a loaded machine understates the ratio.
   process on one core against two runner processes (each with its own kernel, trail and store, as
   ``Trainer(n_runners=2)`` gives each runner process its own) on two cores, each doing ``--rollouts``.
 
-Every trail is verified at the end. The target (issue 36) is a ratio >= 1.7 on two cores.
+Every trail is verified at the end. The target is a ratio >= 1.7 on two cores.
 """
 
 from __future__ import annotations
