@@ -9,8 +9,9 @@ durably, before it replies; the gateway forwards nothing before the reply.
 
 Fail closed, in bounded time: a worker that dies, does not answer within ``deadline_s``, or answers
 something that is not a governed response raises :class:`CheckFailed` (the layer withholds the
-response and records the refusal in its own trail); the worker is killed and a new one started
-(a new process: a new pid, a new file; a hash chain is never continued by another process).
+response and records the refusal in its own trail); the worker is killed, the other check it had in
+flight fails the same way, and a new one is started while the others serve (a new process: a new
+pid, a new file; a hash chain is never continued by another process).
 
 Workers are started with ``python -m`` of this module (not ``fork``: a trail refuses a forked
 writer, and the gateway has threads), and import the kernel core and :mod:`.govern` only, not
