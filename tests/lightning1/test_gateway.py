@@ -103,10 +103,11 @@ def test_a_blocked_drop_never_executes_and_every_decision_is_recorded(gateway, m
     assert [v["severity"] for v in decision["data"]["violations"]] == ["critical"]
     assert [e["data"]["value"] for e in of_type(events, "reward")] == [1.0]  # the agent's own reward
 
-    (audit_file,) = (tmp_path / "audit").glob("gateway-*.db")
-    recorder = open_flight_recorder(audit_file)
-    assert recorder.verify_integrity()["valid"] is True
-    recorded = [decision_from_record(r)["agentos"] for r in recorder.get_log() if decision_from_record(r)]
+    recorded = []  # the gateway's own file and each check worker's (one per core by default)
+    for audit_file in sorted((tmp_path / "audit").glob("gateway-*.db")):
+        recorder = open_flight_recorder(audit_file)
+        assert recorder.verify_integrity()["valid"] is True
+        recorded += [decision_from_record(r)["agentos"] for r in recorder.get_log() if decision_from_record(r)]
     assert [(r["decision_id"], r["verdict"], r["rollout_id"], r["attempt_id"]) for r in recorded] == [
         (decision["data"]["decision_id"], "blocked", rollout_id, "0")
     ]

@@ -56,11 +56,11 @@ def chat(question: str) -> dict:
 
 
 def audit_records(tmp_path: Path) -> list:
-    (audit_file,) = (tmp_path / "audit").glob("gateway-*.db")
-    recorder = open_flight_recorder(audit_file)
+    """The records of every trail file of the gateway (its own, and each check worker's)."""
     return [
         {**decided["agentos"], "tool_name": row["tool_name"]}
-        for row in recorder.get_log()
+        for audit_file in sorted((tmp_path / "audit").glob("gateway-*.db"))
+        for row in open_flight_recorder(audit_file).get_log()
         if (decided := decision_from_record(row))
     ]
 

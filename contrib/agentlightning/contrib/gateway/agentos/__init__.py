@@ -9,11 +9,36 @@ and the kernel core, nothing of the 0.3 rooms.
   the governed reward as each rollout's last ``reward`` event.
 """
 
-from .app import create_governed_app, split_config
-from .config import CONFIG_ENV, GovernanceConfig
-from .events import DECISION_EVENT, REASON_GOVERNED, REASON_HOOK_FAILED, REWARD_SOURCE
-from .govern import GatewayDecision, TextAction, UnreadableAction, govern_response, refusal_text
-from .layer import GovernanceLayer
+from importlib import import_module
+from typing import Any
+
+#: Where each public name lives: loaded on first use, so a check worker (which needs :mod:`.govern` and the
+#: kernel core only) does not import 1.0's server to start.
+_EXPORTS = {
+    "create_governed_app": "app",
+    "split_config": "app",
+    "CONFIG_ENV": "config",
+    "GovernanceConfig": "config",
+    "DECISION_EVENT": "events",
+    "REASON_GOVERNED": "events",
+    "REASON_HOOK_FAILED": "events",
+    "REWARD_SOURCE": "events",
+    "GatewayDecision": "govern",
+    "TextAction": "govern",
+    "UnreadableAction": "govern",
+    "govern_response": "govern",
+    "refusal_text": "govern",
+    "GovernanceLayer": "layer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CONFIG_ENV",

@@ -18,6 +18,7 @@ from agentlightning.server.app import create_app
 
 from agentlightning.contrib.kernel.agentos.audit_seal import UNKEYED_WARNING
 
+from .check_pool import CheckPool, available_cores
 from .config import GovernanceConfig, gateway_key
 from .layer import GovernanceLayer
 
@@ -37,18 +38,26 @@ def split_config(config: Mapping[str, Any] | DictConfig) -> tuple[dict, Governan
 
 def create_governed_app(config: Mapping[str, Any] | DictConfig) -> GovernanceLayer:
     """``agentlightning.server.app.create_app`` of the server keys, behind a :class:`GovernanceLayer`
-    built from the ``governance`` section (policies, FlightRecorder in ``recorder_dir``)."""
+    built from the ``governance`` section (policies, FlightRecorder in ``recorder_dir``).
+
+    With more than one ``check_processes`` (by default, one per core available), responses are judged
+    in a :class:`~.check_pool.CheckPool` of worker processes, each with its own kernel and trail file;
+    the gateway's own kernel (and file) records the requests it refuses and the checks that failed."""
     server_config, governance = split_config(config)
     key = gateway_key(server_config)
     kernel = governance.build_kernel()
     if kernel.audit is not None and kernel.audit.key is None:
         recorder = str(kernel.audit.recorder.db_path)
         log.warning(f"the gateway's audit trail is unkeyed: {UNKEYED_WARNING}", recorder=recorder)
+    app = create_app(server_config)
+    processes = governance.check_processes or available_cores()
+    checks = CheckPool(governance, processes, deadline_s=governance.check_deadline_s) if processes > 1 else None
     return GovernanceLayer(
-        create_app(server_config),
+        app,
         kernel,
         text_action=governance.text_action,
         agent_id=governance.agent_id,
-        workers=governance.workers,
+        workers=max(governance.workers, processes * checks.per_worker if checks else 1),
         key=key,
+        checks=checks,
     )

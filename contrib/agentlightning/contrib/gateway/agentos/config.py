@@ -14,6 +14,9 @@ and by the hooks (the penalty table, a :class:`RewardConfig` of the kernel core)
       text_action: null                    # or {tool: run_sql, argument: query}
       policy_timeout_s: 1.0
       workers: 2                           # threads that run kernel checks, off the event loop
+      check_processes: null                # worker processes judging responses (null: the cores available;
+                                           # 1: in the gateway's own process)
+      check_deadline_s: 30                 # a worker that has not answered by then is killed, the response withheld
 
 >>> config = GovernanceConfig.from_mapping({"recorder_dir": "/tmp/x", "policies": [{"sql": {"deny": ["DROP"]}}]})
 >>> [type(p).__name__ for p in config.build_policies()], config.reward.critical_penalty
@@ -129,7 +132,17 @@ POLICY_BUILDERS: Dict[str, Callable[..., Policy]] = {
 #: file, ``"./my_policies.py:factory"``), or ``{python: {factory: ..., options: {...}}}``.
 PYTHON_POLICY = "python"
 
-_KEYS = {"recorder_dir", "policies", "penalties", "text_action", "policy_timeout_s", "workers", "agent_id"}
+_KEYS = {
+    "recorder_dir",
+    "policies",
+    "penalties",
+    "text_action",
+    "policy_timeout_s",
+    "workers",
+    "agent_id",
+    "check_processes",
+    "check_deadline_s",
+}
 
 #: Numbers the kernels this process builds, so each gets its own recorder file.
 _KERNELS_IN_THIS_PROCESS = itertools.count(1)
@@ -170,6 +183,8 @@ class GovernanceConfig:
     policy_timeout_s: float = 1.0
     workers: int = 2
     agent_id: str = "agentos-gateway"
+    check_processes: Optional[int] = None  #: None: one per core available to the gateway (``os.sched_getaffinity``)
+    check_deadline_s: float = 30.0
 
     @classmethod
     def from_mapping(cls, section: Any) -> "GovernanceConfig":
@@ -207,6 +222,15 @@ class GovernanceConfig:
         workers = section.get("workers", 2)
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise GovernanceConfigError(f"governance.workers must be an integer >= 1, got {workers!r}")
+        processes = section.get("check_processes")
+        if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
+            raise GovernanceConfigError(
+                f"governance.check_processes must be an integer >= 1 (1: checks in the gateway's own process) "
+                f"or null (one per available core), got {processes!r}"
+            )
+        deadline = section.get("check_deadline_s", 30.0)
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0:
+            raise GovernanceConfigError(f"governance.check_deadline_s must be seconds > 0, got {deadline!r}")
         config = cls(
             recorder_dir=Path(os.path.expanduser(str(section["recorder_dir"]))),
             policies=[dict(p) if isinstance(p, Mapping) else p for p in policies],
@@ -215,6 +239,8 @@ class GovernanceConfig:
             policy_timeout_s=float(section.get("policy_timeout_s", 1.0)),
             workers=workers,
             agent_id=str(section.get("agent_id", "agentos-gateway")),
+            check_processes=processes,
+            check_deadline_s=float(deadline),
         )
         config.build_policies()  # a bad policy entry fails here, at start-up, with its position
         return config

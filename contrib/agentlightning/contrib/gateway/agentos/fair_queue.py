@@ -23,6 +23,7 @@ rollout waits for the first of them to finish. The kernel's own deadline bounds 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Deque, Dict, TypeVar
@@ -51,7 +52,8 @@ class FairQueue:
         self._busy = 0
 
     async def run(self, key: str, function: Callable[..., T], *args: Any) -> T:
-        """``function(*args)`` on a worker, when ``key``'s turn comes."""
+        """``function(*args)`` on a worker thread when ``key``'s turn comes (awaited on the loop if it is a coroutine
+        function: its turn then ends when it returns)."""
         loop = asyncio.get_running_loop()
         turn: asyncio.Future = loop.create_future()
         self._waiting.setdefault(key, deque()).append(turn)
@@ -62,6 +64,11 @@ class FairQueue:
             if turn.done() and not turn.cancelled():
                 self._release(key)  # granted, then cancelled before the job was submitted
             raise
+        if inspect.iscoroutinefunction(function):  # work that awaits (another process): on the loop, no thread
+            try:
+                return await function(*args)
+            finally:
+                self._release(key)
         try:
             job = self.executor.submit(function, *args)
         except BaseException:

@@ -23,7 +23,10 @@
    stream of chunks (:func:`~.govern.as_stream_events`); 1.0's proxy forwards the request and records the
    model's original response; every action in it is judged with the kernel, the rollout and attempt
    as context, on a :class:`~.fair_queue.FairQueue` (worker threads, at most one per rollout at a
-   time, rollouts served in turn, so one rollout's slow input does not delay another's check);
+   time, rollouts served in turn, so one rollout's slow input does not delay another's check),
+   each thread handing its response to a :class:`~.check_pool.CheckPool` worker process when the
+   gateway has one (checks then scale with cores; a worker that dies, hangs or answers nonsense
+   fails the check: the response is withheld and the failure recorded by the gateway's own kernel);
    one ``agentos.decision`` event per decision is recorded on the attempt (on the loop thread, with
    1.0's own ``record_event``); the governed response is returned (blocked calls replaced by
    refusals).
@@ -51,6 +54,7 @@ from agentlightning.server.routes.rollouts import get_rollout
 
 from agentlightning.contrib.kernel.agentos import Action, ActionContext, GovernanceKernel
 
+from .check_pool import CheckFailed, CheckPool
 from .events import DECISION_EVENT, decision_event_data
 from .fair_queue import FairQueue
 from .govern import (
@@ -158,9 +162,11 @@ class GovernanceLayer:
         agent_id: str = "agentos-gateway",
         workers: int = 2,
         key: str = "",
+        checks: Optional[CheckPool] = None,
     ) -> None:
         self.app = app
         self.kernel = kernel
+        self.checks = checks
         self.text_action = text_action
         self.agent_id = agent_id
         self.key = key.encode()
@@ -357,23 +363,18 @@ class GovernanceLayer:
                 raise UnreadableAction(
                     f"upstream answered {status} with content-type {content_type!r}, not a JSON object"
                 )
-            governed, decisions = await self.queue.run(
-                params["rollout_id"],
-                govern_response,
-                self.kernel,
-                response,
-                params["upstream_path"],
-                context,
-                self.text_action,
-            )
+            governed, decisions = await self.judge(response, params["upstream_path"], context)
             events = as_stream_events(governed, params["upstream_path"], **stream) if stream else None
-        except UnreadableAction as error:
-            decision_id = await self._withhold(params, context, body, str(error))
+        except (UnreadableAction, CheckFailed) as error:
+            unreadable = isinstance(error, UnreadableAction)
+            reason = f"unreadable model response: {error}" if unreadable else str(error)
+            decision_id = await self._withhold(params, context, body, reason)
             # The reason (which may quote the response) is in the decision, not in what the harness reads.
+            what = "could not read the model response" if unreadable else "could not judge the model response"
             return _json_reply(
                 502,
                 {
-                    "error": "agentos could not read the model response; the model response was withheld",
+                    "error": f"agentos {what}; the model response was withheld",
                     "reason": f"see the {DECISION_EVENT} event {decision_id} on the attempt",
                 },
             )
@@ -386,32 +387,38 @@ class GovernanceLayer:
             kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
         return status, kept + [(b"content-length", str(len(new_body)).encode())], new_body
 
+    async def judge(
+        self, response: Dict[str, Any], upstream_path: str, context: ActionContext
+    ) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+        """The governed response and each decision's event data, judged on the fair queue (``context``'s
+        rollout is its key): in a worker process of the pool when the gateway has one, else with the
+        gateway's own kernel. Raises :class:`~.govern.UnreadableAction` and :class:`~.check_pool.CheckFailed`."""
+        key = context.rollout_id or ""
+        if self.checks is not None:
+            return await self.queue.run(key, self.checks.govern, response, upstream_path, context, self.text_action)
+        return await self.queue.run(key, self._judge_here, response, upstream_path, context)
+
+    def _judge_here(
+        self, response: Dict[str, Any], upstream_path: str, context: ActionContext
+    ) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+        governed, decisions = govern_response(self.kernel, response, upstream_path, context, self.text_action)
+        return governed, [_event_data(judged) for judged in decisions]
+
     async def _withhold(self, params: Dict[str, Any], context: ActionContext, body: bytes, reason: str) -> str:
-        """A response the layer cannot read: refused by the kernel (the audit trail) and recorded on its attempt."""
+        """A response the layer cannot read or judge: refused by the gateway's kernel (its audit trail) and
+        recorded on its attempt."""
         action = Action("unplaceable_response", {"reason": reason, "response": body[:2000].decode("utf-8", "replace")})
         decision = await self.queue.run(
             params["rollout_id"],
-            lambda: self.kernel.refuse(
-                action, f"unreadable model response: {reason}", context=context, refused_by=GATEWAY_POLICY_NAME
-            ),
+            lambda: self.kernel.refuse(action, reason, context=context, refused_by=GATEWAY_POLICY_NAME),
         )
-        self._record(params, [GatewayDecision(decision, None, None, "response")])
+        self._record(params, [_event_data(GatewayDecision(decision, None, None, "response"))])
         return decision.decision_id
 
-    def _record(self, params: Dict[str, Any], decisions: List[GatewayDecision]) -> None:
+    def _record(self, params: Dict[str, Any], events: List[Dict[str, Any]]) -> None:
         """One decision event per decision on the attempt (on the loop thread, as 1.0's store requires)."""
-        for judged in decisions:
-            record_event(
-                params["rollout_id"],
-                params["attempt_id"],
-                DECISION_EVENT,
-                decision_event_data(
-                    judged.decision,
-                    choice_index=judged.choice_index,
-                    tool_call_id=judged.tool_call_id,
-                    source=judged.source,
-                ),
-            )
+        for data in events:
+            record_event(params["rollout_id"], params["attempt_id"], DECISION_EVENT, data)
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -449,7 +456,15 @@ class GovernanceLayer:
 
     def close(self) -> None:
         self.queue.shutdown()
+        if self.checks is not None:
+            self.checks.close()
         self.kernel.close()
+
+
+def _event_data(judged: GatewayDecision) -> Dict[str, Any]:
+    return decision_event_data(
+        judged.decision, choice_index=judged.choice_index, tool_call_id=judged.tool_call_id, source=judged.source
+    )
 
 
 async def _rollout_or_none(rollout_id: str) -> Any:

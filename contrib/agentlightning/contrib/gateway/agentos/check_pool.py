@@ -1,0 +1,365 @@
+"""The gateway's checks in worker processes: governance scales with cores instead of queueing on one GIL.
+
+In one process every check holds the GIL, so a second core adds nothing. :class:`CheckPool` runs
+:func:`~.govern.govern_response` in ``processes`` worker processes, each with its own
+:class:`GovernanceKernel` built from the same ``governance`` section and its own audit trail file
+(``gateway-<worker pid>-1.db`` in ``recorder_dir``: a chain per process, verified like any other
+with ``verify_file`` or the keyring's ``verify`` command). A worker records every decision it takes,
+durably, before it replies; the gateway forwards nothing before the reply.
+
+Fail closed, in bounded time: a worker that dies, does not answer within ``deadline_s``, or answers
+something that is not a governed response raises :class:`CheckFailed` (the layer withholds the
+response and records the refusal in its own trail); the worker is killed, the other check it had in
+flight fails the same way, and a new one is started while the others serve (a new process: a new
+pid, a new file; a hash chain is never continued by another process).
+
+Workers are started with ``python -m`` of this module (not ``fork``: a trail refuses a forked
+writer, and the gateway has threads), and import the kernel core and :mod:`.govern` only, not
+1.0's server. Requests and replies are pickles with a length prefix on a socket pair; a worker's
+reply carries each decision as its event data (plain dicts: unpickled cheaply in the gateway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+from agentlightning.contrib.kernel.agentos import ActionContext
+
+from .govern import UnreadableAction
+
+__all__ = ["CheckFailed", "CheckPool", "available_cores"]
+
+#: A reply larger than this is malformed (a governed response is the model's response, rewritten).
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+_LENGTH = 8
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity, as ``taskset`` or a container's cpuset sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class CheckFailed(Exception):
+    """A check the pool could not complete: the response is withheld and the reason recorded."""
+
+
+class _Malformed(Exception):
+    """Bytes from a worker that are not a message."""
+
+
+def _send(sock: socket.socket, message: Any, deadline: Optional[float]) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 1e-3))
+    sock.sendall(len(data).to_bytes(_LENGTH, "big") + data)
+
+
+def _read(sock: socket.socket, size: int, deadline: Optional[float]) -> bytes:
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            sock.settimeout(remaining)
+        count = sock.recv_into(view[got:])
+        if not count:
+            raise EOFError
+        got += count
+    return bytes(buffer)
+
+
+def _receive(sock: socket.socket, deadline: Optional[float]) -> Any:
+    size = int.from_bytes(_read(sock, _LENGTH, deadline), "big")
+    if size > MAX_MESSAGE_BYTES:
+        raise _Malformed(f"a message of {size} bytes (at most {MAX_MESSAGE_BYTES})")
+    return _decode(_read(sock, size, deadline))
+
+
+def _decode(data: bytes) -> Any:
+    try:
+        return pickle.loads(data)
+    except Exception as error:  # noqa: BLE001 - whatever the bytes make the unpickler raise, they are no message
+        raise _Malformed(f"{type(error).__name__}: {error}") from None
+
+
+@dataclass
+class _Worker:
+    process: subprocess.Popen
+    sock: socket.socket
+    trail: Optional[Path] = None  # known once the worker has said it is ready
+    waiting: Dict[int, asyncio.Future] = field(default_factory=dict)  # its checks in flight, by request id
+    fate: Optional[str] = None  # why the pool gave it up
+    sending: Optional[asyncio.Lock] = None  # one message at a time on its socket
+    reader: Optional["asyncio.Task[None]"] = None
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.sock.close()
+
+
+class CheckPool:
+    """``processes`` workers judging responses (see the module docstring), used from one event loop.
+
+    ``governance`` is the gateway's :class:`~.config.GovernanceConfig` (each worker builds its kernel
+    from it). The pool starts every worker and waits until each has opened its trail, so a
+    configuration a worker cannot build fails here, at start-up. :meth:`govern` runs on the event
+    loop (no thread between the gateway and a worker) and gives each worker up to ``per_worker``
+    responses at once: while one check waits for its record's commit, the next one computes.
+    """
+
+    def __init__(
+        self,
+        governance: Any,
+        processes: int,
+        *,
+        deadline_s: float,
+        per_worker: int = 2,
+        start_timeout_s: float = 120.0,
+    ) -> None:
+        if processes < 1 or per_worker < 1 or deadline_s <= 0:
+            raise ValueError(
+                f"processes and per_worker must be >= 1 and deadline_s > 0, got {processes}, "
+                f"{per_worker} and {deadline_s}"
+            )
+        self.governance = governance
+        self.processes = processes
+        self.per_worker = per_worker
+        self.deadline_s = deadline_s
+        self.start_timeout_s = start_timeout_s
+        self.trails: List[Path] = []  # every worker's file, in the order they started
+        self._live: List[_Worker] = []  # started, not given up (ready or starting)
+        self._turns: Deque[asyncio.Future] = deque()  # callers waiting for a free place, first come first served
+        self._ids = itertools.count()
+        self._closed = False
+        started = [self._start() for _ in range(processes)]
+        try:
+            for worker in started:
+                self._ready(worker, _receive(worker.sock, time.monotonic() + start_timeout_s))
+        except (EOFError, OSError, _Malformed) as error:
+            raise CheckFailed(f"a governance worker did not start ({self._fate(started[len(self.trails)], error)})")
+        finally:
+            if len(self.trails) < processes:
+                for worker in started:
+                    worker.kill()
+        for worker in started:
+            worker.sock.setblocking(False)
+
+    def _start(self) -> _Worker:
+        ours, theirs = socket.socketpair()
+        module = __name__.rpartition(".")[0] + ".check_worker"
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, str(theirs.fileno()), str(self.per_worker)],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        worker = _Worker(process, ours)
+        self._live.append(worker)
+        _send(ours, self.governance, time.monotonic() + self.start_timeout_s)
+        return worker
+
+    def _ready(self, worker: _Worker, reply: Any) -> None:
+        if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ready" and isinstance(reply[1], str)):
+            raise CheckFailed(f"a governance worker could not start: {str(reply)[:500]}")
+        worker.trail = Path(reply[1])
+        self.trails.append(worker.trail)
+
+    def _fate(self, worker: _Worker, error: BaseException) -> str:
+        """What became of a worker that gave no message (it is killed, if it was not dead already)."""
+        if worker.fate:
+            return worker.fate
+        if isinstance(error, _Malformed):
+            return f"worker {worker.process.pid} sent a malformed reply ({error}) and was killed"
+        if isinstance(error, TimeoutError):
+            return f"worker {worker.process.pid} did not start within {self.start_timeout_s:g} s and was killed"
+        worker.process.kill()
+        code = worker.process.wait()
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        return f"worker {worker.process.pid} {how}"
+
+    async def govern(
+        self, response: Dict[str, Any], upstream_path: str, context: ActionContext, text: Any
+    ) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+        """:func:`~.govern.govern_response` on a worker: the governed response and each decision's event data
+        (with ``choice_index``, ``tool_call_id`` and ``source``). Raises :class:`~.govern.UnreadableAction`
+        as ``govern_response`` does, and :class:`CheckFailed` when no worker gives a governed response
+        within ``deadline_s`` (counted from the moment a worker takes it)."""
+        worker = await self._take()
+        request_id = next(self._ids)
+        answer = asyncio.get_running_loop().create_future()
+        worker.waiting[request_id] = answer
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                async with worker.sending:
+                    await _send_async(worker.sock, (request_id, response, upstream_path, context, text))
+                reply = await answer
+        except TimeoutError:
+            if answer.done() and not answer.cancelled() and answer.exception() is not None:
+                raise answer.exception() from None  # the worker failed just as the deadline passed
+            self._give_up(worker, f"worker {worker.process.pid} gave no answer within its deadline and was killed")
+            raise CheckFailed(f"the governance check failed: {worker.fate}") from None
+        except OSError as error:  # the request could not be sent: the worker is gone
+            self._give_up(worker, self._fate(worker, error))
+            raise CheckFailed(f"the governance check failed: {worker.fate}") from None
+        finally:
+            worker.waiting.pop(request_id, None)
+            self._next_turn()
+        if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "unreadable" and isinstance(reply[1], str):
+            raise UnreadableAction(reply[1])
+        if not _governed_reply(reply):
+            self._give_up(
+                worker,
+                f"worker {worker.process.pid} replied {str(reply)[:300]} (not a governed response) and was killed",
+            )
+            raise CheckFailed(f"the governance check failed: {worker.fate}")
+        return reply[1], reply[2]
+
+    def _free(self) -> Optional[_Worker]:
+        """The ready worker with the fewest checks in flight, if it has room for one more."""
+        ready = [w for w in self._live if w.trail is not None and w.fate is None]
+        best = min(ready, key=lambda w: len(w.waiting), default=None)
+        return best if best is not None and len(best.waiting) < self.per_worker else None
+
+    async def _take(self) -> _Worker:
+        if self._closed:
+            raise CheckFailed("the gateway's check pool is closed")
+        worker = None if self._turns else self._free()
+        if worker is None:
+            turn = asyncio.get_running_loop().create_future()
+            self._turns.append(turn)
+            try:
+                async with asyncio.timeout(self.deadline_s):
+                    while worker is None:
+                        await turn
+                        worker = self._free()
+                        if worker is None:
+                            turn = asyncio.get_running_loop().create_future()
+                            self._turns.appendleft(turn)  # still first in line
+            except TimeoutError:
+                raise CheckFailed(f"no governance worker was free within {self.deadline_s:g} s") from None
+            finally:
+                if turn in self._turns:
+                    self._turns.remove(turn)
+                self._next_turn()  # a place this caller did not take goes to the next one
+        if worker.reader is None:
+            worker.sending = asyncio.Lock()
+            worker.reader = asyncio.get_running_loop().create_task(self._read_replies(worker))
+        return worker
+
+    def _next_turn(self) -> None:
+        if self._turns and self._free() is not None:
+            turn = self._turns.popleft()
+            if not turn.done():
+                turn.set_result(None)
+
+    async def _read_replies(self, worker: _Worker) -> None:
+        """Hands each of ``worker``'s replies to the check waiting for it; gives the worker up at the first
+        message that is not a reply to a check in flight, or when it goes."""
+        try:
+            while True:
+                message = await _receive_async(worker.sock)
+                if not (isinstance(message, tuple) and len(message) == 2 and message[0] in worker.waiting):
+                    raise _Malformed(f"not a reply to a check in flight: {str(message)[:200]}")
+                answer = worker.waiting.pop(message[0])
+                if not answer.done():
+                    answer.set_result(message[1])
+        except (EOFError, OSError, _Malformed) as error:
+            self._give_up(worker, self._fate(worker, error))
+        # Cancelled: given up already, or the loop is ending (the worker stays until close(): nothing to replace).
+
+    def _give_up(self, worker: _Worker, fate: str) -> None:
+        """Kill ``worker``, fail every check it has in flight with ``fate``, start another in its place."""
+        if worker not in self._live:
+            return
+        worker.fate = fate
+        self._live.remove(worker)
+        if worker.reader is not None and worker.reader is not asyncio.current_task():
+            worker.reader.cancel()
+        worker.kill()
+        for answer in worker.waiting.values():
+            if not answer.done():
+                answer.set_exception(CheckFailed(f"the governance check failed: {fate}"))
+        worker.waiting.clear()
+        if not self._closed:
+            try:
+                replacement = self._start()
+            except OSError as error:  # no process to be had: the pool is one short; callers wait at most their deadline
+                raise CheckFailed(f"a governance worker could not be restarted: {error}") from None
+            replacement.sock.setblocking(False)
+            asyncio.get_running_loop().create_task(self._await_start(replacement))
+
+    async def _await_start(self, worker: _Worker) -> None:
+        try:
+            async with asyncio.timeout(self.start_timeout_s):
+                self._ready(worker, await _receive_async(worker.sock))
+        except (EOFError, OSError, _Malformed, CheckFailed) as error:
+            self._give_up(worker, self._fate(worker, error) if not isinstance(error, CheckFailed) else str(error))
+            return
+        while self._turns and self._free() is not None:
+            self._next_turn()
+
+    def close(self) -> None:
+        """Stop every worker (each closes its trail when its socket ends) and wait for them."""
+        self._closed = True
+        workers, self._live = self._live, []
+        for worker in workers:
+            try:
+                worker.sock.shutdown(socket.SHUT_RDWR)
+                worker.process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            worker.kill()
+
+
+async def _read_async(sock: socket.socket, size: int) -> bytes:
+    loop = asyncio.get_running_loop()
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        count = await loop.sock_recv_into(sock, view[got:])
+        if not count:
+            raise EOFError
+        got += count
+    return bytes(buffer)
+
+
+async def _receive_async(sock: socket.socket) -> Any:
+    size = int.from_bytes(await _read_async(sock, _LENGTH), "big")
+    if size > MAX_MESSAGE_BYTES:
+        raise _Malformed(f"a message of {size} bytes (at most {MAX_MESSAGE_BYTES})")
+    return _decode(await _read_async(sock, size))
+
+
+async def _send_async(sock: socket.socket, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    await asyncio.get_running_loop().sock_sendall(sock, len(data).to_bytes(_LENGTH, "big") + data)
+
+
+_EVENT_KEYS = {"decision_id", "audit_id", "verdict", "blocked", "reason", "violations", "source"}
+
+
+def _governed_reply(reply: Any) -> bool:
+    """Whether ``reply`` is ``("governed", response, [event data, ...])`` (a worker's only other answer is
+    ``("unreadable", reason)``)."""
+    if not (isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "governed"):
+        return False
+    governed, events = reply[1], reply[2]
+    if not isinstance(governed, dict) or not isinstance(governed.get("choices"), list) or not isinstance(events, list):
+        return False
+    return all(isinstance(e, dict) and _EVENT_KEYS <= set(e) and isinstance(e["blocked"], bool) for e in events)

@@ -1,0 +1,204 @@
+"""The gateway's check pool fails closed: a worker killed mid-check, one that hangs past its deadline, one that
+answers nonsense. Each time the response is withheld (the harness gets no tool call), the failure is recorded as a
+blocked decision (on the attempt and in the gateway's own trail), every trail file verifies with the key, and the
+pool has a new worker (a new process, a new file) for the next response.
+
+The workers are real processes of the real gateway; what goes wrong is done inside a worker by a policy of the
+test's own (``python:`` in the configuration), as a bug or an attack in a policy or the kernel would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentlightning.contrib.gateway.agentos import DECISION_EVENT
+from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
+from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
+from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+
+from .scripted_model import ScriptedModel
+
+AUDIT_KEY = "c0ffee" * 11
+DEADLINE_S = 3.0
+
+#: A policy that, inside the worker process checking it, does to that process what the query says.
+MISBEHAVING_POLICY = """
+import os, signal, sys
+
+from agentlightning.contrib.kernel.agentos import Policy
+
+
+class Misbehave(Policy):
+    name = "Misbehave"
+
+    def evaluate(self, action, context):
+        query = str(action.args.get("query", ""))
+        if "KILL_ME" in query:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if "STOP_ME" in query:  # the whole process stops: no thread of it answers again
+            os.kill(os.getpid(), signal.SIGSTOP)
+        if "GARBLE" in query:  # bytes that are no message, on the worker's channel to the gateway (its argv's fd)
+            frame = b"\\xff" * 16
+            os.write(int(sys.argv[1]), len(frame).to_bytes(8, "big") + frame)
+        if "NONSENSE" in query:  # the worker's own reply to this check goes wrong (the worker runs as __main__)
+            sys.modules["__main__"].decision_event_data = lambda *args, **kwargs: {"not": "an event"}
+        return []
+
+
+def make():
+    return Misbehave()
+"""
+
+
+def call(query: str) -> list:
+    return [{"name": "run_sql", "arguments": json.dumps({"query": query})}]
+
+
+SCRIPT = {
+    "kill": call("SELECT 'KILL_ME'"),
+    "stop": call("SELECT 'STOP_ME'"),
+    "garble": call("SELECT 'GARBLE'"),
+    "nonsense": call("SELECT 'NONSENSE'"),
+    "read": call("SELECT count(*) FROM users"),
+}
+
+
+@pytest.fixture
+def pooled_gateway(start_gateway, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTOS_AUDIT_KEY", AUDIT_KEY)
+    monkeypatch.delenv("AGENTOS_AUDIT_KEY_FILE", raising=False)
+    policy_file = tmp_path / "misbehave.py"
+    policy_file.write_text(MISBEHAVING_POLICY)
+    with ScriptedModel(SCRIPT) as model:
+        gateway = start_gateway(
+            check_processes=2,
+            check_deadline_s=DEADLINE_S,
+            policy_timeout_s=60.0,  # the kernel's own time-out must not be what fires
+            policies=[
+                {"python": f"{policy_file}:make"},
+                {"sql": {"deny": ["DROP"], "tools": ["run_sql"], "dialect": "sqlite"}},
+            ],
+        )
+        gateway.register_model(model.endpoint)
+        yield gateway
+
+
+def ask(gateway, question: str) -> httpx.Response:
+    rollout_id = gateway.new_rollout({"question": question})
+    body = {"model": "policy", "messages": [{"role": "user", "content": question}]}
+    response = httpx.post(f"{gateway.proxy_url(rollout_id)}/chat/completions", json=body, timeout=60)
+    return rollout_id, response
+
+
+def decision_events(gateway, rollout_id: str) -> list:
+    return [e["data"] for e in gateway.events(rollout_id) if e["event_type"] == DECISION_EVENT]
+
+
+def trail_records(path: Path) -> list:
+    return [d["agentos"] for row in open_flight_recorder(path).get_log() if (d := decision_from_record(row))]
+
+
+def gateway_trail(gateway) -> Path:
+    return Path(gateway.app.kernel.audit.recorder.db_path)
+
+
+@pytest.mark.parametrize(
+    "question, fate",
+    [
+        ("kill", "killed by signal 9"),
+        ("stop", "gave no answer within its deadline and was killed"),
+        ("garble", "sent a malformed reply"),
+        ("nonsense", "(not a governed response) and was killed"),
+    ],
+)
+def test_a_worker_that_fails_mid_check_withholds_the_response_and_the_failure_is_recorded(
+    pooled_gateway, question, fate
+):
+    gateway = pooled_gateway
+    pool = gateway.app.checks
+    pids_before = {w.process.pid for w in pool._live}
+    started = time.monotonic()
+    rollout_id, response = ask(gateway, question)
+    elapsed = time.monotonic() - started
+
+    assert response.status_code == 502, response.text
+    assert "tool_calls" not in response.text and "withheld" in response.json()["error"]
+    assert elapsed < DEADLINE_S + 10  # bounded: the deadline, plus this loaded machine's share of the CPU
+
+    (event,) = decision_events(gateway, rollout_id)
+    assert event["blocked"] is True and event["source"] == "response"
+    assert fate in event["reason"], event["reason"]
+    # Recorded by the gateway process itself (the worker could not), in the gateway's own keyed trail.
+    recorded = trail_records(gateway_trail(gateway))
+    assert [(r["decision_id"], r["verdict"], r["rollout_id"]) for r in recorded] == [
+        (event["decision_id"], "blocked", rollout_id)
+    ]
+
+    # The pool replaced the worker: the next response is judged by a live worker, the harness gets its call.
+    for _ in range(2):  # both workers, whichever the failed one's replacement is
+        read_rollout, read = ask(gateway, "read")
+        assert read.status_code == 200, read.text
+        assert read.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "run_sql"
+        assert [e["verdict"] for e in decision_events(gateway, read_rollout)] == ["allowed"]
+    pids_after = {w.process.pid for w in pool._live}
+    assert len(pids_after) == 2 and len(pids_after - pids_before) == 1
+    assert all(w.process.poll() is None for w in pool._live)
+    started = time.monotonic()  # the replacement starts while the other worker serves; its file once it is ready
+    while not all(w.trail for w in pool._live) and time.monotonic() - started < 120:
+        time.sleep(0.1)
+
+    # Every trail verifies with the key: the gateway's, the failed worker's (up to its last commit), the new ones.
+    trails = sorted(gateway_trail(gateway).parent.glob("gateway-*.db"))
+    assert len(trails) == 4 and set(pool.trails) | {gateway_trail(gateway)} == set(trails)
+    for trail in trails:
+        result = verify_file(trail, key=AUDIT_KEY)
+        # An empty file (the killed worker died before its first commit) has nothing to seal.
+        assert result["valid"] and (result["sealed"] or result["total_entries"] == 0), (trail, result)
+    allowed_in_workers = [r for t in pool.trails for r in trail_records(t) if r["verdict"] == "allowed"]
+    assert len(allowed_in_workers) >= 2  # the two reads, each durable in its worker's file before it was forwarded
+
+
+def test_checks_run_in_as_many_processes_as_the_gateway_has_cores_by_default(start_gateway, tmp_path):
+    gateway = start_gateway()
+    cores = len(os.sched_getaffinity(0))
+    pool = gateway.app.checks
+    if cores == 1:
+        assert pool is None  # one core: the checks stay in the gateway's process
+        return
+    assert pool.processes == cores and len({w.process.pid for w in pool._live}) == cores
+    assert os.getpid() not in {w.process.pid for w in pool._live}
+
+
+def test_one_check_process_keeps_the_checks_in_the_gateway_process(start_gateway):
+    assert start_gateway(check_processes=1).app.checks is None
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "2", 1.5])
+def test_a_bad_check_processes_value_is_refused_naming_the_fix(value, tmp_path):
+    from agentlightning.contrib.gateway.agentos import GovernanceConfig
+    from agentlightning.contrib.kernel.agentos import GovernanceConfigError
+
+    with pytest.raises(GovernanceConfigError, match="check_processes must be an integer >= 1"):
+        GovernanceConfig.from_mapping(
+            {"recorder_dir": str(tmp_path), "policies": [{"sql": {"deny": ["DROP"]}}], "check_processes": value}
+        )
+
+
+def test_a_check_worker_starts_without_importing_1_0s_server():
+    """A worker needs the kernel core and the response reader; 1.0's server (FastAPI, its routes) cost each
+    worker about 0.7 s more CPU to start, paid again at every restart."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, agentlightning.contrib.gateway.agentos.check_worker; "
+        "print(sorted(m for m in ('agentlightning.server.app', 'fastapi', 'uvicorn') if m in sys.modules))"
+    )
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert imported.strip() == "[]"
