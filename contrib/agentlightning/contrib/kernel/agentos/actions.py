@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import math
 import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, Iterator, Mapping, Optional, Tuple
 
 from .arguments import ArgumentError, FrozenArgs, flat_snapshot, freeze_arguments, tool_key
 from .violations import PolicyViolation
@@ -100,9 +101,9 @@ class Action:
         cost_usd: float = NO_COST,
         refusal: Optional[str] = None,
     ) -> None:
-        # Every field is checked and snapshot here, then stored in the instance's dict at once: the
-        # frozen dataclass's generated __init__ sets each field with object.__setattr__, which cost
-        # as much as the checks themselves (every call of an agent builds one Action).
+        # Every field is checked and snapshot here, then stored in the instance's dict at once (the
+        # frozen dataclass's generated __init__ would set each one with object.__setattr__): every
+        # call of an agent builds one Action.
         if type(tool_name) is not str and isinstance(tool_name, str):
             # A str subclass is read as the plain str it holds: its own strip, len, __eq__ or
             # __hash__ are never called (they could raise, or tell the checks one name and the tool another).
@@ -133,6 +134,12 @@ class Action:
         fields["args"] = frozen
         fields["cost_usd"] = cost_usd
         fields["refusal"] = refusal
+        # Worked out once, where the action is frozen: every check of it looks it up by its content.
+        fields["_content_key"] = None if refusal is not None else content_key(tool_name, frozen, cost_usd)
+
+    #: The key of this action's content in a kernel's memo (:func:`content_key`); None on an action
+    #: built without ``__init__`` (a subclass's own), which is then not remembered.
+    _content_key: ClassVar[Optional[Tuple[Any, ...]]] = None
 
     @property
     def tool_key(self) -> str:
@@ -217,6 +224,49 @@ class Action:
                         pass
                 _SQL_ACTIONS[key] = shared
         return shared
+
+
+def content_key(tool_name: Any, arguments: Any, cost: Any) -> Optional[Tuple[Any, ...]]:
+    """The key a kernel remembers a call by (see ``memo``): its tool name, its cost, and every
+    argument's name and value in order, when all of them are plain ``str`` (one type: equal means
+    the same); else None, and the call is not remembered.
+
+    ``arguments`` is a ``dict`` (a caller's, read once, here: a name's type is checked before it is
+    looked up, so no key's own ``__hash__`` runs) or an action's frozen ones. The cost is a plain
+    float in an action's range, not -0.0 (equal to 0.0, it would be handed an action of the other sign).
+
+    >>> content_key("database_query", {"query": "SELECT 1", "database": "shop"}, NO_COST)
+    ('database_query', 0.0, 'query', 'SELECT 1', 'database', 'shop')
+    >>> content_key("database_query", {"query": "SELECT 1", "limit": 10}, NO_COST) is None
+    True
+    """
+    if (
+        type(tool_name) is not str
+        or (type(arguments) is not dict and type(arguments) is not FrozenArgs)
+        or cost is not NO_COST
+        and not (type(cost) is float and 0.0 <= cost < _INFINITY and (cost != 0.0 or math.copysign(1.0, cost) > 0))
+    ):
+        return None
+    try:
+        if len(arguments) == 1:  # the common call, read without the general copy below
+            (name,) = arguments
+            value = arguments[name] if type(name) is str else None
+            return (tool_name, cost, name, value) if type(value) is str else None
+        names_and_values = tuple(_concatenated(arguments.items()))  # one read of the caller's dict
+    except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
+        return None
+    for item in names_and_values:
+        if type(item) is not str:
+            return None
+    return (tool_name, cost, *names_and_values)
+
+
+_concatenated = itertools.chain.from_iterable
+
+
+def action_of_key(key: Tuple[Any, ...]) -> Action:
+    """The frozen action of a call's content (:func:`content_key`): what the key read is what is judged."""
+    return Action(key[0], dict(zip(key[2::2], key[3::2])), key[1])
 
 
 def plain_cost(name: str, cost: Any) -> float:

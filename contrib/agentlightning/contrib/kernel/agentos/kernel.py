@@ -31,6 +31,8 @@ from .actions import (
     Decision,
     Verdict,
     _current_context,
+    action_of_key,
+    content_key,
     current_context,
 )
 from .after_fork import renew_in_child_while_alive
@@ -38,7 +40,7 @@ from .arguments import tool_key
 from .audit import AuditTrail, AuditWriteError, open_flight_recorder
 from .engine import AgentOSPolicy
 from .gc_clock import gc_clock
-from .memo import NOTHING_FOUND, Memo, Plan, action_of_key, content_key, is_pure
+from .memo import NOTHING_FOUND, Memo, Plan, is_pure
 from .policies import CONFIGURATION_CHANGES, CostControlPolicy, Policy
 from .policy_thread import call_on_daemon_thread, drained
 from .sql import SQLPolicy
@@ -335,16 +337,23 @@ class GovernanceKernel:
             memo = self._memo
             if memo.configuration != CONFIGURATION_CHANGES[0]:
                 memo.forget()
-            if args is not None and isinstance(action, Action):
-                raise TypeError("pass args only together with a tool name, not with an Action")
             # 1. The snapshot: a remembered call's frozen action (a caller's Action is its own),
             #    else one built from what the memo's key read, else from the call.
-            key = content_key(action, args, cost_usd)
+            if type(action) is str:
+                key = content_key(action, args, cost_usd)
+            elif isinstance(action, Action):
+                if args is not None:
+                    raise TypeError("pass args only together with a tool name, not with an Action")
+                # A subclass's own properties could tell the memo one thing and the policies another.
+                key = action._content_key if type(action) is Action else None
+            else:
+                key = None
             entry = memo.calls.get(key)
             if entry is not None:
                 snapshot, plan, remembered = entry
                 if type(action) is not str:
-                    snapshot = action
+                    snapshot = action  # the caller's own, of the same content (and so no refusal)
+                refusal = None
             else:
                 plan = remembered = None
                 if isinstance(action, Action):
@@ -353,11 +362,12 @@ class GovernanceKernel:
                     snapshot = action_of_key(key)
                 else:
                     snapshot = Action.of_call(action, {} if args is None else args, cost_usd)
+                refusal = snapshot.refusal  # arguments that could not be snapshot: nothing to judge
             if context is None:
                 context = _current_context.get()
             elif type(context) is not ActionContext and not isinstance(context, ActionContext):
                 raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
-            if snapshot.refusal is None:  # else arguments that could not be snapshot: refused below
+            if refusal is None:
                 started = perf_counter()
                 violations: List[PolicyViolation] = []
                 # 2. The optional rewrite (a kernel with a rewriting policy remembers nothing).
@@ -381,7 +391,7 @@ class GovernanceKernel:
         except KeyboardInterrupt:
             self._record_interrupted(action, args, context, cost_usd)
             raise
-        return self.refuse(snapshot, snapshot.refusal, context=context)
+        return self.refuse(snapshot, refusal, context=context)
 
     def refuse(
         self,
@@ -530,8 +540,6 @@ class GovernanceKernel:
             notes,
             note_failures,
             pure,
-            not any(pure),
-            all(pure) and not note_failures,
             tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_allowed")),
             tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_blocked")),
         )

@@ -6,19 +6,19 @@ of the same content is given the remembered answer, and the very action that was
 only immutable plain values, so nothing can change it and what was judged is still what runs.
 Each check still gets its own decision, id and audit record.
 
-The content of a call is its key (:func:`content_key`): the tool name, the cost, and every
-argument's name and value, when all of them are plain ``str`` (one type: equal means the same);
-anything else is not remembered. Everything is forgotten when the configuration of any pure policy,
-or a kernel's list of policies, changes (:data:`.policies.CONFIGURATION_CHANGES`).
+The content of a call is its key (:func:`.actions.content_key`, worked out once per
+:class:`.actions.Action`): the tool name, the cost, and every argument's name and value, when all
+of them are plain ``str`` (one type: equal means the same); anything else is not remembered.
+Everything is forgotten when the configuration of any pure policy, or a kernel's list of
+policies, changes (:data:`.policies.CONFIGURATION_CHANGES`).
 """
 
 from __future__ import annotations
 
-import math
 import threading
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Tuple
 
-from .actions import NO_COST, Action
+from .actions import Action
 from .policies import CONFIGURATION_CHANGES, Policy
 from .violations import PolicyViolation
 
@@ -28,8 +28,6 @@ __all__ = [
     "NOTHING_FOUND",
     "Memo",
     "Plan",
-    "action_of_key",
-    "content_key",
     "is_pure",
 ]
 
@@ -56,74 +54,49 @@ def is_pure(policy: Policy) -> bool:
     )
 
 
-class Plan(NamedTuple):
-    """What the kernel asks about one tool name, worked out once per name."""
+class Plan:
+    """What the kernel asks about one tool name, worked out once per name (slots: the check reads
+    them on every call)."""
 
-    policies: Tuple[Policy, ...]
-    notes: Tuple[str, ...]
-    note_failures: Tuple[Tuple[Policy, str], ...]
-    #: Per policy, whether its answers are remembered.
-    pure: Tuple[bool, ...]
-    #: Whether no answer is (then nothing is remembered).
-    all_impure: bool
-    #: Whether a remembered call in which nothing was found asks no policy at all (every policy
-    #: pure, and no ``note_for`` failure to add).
-    asks_none_when_nothing_found: bool
-    #: (index, policy) of the policies whose ``on_allowed`` / ``on_blocked`` is their own (the
-    #: base class's does nothing, so it is not called).
-    committers: Tuple[Tuple[int, Policy], ...]
-    releasers: Tuple[Tuple[int, Policy], ...]
+    __slots__ = (
+        "policies",
+        "notes",
+        "note_failures",
+        "pure",
+        "all_impure",
+        "asks_none_when_nothing_found",
+        "committers",
+        "releasers",
+    )
+
+    def __init__(
+        self,
+        policies: Tuple[Policy, ...],
+        notes: Tuple[str, ...],
+        note_failures: Tuple[Tuple[Policy, str], ...],
+        pure: Tuple[bool, ...],
+        committers: Tuple[Tuple[int, Policy], ...],
+        releasers: Tuple[Tuple[int, Policy], ...],
+    ) -> None:
+        self.policies = policies
+        self.notes = notes
+        #: The policies whose ``note_for`` failed, with what went wrong: each blocks the action.
+        self.note_failures = note_failures
+        #: Per policy, whether its answers are remembered.
+        self.pure = pure
+        #: Whether no answer is (then nothing is remembered).
+        self.all_impure = not any(pure)
+        #: Whether a remembered call in which nothing was found asks no policy at all (every policy
+        #: pure, and no ``note_for`` failure to add).
+        self.asks_none_when_nothing_found = all(pure) and not note_failures
+        #: (index, policy) of the policies whose ``on_allowed`` / ``on_blocked`` is their own (the
+        #: base class's does nothing, so it is not called).
+        self.committers = committers
+        self.releasers = releasers
 
 
 #: A remembered call: its frozen action, the plan of its tool, and per pure policy its answer.
 Entry = Tuple[Action, Plan, Tuple[Tuple[PolicyViolation, ...], ...]]
-
-
-def content_key(action: Any, args: Any, cost_usd: Any) -> Optional[Tuple[Any, ...]]:
-    """The key of a call's content, or None when it is not remembered (see the module doc).
-
-    ``action`` and ``args`` are as ``GovernanceKernel.check`` takes them: an exact
-    :class:`.actions.Action`, or a tool name and a ``dict``. The caller's mapping is read once, here
-    (a name's type checked before it is looked up, so no key's own ``__hash__`` runs); the kernel
-    builds the call's snapshot from the key, so it is what the key says. The cost is a plain float
-    in an action's range, not -0.0 (equal to 0.0, it would be handed an action of the other sign).
-
-    >>> content_key("database_query", {"query": "SELECT 1"}, NO_COST)
-    ('database_query', 0.0, 'query', 'SELECT 1')
-    >>> content_key("database_query", {"query": "SELECT 1", "limit": 10}, NO_COST) is None
-    True
-    """
-    if type(action) is str:
-        if type(args) is not dict:
-            return None
-        tool_name, arguments, cost = action, args, cost_usd
-    elif type(action) is Action:  # a subclass's own properties could tell the key one thing and the policies another
-        tool_name, arguments, cost = action.tool_name, action.args, action.cost_usd
-    else:
-        return None
-    if cost is not NO_COST and not (
-        type(cost) is float and 0.0 <= cost < math.inf and (cost != 0.0 or math.copysign(1.0, cost) > 0)
-    ):
-        return None
-    try:
-        if len(arguments) == 1:
-            (name,) = arguments
-            value = arguments[name] if type(name) is str else None
-            return (tool_name, cost, name, value) if type(value) is str else None
-        items = tuple(arguments.items())
-    except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
-        return None
-    for name, value in items:
-        if type(name) is not str or type(value) is not str:
-            return None
-    return (tool_name, cost, items)
-
-
-def action_of_key(key: Tuple[Any, ...]) -> Action:
-    """The frozen action of a call's content (:func:`content_key`)."""
-    if len(key) == 4:
-        return Action(key[0], {key[2]: key[3]}, key[1])
-    return Action(key[0], dict(key[2]), key[1])
 
 
 class Memo:
