@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -63,9 +62,11 @@ _NO_ARGUMENTS = FrozenArgs()
 #: ``GovernanceKernel.check``), told by identity from a caller's own ``0.0`` or ``-0.0``, which
 #: costs nothing to test.
 NO_COST = 0.0
-#: The actions :meth:`Action.sql` shares, per (text, tool name): the most recent ones, of texts
-#: short enough that the memory they hold stays bounded.
-_SQL_ACTIONS: Dict[Tuple[str, str], "Action"] = {}
+#: The tool :meth:`Action.sql` names unless told another.
+_SQL_TOOL = "database_query"
+#: The actions :meth:`Action.sql` shares, per text (of the default tool, at no cost): the most
+#: recent ones, of texts short enough that the memory they hold stays bounded.
+_SQL_ACTIONS: Dict[str, "Action"] = {}
 _SHARED_SQL_ACTIONS = 1024
 _SHARED_SQL_CHARS = 10_000
 
@@ -201,19 +202,19 @@ class Action:
             return cls(tool_name, kept, cost_usd, refusal=str(err))
 
     @classmethod
-    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = NO_COST) -> "Action":
+    def sql(cls, query: Any, *, tool_name: str = _SQL_TOOL, cost_usd: float = NO_COST) -> "Action":
         """An SQL action in the shape :class:`SQLPolicy` checks by default.
 
-        Identical calls of plain text share one action (it holds only immutable plain values, so
-        nothing can change it), as identical checks do: an agent sends the same query over and over.
+        Identical calls of plain text to the default tool share one action (it holds only immutable
+        plain values, so nothing can change it), as identical checks do: an agent sends the same
+        query over and over. Another tool name or a cost builds an action of its own.
 
         >>> Action.sql("SELECT 1") is Action.sql("SELECT 1"), Action.sql("SELECT 1") == Action.sql("SELECT 2")
         (True, False)
         """
-        if cls is not Action or type(query) is not str or type(tool_name) is not str or cost_usd is not NO_COST:
+        if cls is not Action or type(query) is not str or tool_name is not _SQL_TOOL or cost_usd is not NO_COST:
             return cls(tool_name, {"query": query}, cost_usd)
-        key = (query, tool_name)
-        shared = _SQL_ACTIONS.get(key)
+        shared = _SQL_ACTIONS.get(query)
         if shared is None:
             shared = cls(tool_name, {"query": query}, cost_usd)
             if len(query) <= _SHARED_SQL_CHARS:
@@ -222,7 +223,7 @@ class Action:
                         del _SQL_ACTIONS[next(iter(_SQL_ACTIONS))]  # the earliest
                     except (KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
                         pass
-                _SQL_ACTIONS[key] = shared
+                _SQL_ACTIONS[query] = shared
         return shared
 
 
@@ -252,16 +253,15 @@ def content_key(tool_name: Any, arguments: Any, cost: Any) -> Optional[Tuple[Any
             (name,) = arguments
             value = arguments[name] if type(name) is str else None
             return (tool_name, cost, name, value) if type(value) is str else None
-        names_and_values = tuple(_concatenated(arguments.items()))  # one read of the caller's dict
+        key = [tool_name, cost]
+        for name, value in arguments.items():  # one pass over the caller's dict
+            if type(name) is not str or type(value) is not str:
+                return None
+            key.append(name)
+            key.append(value)
     except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
         return None
-    for item in names_and_values:
-        if type(item) is not str:
-            return None
-    return (tool_name, cost, *names_and_values)
-
-
-_concatenated = itertools.chain.from_iterable
+    return tuple(key)
 
 
 def action_of_key(key: Tuple[Any, ...]) -> Action:
