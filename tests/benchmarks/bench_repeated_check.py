@@ -107,7 +107,7 @@ def rows(
     if plain_call is not None:
         out.append(("snapshot + fingerprint (plain_call)", lambda text: plain_call(TOOL, {"query": text}, 0.0), texts))
         fingerprints = {text: plain_call(TOOL, {"query": text}, 0.0)[1] for text in texts}
-        out.append(("memo look-up", lambda text: one._memo.calls.get(fingerprints[text]), texts))
+        out.append(("memo look-up", lambda text: one._remembered.get(fingerprints[text]), texts))
         out.append(("fingerprint look-up (floor of the row above)", lambda text: fingerprints[text], texts))
     out.append(("context look-up", lambda text: actions.current_context(), texts))
     out.append(("two perf_counter calls", lambda text: time.perf_counter() - time.perf_counter(), texts))
@@ -146,7 +146,7 @@ def remembered_entry(kernel: Any, args: Dict[str, Any]) -> Any:
     except (ValueError, RuntimeError, KeyError):
         value = None
     if type(value) is str:
-        return kernel._memo.calls.get((TOOL, 0.0, name, value))
+        return kernel._remembered.get((TOOL, 0.0, name, value))
     return None
 
 
