@@ -420,40 +420,64 @@ class GovernanceKernel:
         refusal = PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity)
         return self._decided(action, context, started, _BLOCKED, [refusal], None, ())
 
-    def _decided(
-        self,
-        action: Action,
-        context: ActionContext,
-        started: float,
-        verdict: Verdict,
-        violations: List[PolicyViolation],
-        original: Optional[Action],
-        notes: Tuple[str, ...],
-    ) -> Decision:
-        """The kernel's one constructor of a :class:`Decision`, and its record.
+    def _rewritten(self, action: Action, context: ActionContext, violations: List[PolicyViolation]) -> Action:
+        """``action`` as the rewriting policies leave it, in order; each rewrite is a MODIFIED
+        violation in ``violations`` (so are the rewriters' failures, which leave it as it was)."""
+        for policy in self._rewriters:
+            rewritten = self._run(policy, "rewrite", action, context, violations)
+            if isinstance(rewritten, Action) and rewritten != action:
+                action = rewritten
+                violations.append(
+                    PolicyViolation(
+                        ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity
+                    )
+                )
+        return action
 
-        Every field is made here, so none is checked, and stored as the instance's dict at once
-        (the frozen dataclass's ``__init__`` would set each field with ``object.__setattr__``). A
-        field still at its default (no finding, no signal, no rewrite, no audit, no note) is left
-        out of that dict: the dataclass keeps the default on the class, where every read finds it.
-        """
-        decision_id = self._id_prefix + hex(next(self._id_counter))
-        audit = self.audit
-        fields = {"action": action, "verdict": verdict, "context": context, "decision_id": decision_id}
-        if violations:
-            fields["violations"] = tuple(violations)
-        if verdict is _BLOCKED:
-            fields["signals"] = self._send_signals(violations, context)
-        if original is not None:
-            fields["original_action"] = original
-        if audit is not None:
-            fields["audit_id"] = decision_id
-        if notes:
-            fields["notes"] = notes
-        decision = _new_object(Decision)
-        fields["elapsed_us"] = (perf_counter() - started) * 1e6
-        _set_instance_dict(decision, fields)
-        return decision if audit is None else self._record(decision)
+    def _plan(self, tool_name: str) -> Plan:
+        """What to ask about ``tool_name``: the policies that apply to it, in kernel order, what
+        they note about it, and which of their answers are remembered (kept in the memo for up to
+        ``memo.MAX_PLANNED_TOOL_NAMES`` names)."""
+        configuration = CONFIGURATION_CHANGES[0]
+        policies = tuple(p for p in self.policies if _applies(p, tool_name))
+        notes, note_failures = self._notes_and_failures(tool_name, policies)
+        pure = tuple(is_pure(p) for p in policies)
+        plan = Plan(
+            policies,
+            notes,
+            note_failures,
+            pure,
+            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_allowed")),
+            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_blocked")),
+        )
+        self._memo.keep_plan(tool_name, plan, configuration)
+        return plan
+
+    @staticmethod
+    def _notes_and_failures(
+        tool_name: str, policies: Sequence[Policy]
+    ) -> Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]:
+        """What ``policies`` note about ``tool_name`` (:meth:`Policy.note_for`), and the policies
+        whose ``note_for`` raised or answered something other than a str or None, with what went
+        wrong: each blocks the action (a skipped check that cannot be stated is not skipped silently)."""
+        notes: List[str] = []
+        failures: List[Tuple[Policy, str]] = []
+        for policy in policies:
+            if type(policy).note_for is Policy.note_for:
+                continue
+            try:
+                note = policy.note_for(tool_name)
+            except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+                logger.exception("policy %s.note_for raised", policy.name)
+                failures.append((policy, f"note_for raised {type(err).__name__}: {err}"))
+                continue
+            if note is not None and not isinstance(note, str):
+                failures.append((policy, f"note_for returned {type(note).__name__}, not a str or None"))
+            elif note is not None:
+                note = str.__str__(note)  # the text it holds: a str subclass's own methods could raise
+                if note:
+                    notes.append(f"{policy.name}: {note}")
+        return tuple(notes), tuple(failures)
 
     def _asked(
         self,
@@ -501,112 +525,6 @@ class GovernanceKernel:
         if committed < len(policies):
             self._release([p for i, p in plan.releasers if i >= committed], snapshot, context)
         return verdict
-
-    def _record_interrupted(self, action: Any, args: Any, context: Any, cost_usd: Any) -> None:
-        """The blocked decision of a check an interrupt stopped (best effort: the interrupt goes on)."""
-        try:
-            if not isinstance(action, Action):
-                action = Action.of_call(action, {} if args is None else args, cost_usd)
-            if not isinstance(context, ActionContext):
-                context = _current_context.get()
-            self.refuse(action, "the check was interrupted (KeyboardInterrupt) before a verdict", context=context)
-        except Exception:  # noqa: BLE001 - the interrupt is what the caller must see
-            logger.exception("the interrupted check could not be recorded")
-
-    def _rewritten(self, action: Action, context: ActionContext, violations: List[PolicyViolation]) -> Action:
-        """``action`` as the rewriting policies leave it, in order; each rewrite is a MODIFIED
-        violation in ``violations`` (so are the rewriters' failures, which leave it as it was)."""
-        for policy in self._rewriters:
-            rewritten = self._run(policy, "rewrite", action, context, violations)
-            if isinstance(rewritten, Action) and rewritten != action:
-                action = rewritten
-                violations.append(
-                    PolicyViolation(
-                        ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity
-                    )
-                )
-        return action
-
-    def _plan(self, tool_name: str) -> Plan:
-        """What to ask about ``tool_name``: the policies that apply to it, in kernel order, what
-        they note about it, and which of their answers are remembered (kept in the memo for up to
-        ``memo.MAX_PLANNED_TOOL_NAMES`` names)."""
-        configuration = CONFIGURATION_CHANGES[0]
-        policies = tuple(p for p in self.policies if _applies(p, tool_name))
-        notes, note_failures = self._notes_and_failures(tool_name, policies)
-        pure = tuple(is_pure(p) for p in policies)
-        plan = Plan(
-            policies,
-            notes,
-            note_failures,
-            pure,
-            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_allowed")),
-            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_blocked")),
-        )
-        self._memo.keep_plan(tool_name, plan, configuration)
-        return plan
-
-    def _committed(
-        self, policy: Policy, action: Action, context: ActionContext, violations: List[PolicyViolation]
-    ) -> bool:
-        """``policy.on_allowed``; False (its failure added to ``violations``) if it raised."""
-        try:
-            policy.on_allowed(action, context)
-        except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
-            logger.exception("policy %s.on_allowed raised", policy.name)
-            violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
-            return False
-        return True
-
-    @staticmethod
-    def _notes_and_failures(
-        tool_name: str, policies: Sequence[Policy]
-    ) -> Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]:
-        """What ``policies`` note about ``tool_name`` (:meth:`Policy.note_for`), and the policies
-        whose ``note_for`` raised or answered something other than a str or None, with what went
-        wrong: each blocks the action (a skipped check that cannot be stated is not skipped silently)."""
-        notes: List[str] = []
-        failures: List[Tuple[Policy, str]] = []
-        for policy in policies:
-            if type(policy).note_for is Policy.note_for:
-                continue
-            try:
-                note = policy.note_for(tool_name)
-            except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
-                logger.exception("policy %s.note_for raised", policy.name)
-                failures.append((policy, f"note_for raised {type(err).__name__}: {err}"))
-                continue
-            if note is not None and not isinstance(note, str):
-                failures.append((policy, f"note_for returned {type(note).__name__}, not a str or None"))
-            elif note is not None:
-                note = str.__str__(note)  # the text it holds: a str subclass's own methods could raise
-                if note:
-                    notes.append(f"{policy.name}: {note}")
-        return tuple(notes), tuple(failures)
-
-    @staticmethod
-    def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:
-        if not violations:
-            return Verdict.ALLOWED
-        if any(v.action_blocked for v in violations):
-            return Verdict.BLOCKED
-        if any(v.violation_type is ViolationType.MODIFIED for v in violations):
-            return Verdict.MODIFIED
-        return Verdict.WARNED
-
-    def _release(self, policies: Sequence[Policy], action: Action, context: ActionContext) -> None:
-        """Tell the policies the action is blocked, so they undo what ``evaluate`` reserved (a
-        budget's amount). A failure here is logged: the action is blocked either way."""
-        for policy in policies:
-            try:
-                policy.on_blocked(action, context)
-            except _POLICY_ENDINGS:  # noqa: BLE001 - the action is already blocked
-                logger.exception("policy %s.on_blocked raised", policy.name)
-
-    def _failure(self, policy: Policy, what: str) -> PolicyViolation:
-        return PolicyViolation(
-            ViolationType.BLOCKED, policy.name, f"{what} (failing closed: action blocked)", self.error_severity
-        )
 
     def _run(
         self, policy: Policy, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]
@@ -700,6 +618,77 @@ class GovernanceKernel:
             plain.append(copy)
         return plain
 
+    def _failure(self, policy: Policy, what: str) -> PolicyViolation:
+        return PolicyViolation(
+            ViolationType.BLOCKED, policy.name, f"{what} (failing closed: action blocked)", self.error_severity
+        )
+
+    @staticmethod
+    def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:
+        if not violations:
+            return Verdict.ALLOWED
+        if any(v.action_blocked for v in violations):
+            return Verdict.BLOCKED
+        if any(v.violation_type is ViolationType.MODIFIED for v in violations):
+            return Verdict.MODIFIED
+        return Verdict.WARNED
+
+    def _committed(
+        self, policy: Policy, action: Action, context: ActionContext, violations: List[PolicyViolation]
+    ) -> bool:
+        """``policy.on_allowed``; False (its failure added to ``violations``) if it raised."""
+        try:
+            policy.on_allowed(action, context)
+        except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+            logger.exception("policy %s.on_allowed raised", policy.name)
+            violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
+            return False
+        return True
+
+    def _release(self, policies: Sequence[Policy], action: Action, context: ActionContext) -> None:
+        """Tell the policies the action is blocked, so they undo what ``evaluate`` reserved (a
+        budget's amount). A failure here is logged: the action is blocked either way."""
+        for policy in policies:
+            try:
+                policy.on_blocked(action, context)
+            except _POLICY_ENDINGS:  # noqa: BLE001 - the action is already blocked
+                logger.exception("policy %s.on_blocked raised", policy.name)
+
+    def _decided(
+        self,
+        action: Action,
+        context: ActionContext,
+        started: float,
+        verdict: Verdict,
+        violations: List[PolicyViolation],
+        original: Optional[Action],
+        notes: Tuple[str, ...],
+    ) -> Decision:
+        """The kernel's one constructor of a :class:`Decision`, and its record.
+
+        Every field is made here, so none is checked, and stored as the instance's dict at once
+        (the frozen dataclass's ``__init__`` would set each field with ``object.__setattr__``). A
+        field still at its default (no finding, no signal, no rewrite, no audit, no note) is left
+        out of that dict: the dataclass keeps the default on the class, where every read finds it.
+        """
+        decision_id = self._id_prefix + hex(next(self._id_counter))
+        audit = self.audit
+        fields = {"action": action, "verdict": verdict, "context": context, "decision_id": decision_id}
+        if violations:
+            fields["violations"] = tuple(violations)
+        if verdict is _BLOCKED:
+            fields["signals"] = self._send_signals(violations, context)
+        if original is not None:
+            fields["original_action"] = original
+        if audit is not None:
+            fields["audit_id"] = decision_id
+        if notes:
+            fields["notes"] = notes
+        decision = _new_object(Decision)
+        fields["elapsed_us"] = (perf_counter() - started) * 1e6
+        _set_instance_dict(decision, fields)
+        return decision if audit is None else self._record(decision)
+
     def _send_signals(self, violations: Sequence[PolicyViolation], context: ActionContext) -> Tuple[str, ...]:
         if not self.signal_map:
             return ()
@@ -756,6 +745,17 @@ class GovernanceKernel:
                 decision, verdict=Verdict.BLOCKED, violations=decision.violations + (failure,), audit_id=None
             )
         return decision
+
+    def _record_interrupted(self, action: Any, args: Any, context: Any, cost_usd: Any) -> None:
+        """The blocked decision of a check an interrupt stopped (best effort: the interrupt goes on)."""
+        try:
+            if not isinstance(action, Action):
+                action = Action.of_call(action, {} if args is None else args, cost_usd)
+            if not isinstance(context, ActionContext):
+                context = _current_context.get()
+            self.refuse(action, "the check was interrupted (KeyboardInterrupt) before a verdict", context=context)
+        except Exception:  # noqa: BLE001 - the interrupt is what the caller must see
+            logger.exception("the interrupted check could not be recorded")
 
     # ----------------------------------------------------------------- state and outcomes
     def record_outcome(
