@@ -379,3 +379,14 @@ def test_a_threaded_policy_answer_that_never_ends_times_out_on_its_own_thread(ke
     kernel = GovernanceKernel([ReturnsEndlessList()], policy_timeout_s=0.2)
     decision = kernel.check("search", {"q": "x"})
     assert decision.blocked and "timed out after 0.2s" in decision.reason
+
+
+def test_check_takes_no_private_keyword_and_refuse_records_a_blocked_decision_of_its_own():
+    """``refuse`` enters the decision step itself; ``check``'s signature is only its public one."""
+    import inspect
+
+    assert [name for name in inspect.signature(GovernanceKernel.check).parameters if name.startswith("_")] == []
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
+    decision = kernel.refuse(Action.sql("SELECT 1"), "the rollout has ended", refused_by="AgentOSRunner")
+    assert decision.blocked and [v.policy_name for v in decision.violations] == ["AgentOSRunner"]
+    assert kernel.check(Action.sql("SELECT 1")).allowed  # a refusal is not remembered as an answer

@@ -6,7 +6,7 @@ from typing import List
 
 from agentlightning.contrib.kernel.agentos import CostControlPolicy, GovernanceKernel, Policy, SQLPolicy
 from agentlightning.contrib.kernel.agentos.actions import Action, ActionContext
-from agentlightning.contrib.kernel.agentos.kernel import MAX_REMEMBERED_ACTIONS, is_pure
+from agentlightning.contrib.kernel.agentos.memo import MAX_REMEMBERED_ACTIONS, is_pure
 from agentlightning.contrib.kernel.agentos.violations import PolicyViolation
 
 
@@ -123,7 +123,7 @@ def test_the_memory_is_bounded():
     kernel = GovernanceKernel([policy])
     for i in range(MAX_REMEMBERED_ACTIONS + 10):
         kernel.check("tool", {"text": f"t{i}"})
-    assert len(kernel._remembered) == MAX_REMEMBERED_ACTIONS
+    assert len(kernel._memo) == MAX_REMEMBERED_ACTIONS
     asked = policy.asked
     kernel.check("tool", {"text": "t0"})  # the oldest was forgotten: asked again
     assert policy.asked == asked + 1
@@ -345,13 +345,13 @@ def test_a_fork_while_another_thread_holds_the_clock_lock_leaves_the_child_a_fre
     import threading
     import time
 
-    from agentlightning.contrib.kernel.agentos import kernel as kernel_module
+    from agentlightning.contrib.kernel.agentos import gc_clock as gc_clock_module
 
     GovernanceKernel([CountingPure()])  # the first kernel installs the fork hook
     held, release = threading.Event(), threading.Event()
 
     def hold():
-        with kernel_module._GC_CLOCK_LOCK:
+        with gc_clock_module._LOCK:
             held.set()
             release.wait(30)
 
@@ -363,8 +363,8 @@ def test_a_fork_while_another_thread_holds_the_clock_lock_leaves_the_child_a_fre
         if pid == 0:
             code = 1
             try:
-                if kernel_module._GC_CLOCK_LOCK.acquire(timeout=5):
-                    kernel_module._GC_CLOCK_LOCK.release()
+                if gc_clock_module._LOCK.acquire(timeout=5):
+                    gc_clock_module._LOCK.release()
                     child = GovernanceKernel([CountingPure()])
                     code = 0 if child.check("tool", {"text": "fine"}).allowed else 2
             finally:
@@ -420,7 +420,7 @@ def test_shared_actions_still_ask_impure_policies_and_are_forgotten_with_the_ans
     oldest = only_pure.check("tool", {"text": "t0"}).action
     for i in range(1, MAX_REMEMBERED_ACTIONS + 1):
         only_pure.check("tool", {"text": f"t{i}"})
-    assert len(only_pure._remembered) == MAX_REMEMBERED_ACTIONS
+    assert len(only_pure._memo) == MAX_REMEMBERED_ACTIONS
     again = only_pure.check("tool", {"text": "t0"}).action
     assert again is not oldest and again == oldest
 

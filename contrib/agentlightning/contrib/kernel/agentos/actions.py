@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, Iterator, Mapping, Optional, Tuple
 
 from .arguments import ArgumentError, FrozenArgs, flat_snapshot, freeze_arguments, tool_key
 from .violations import PolicyViolation
@@ -62,9 +62,11 @@ _NO_ARGUMENTS = FrozenArgs()
 #: ``GovernanceKernel.check``), told by identity from a caller's own ``0.0`` or ``-0.0``, which
 #: costs nothing to test.
 NO_COST = 0.0
-#: The actions :meth:`Action.sql` shares, per (text, tool name): the most recent ones, of texts
-#: short enough that the memory they hold stays bounded.
-_SQL_ACTIONS: Dict[Tuple[str, str], "Action"] = {}
+#: The tool :meth:`Action.sql` names unless told another.
+_SQL_TOOL = "database_query"
+#: The actions :meth:`Action.sql` shares, per text (of the default tool, at no cost): the most
+#: recent ones, of texts short enough that the memory they hold stays bounded.
+_SQL_ACTIONS: Dict[str, "Action"] = {}
 _SHARED_SQL_ACTIONS = 1024
 _SHARED_SQL_CHARS = 10_000
 
@@ -100,9 +102,9 @@ class Action:
         cost_usd: float = NO_COST,
         refusal: Optional[str] = None,
     ) -> None:
-        # Every field is checked and snapshot here, then stored in the instance's dict at once: the
-        # frozen dataclass's generated __init__ sets each field with object.__setattr__, which cost
-        # as much as the checks themselves (every call of an agent builds one Action).
+        # Every field is checked and snapshot here, then stored in the instance's dict at once (the
+        # frozen dataclass's generated __init__ would set each one with object.__setattr__): every
+        # call of an agent builds one Action.
         if type(tool_name) is not str and isinstance(tool_name, str):
             # A str subclass is read as the plain str it holds: its own strip, len, __eq__ or
             # __hash__ are never called (they could raise, or tell the checks one name and the tool another).
@@ -133,6 +135,12 @@ class Action:
         fields["args"] = frozen
         fields["cost_usd"] = cost_usd
         fields["refusal"] = refusal
+        # Worked out once, where the action is frozen: every check of it looks it up by its content.
+        fields["_content_key"] = None if refusal is not None else content_key(tool_name, frozen, cost_usd)
+
+    #: The key of this action's content in a kernel's memo (:func:`content_key`); None on an action
+    #: built without ``__init__`` (a subclass's own), which is then not remembered.
+    _content_key: ClassVar[Optional[Tuple[Any, ...]]] = None
 
     @property
     def tool_key(self) -> str:
@@ -194,19 +202,19 @@ class Action:
             return cls(tool_name, kept, cost_usd, refusal=str(err))
 
     @classmethod
-    def sql(cls, query: Any, *, tool_name: str = "database_query", cost_usd: float = NO_COST) -> "Action":
+    def sql(cls, query: Any, *, tool_name: str = _SQL_TOOL, cost_usd: float = NO_COST) -> "Action":
         """An SQL action in the shape :class:`SQLPolicy` checks by default.
 
-        Identical calls of plain text share one action (it holds only immutable plain values, so
-        nothing can change it), as identical checks do: an agent sends the same query over and over.
+        Identical calls of plain text to the default tool share one action (it holds only immutable
+        plain values, so nothing can change it), as identical checks do: an agent sends the same
+        query over and over. Another tool name or a cost builds an action of its own.
 
         >>> Action.sql("SELECT 1") is Action.sql("SELECT 1"), Action.sql("SELECT 1") == Action.sql("SELECT 2")
         (True, False)
         """
-        if cls is not Action or type(query) is not str or type(tool_name) is not str or cost_usd is not NO_COST:
+        if cls is not Action or type(query) is not str or tool_name is not _SQL_TOOL or cost_usd is not NO_COST:
             return cls(tool_name, {"query": query}, cost_usd)
-        key = (query, tool_name)
-        shared = _SQL_ACTIONS.get(key)
+        shared = _SQL_ACTIONS.get(query)
         if shared is None:
             shared = cls(tool_name, {"query": query}, cost_usd)
             if len(query) <= _SHARED_SQL_CHARS:
@@ -215,8 +223,50 @@ class Action:
                         del _SQL_ACTIONS[next(iter(_SQL_ACTIONS))]  # the earliest
                     except (KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
                         pass
-                _SQL_ACTIONS[key] = shared
+                _SQL_ACTIONS[query] = shared
         return shared
+
+
+def content_key(tool_name: Any, arguments: Any, cost: Any) -> Optional[Tuple[Any, ...]]:
+    """The key a kernel remembers a call by (see ``memo``): its tool name, its cost, and every
+    argument's name and value in order, when all of them are plain ``str`` (one type: equal means
+    the same); else None, and the call is not remembered.
+
+    ``arguments`` is a ``dict`` (a caller's, read once, here: a name's type is checked before it is
+    looked up, so no key's own ``__hash__`` runs) or an action's frozen ones. The cost is a plain
+    float in an action's range, not -0.0 (equal to 0.0, it would be handed an action of the other sign).
+
+    >>> content_key("database_query", {"query": "SELECT 1", "database": "shop"}, NO_COST)
+    ('database_query', 0.0, 'query', 'SELECT 1', 'database', 'shop')
+    >>> content_key("database_query", {"query": "SELECT 1", "limit": 10}, NO_COST) is None
+    True
+    """
+    if (
+        type(tool_name) is not str
+        or (type(arguments) is not dict and type(arguments) is not FrozenArgs)
+        or cost is not NO_COST
+        and not (type(cost) is float and 0.0 <= cost < _INFINITY and (cost != 0.0 or math.copysign(1.0, cost) > 0))
+    ):
+        return None
+    try:
+        if len(arguments) == 1:  # the common call, read without the general copy below
+            (name,) = arguments
+            value = arguments[name] if type(name) is str else None
+            return (tool_name, cost, name, value) if type(value) is str else None
+        key = [tool_name, cost]
+        for name, value in arguments.items():  # one pass over the caller's dict
+            if type(name) is not str or type(value) is not str:
+                return None
+            key.append(name)
+            key.append(value)
+    except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
+        return None
+    return tuple(key)
+
+
+def action_of_key(key: Tuple[Any, ...]) -> Action:
+    """The frozen action of a call's content (:func:`content_key`): what the key read is what is judged."""
+    return Action(key[0], dict(zip(key[2::2], key[3::2])), key[1])
 
 
 def plain_cost(name: str, cost: Any) -> float:

@@ -1,22 +1,26 @@
-"""The governance kernel: policies in, one audited :class:`Decision` per action out."""
+"""The governance kernel: policies in, one audited :class:`Decision` per action out.
+
+:meth:`GovernanceKernel.check` is one linear path for every call form: the snapshot of the call,
+its tool's plan (what the memo remembers of it inside), the optional rewrite, the policies asked,
+the verdict, the commits or releases, the one constructor of a :class:`Decision`, and its record.
+What the path leans on lives in rooms of its own: the memo (:mod:`.memo`), the policies' daemon
+threads (:mod:`.policy_thread`), the garbage-collection clock (:mod:`.gc_clock`) and what a forked
+child renews (:mod:`.after_fork`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import gc
 import itertools
 import logging
 import math
-import os
 import threading
-import time
 import uuid
-import weakref
 from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
@@ -27,12 +31,18 @@ from .actions import (
     Decision,
     Verdict,
     _current_context,
+    action_of_key,
+    content_key,
     current_context,
 )
+from .after_fork import renew_in_child_while_alive
 from .arguments import tool_key
 from .audit import AuditTrail, AuditWriteError, open_flight_recorder
 from .engine import AgentOSPolicy
+from .gc_clock import gc_clock
+from .memo import NOTHING_FOUND, Memo, Plan, is_pure
 from .policies import CONFIGURATION_CHANGES, CostControlPolicy, Policy
+from .policy_thread import call_on_daemon_thread, drained
 from .sql import SQLPolicy
 from .violations import GovernanceConfigError, PolicyViolation, Severity, ViolationType
 
@@ -41,56 +51,14 @@ __all__ = ["GovernanceKernel", "as_kernel"]
 logger = logging.getLogger(__name__)
 
 KERNEL_POLICY_NAME = "GovernanceKernel"
-_MAX_CACHED_TOOL_NAMES = 1024
 #: Agents whose Agent OS signal dispatcher the kernel keeps (the most recently used ones).
 MAX_DISPATCHERS = 1024
-#: Actions whose pure policies' answers a kernel remembers (the most recently remembered ones:
-#: the earliest is forgotten first, and a hit does not reorder them, which would cost a second
-#: look-up on every repeated check).
-MAX_REMEMBERED_ACTIONS = 4096
-
-
-def is_pure(policy: Policy) -> bool:
-    """Whether the kernel may remember ``policy``'s answers (:attr:`Policy.pure`): its own class
-    declares it pure, it still says so, and no method the kernel calls was replaced on it."""
-    cls = type(policy)
-    return (
-        cls.__dict__.get("pure") is True
-        and policy.pure is True
-        and not any(name in vars(policy) for name in ("evaluate", "rewrite", "on_allowed", "on_blocked"))
-        and cls.on_allowed is Policy.on_allowed
-        and cls.on_blocked is Policy.on_blocked
-    )
-
-
-class _Plan(NamedTuple):
-    """What the kernel asks about one tool name, worked out once per name."""
-
-    policies: Tuple[Policy, ...]
-    notes: Tuple[str, ...]
-    note_failures: Tuple[Tuple[Policy, str], ...]
-    #: Per policy, whether its answers are remembered.
-    pure: Tuple[bool, ...]
-    #: Whether every answer of every policy is remembered (then a remembered action asks none).
-    all_pure: bool
-    #: Whether no answer is (then nothing is looked up).
-    all_impure: bool
-    #: Whether a remembered action in which nothing was found asks no policy at all (every policy
-    #: pure, and no ``note_for`` failure to add).
-    asks_none_when_nothing_found: bool
-    #: (index, policy) of the policies whose ``on_allowed`` / ``on_blocked`` is their own (the
-    #: base class's does nothing, so it is not called).
-    committers: Tuple[Tuple[int, Policy], ...]
-    releasers: Tuple[Tuple[int, Policy], ...]
-
 
 _ALLOWED, _BLOCKED = Verdict.ALLOWED, Verdict.BLOCKED
 _new_object = object.__new__
 #: Sets an instance's dict: the ``__dict__`` slot's own setter, the one object.__setattr__(obj,
 #: "__dict__", ...) reaches after looking the slot up on the type.
 _set_instance_dict = next(c.__dict__["__dict__"] for c in Decision.__mro__ if "__dict__" in c.__dict__).__set__
-#: The remembered answer of pure policies that found nothing.
-_NOTHING_FOUND: Tuple[Tuple[PolicyViolation, ...], ...] = ()
 
 
 def _fresh(violation: PolicyViolation) -> PolicyViolation:
@@ -149,120 +117,6 @@ def _applies(policy: Policy, tool_name: str) -> bool:
     except _POLICY_ENDINGS:  # noqa: BLE001 - when unsure, consult the policy (it fails closed there)
         logger.exception("policy %s.applies_to raised; consulting it for %r", policy.name, tool_name)
         return True
-
-
-class _GarbageCollectionClock:
-    """Total time the process spent in garbage collection, from ``gc.callbacks``.
-
-    A full collection in a process that imported agentlightning scans about a million objects
-    and can take a second; the kernel subtracts it from an inline policy's time before comparing
-    with ``policy_timeout_s``, so a collection does not block a harmless action.
-    """
-
-    def __init__(self) -> None:
-        self.total_s = 0.0
-        self._started = 0.0
-        gc.callbacks.append(self._on_gc)
-
-    def _on_gc(self, phase: str, info: Dict[str, Any]) -> None:
-        if phase == "start":
-            self._started = time.perf_counter()
-        else:
-            self.total_s += time.perf_counter() - self._started
-
-
-_GC_CLOCK: Optional[_GarbageCollectionClock] = None
-_GC_CLOCK_LOCK = threading.Lock()
-
-
-def _gc_clock() -> _GarbageCollectionClock:
-    """The process's one garbage-collection clock, installed in ``gc.callbacks`` by the first
-    kernel (not at import: importing the kernel changes nothing)."""
-    global _GC_CLOCK
-    _install_fork_hook()  # first: a fork while another thread holds the lock below must renew it
-    with _GC_CLOCK_LOCK:
-        if _GC_CLOCK is None:
-            _GC_CLOCK = _GarbageCollectionClock()
-        return _GC_CLOCK
-
-
-_FORK_HOOK_INSTALLED = False
-#: Every kernel of this process, so that a forked child gives each a new decision-id prefix.
-_KERNELS: "weakref.WeakSet[GovernanceKernel]" = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    """In a forked child, before anything runs there: a new lock for the garbage-collection
-    clock (only the forking thread goes on in the child, so a lock another thread held at the
-    fork would stay held for ever, and the child's next kernel would wait on it), and a new
-    decision-id prefix for every kernel (a child inherits each kernel's prefix and counter, and
-    would otherwise give its decisions the very ids its parent gives its own)."""
-    global _GC_CLOCK_LOCK
-    _GC_CLOCK_LOCK = threading.Lock()
-    for kernel in list(_KERNELS):
-        kernel._new_id_prefix()
-
-
-def _install_fork_hook() -> None:
-    """Install :func:`_after_fork_in_child`, once per process, by the first kernel (not at import).
-
-    No lock: one held by another thread at the fork would stay held in the child, and two
-    kernels built at once at most install the hook twice (each call renews again)."""
-    global _FORK_HOOK_INSTALLED
-    if not _FORK_HOOK_INSTALLED:
-        _FORK_HOOK_INSTALLED = True
-        os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _renew_id_prefixes_after_fork(kernel: "GovernanceKernel") -> None:
-    """Give ``kernel`` a new decision-id prefix in every process forked from this one
-    (:func:`_after_fork_in_child`)."""
-    _install_fork_hook()
-    _KERNELS.add(kernel)
-
-
-def _call_on_daemon_thread(fn: Any, action: Action, context: ActionContext, timeout_s: float) -> Any:
-    """``fn(action, context)`` on a thread of its own; ``TimeoutError`` if it is not done in time.
-
-    A hung policy cannot be killed in Python, so its thread is left behind. It is a daemon
-    thread: a pool's worker threads are joined at interpreter exit, which kept a runner process
-    whose policy hung from ever exiting.
-    """
-    outcome: Dict[str, Any] = {}
-    done = threading.Event()
-
-    def call() -> None:
-        try:
-            outcome["result"] = fn(action, context)
-        except BaseException as err:  # noqa: BLE001 - handed to the checking thread
-            outcome["error"] = err
-        finally:
-            done.set()
-
-    threading.Thread(target=call, name="agentos-policy", daemon=True).start()
-    if not done.wait(timeout_s):
-        raise TimeoutError
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
-
-
-def _drained(result: Any) -> Any:
-    """A generator's items as a list (so it runs to the end where it was called), and so the
-    items of any other iterable but a plain list: a list subclass's own ``__iter__`` could hang
-    or raise, and it runs here, on the policy's thread under the timeout, not on the checking
-    thread. What is not iterable is left as it is (the caller names it)."""
-    if result is None or type(result) in _READ_ON_THE_CHECKING_THREAD or isinstance(result, PolicyViolation):
-        return result
-    try:
-        return list(result)
-    except TypeError:  # not iterable: the checking thread names what it is
-        return result
-
-
-#: Answers whose items the checking thread reads itself: built-in types, whose iteration runs no
-#: code of the policy's (a str or dict is named as what it is, not as the list of its items).
-_READ_ON_THE_CHECKING_THREAD = frozenset({list, tuple, set, frozenset, str, bytes, dict})
 
 
 def _parse_signals(signals: Optional[Mapping[Any, Any]]) -> Dict[Severity, AgentSignal]:
@@ -375,24 +229,15 @@ class GovernanceKernel:
             )
         self.policy_timeout_s = float(policy_timeout_s)
         self.error_severity = Severity.parse(error_severity)
-        self._gc_pauses = _gc_clock()
+        self._gc_pauses = gc_clock()
         self.signal_map = _parse_signals(signals)
         self.audit: Optional[AuditTrail] = None if recorder is None else _audit_trail(recorder)
         self._rewriters = _rewriters(self._policies)
         self._dispatchers: "OrderedDict[str, SignalDispatcher]" = OrderedDict()
         self._dispatchers_lock = threading.Lock()
         self._new_id_prefix()
-        _renew_id_prefixes_after_fork(self)
-        self._by_tool: Dict[str, Tuple[Policy, ...]] = {}
-        self._notes_by_tool: Dict[str, Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]] = {}
-        self._plans: Dict[str, _Plan] = {}
-        # The answers of pure policies per action fingerprint (plain values only, see
-        # actions.plain_call), forgotten when a pure policy's configuration changes.
-        # A plain dict: its look-up is cheaper than an OrderedDict's, and it keeps insertion order.
-        # Each entry also holds the frozen action of that fingerprint, given to later identical calls.
-        self._remembered: Dict[Tuple[Any, ...], Tuple[Action, Tuple[Tuple[PolicyViolation, ...], ...]]] = {}
-        self._remembered_lock = threading.Lock()
-        self._remembered_for = CONFIGURATION_CHANGES[0]
+        renew_in_child_while_alive(self, GovernanceKernel._new_id_prefix)
+        self._memo = Memo()
 
     # ----------------------------------------------------------------- construction helpers
     @classmethod
@@ -414,8 +259,8 @@ class GovernanceKernel:
     def _new_id_prefix(self) -> None:
         """Decision ids are a random prefix of this kernel in this process plus a counter: unique
         across kernels and processes (64 random bits per prefix, and a forked child draws a new
-        one before it runs anything, see :func:`_renew_id_prefixes_after_fork`), and far cheaper
-        on the hot path than a uuid4 per decision."""
+        one before it runs anything, see :mod:`.after_fork`); a uuid4 per decision would draw from
+        the operating system's random source on every check."""
         self._id_prefix = uuid.uuid4().hex[:16] + "-"
         self._id_counter = itertools.count(1)
 
@@ -431,7 +276,7 @@ class GovernanceKernel:
         the remembered answers) is forgotten, in every thread: a removed policy is asked no more,
         an added one from the next check on."""
         checked = _checked_policies(policies)
-        with self._remembered_lock:
+        with self._memo.lock:
             self._policies = checked
             self._rewriters = _rewriters(checked)
             CONFIGURATION_CHANGES[0] += 1  # every check forgets what it worked out before this
@@ -463,7 +308,6 @@ class GovernanceKernel:
         *,
         context: Optional[ActionContext] = None,
         cost_usd: float = NO_COST,
-        _refused: Optional[Tuple[str, str]] = None,
     ) -> Decision:
         """Decide about one action and record the decision.
 
@@ -471,11 +315,11 @@ class GovernanceKernel:
         action). ``context`` defaults to the one set by :func:`governance_context`.
 
         Identical calls share one :class:`Action`. The kernel keeps the frozen action of every
-        call it remembers (pure policies' answers, per fingerprint: the tool name, the cost and
-        the arguments' names and values, all plain ``str`` but the cost), and a later call of the
-        same content is given that very action, which holds only immutable plain values: nothing
-        can change it, so what was judged is still what runs. Each check still gets its own
-        decision, id and audit record.
+        call it remembers (pure policies' answers, per content: the tool name, the cost and the
+        arguments' names and values, all plain ``str`` but the cost; see :mod:`.memo`), and a later
+        call of the same content is given that very action, which holds only immutable plain
+        values: nothing can change it, so what was judged is still what runs. Each check still
+        gets its own decision, id and audit record.
 
         >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])])
         >>> args = {"query": "SELECT 1"}
@@ -489,129 +333,157 @@ class GovernanceKernel:
         An interrupt (``KeyboardInterrupt``) while the policies are asked is recorded as a blocked
         decision and then raised on: the caller stops, and nothing runs.
         """
-        # One path for every call form, in this order: the snapshot (a caller's Action is one
-        # already; a call's is looked up in the memo by its content before one is built), the
-        # optional rewrite, the tool's plan, the policies asked (a pure one's remembered answer
-        # used instead), the verdict, commits or releases, and the decision recorded. It is one
-        # function: every call of a Python function costs as much as a step of the path.
         try:
-            if self._remembered_for != CONFIGURATION_CHANGES[0]:
-                self._forget()
-            # The memo's key: what the policies read of the call, its content (tool name, cost, and
-            # every argument's name and value), when all of it is plain text (one type: equal means
-            # the same); else None, and nothing is remembered. The caller's mapping is read once,
-            # here (a name's type checked before it is looked up, so no key's own __hash__ runs);
-            # a call's snapshot is then built from what was read, so it is what the key says.
-            # The cost is a plain float in the action's range, not -0.0 (equal to 0.0, it would be
-            # handed an action of the other sign).
-            key = given = items = None  # name and value are read only where key was made of them
+            memo = self._memo
+            if memo.configuration != CONFIGURATION_CHANGES[0]:
+                memo.forget()
+            # 1. The snapshot: a remembered call's frozen action (a caller's Action is its own),
+            #    else one built from what the memo's key read, else from the call.
             if type(action) is str:
-                tool_name, arguments, cost = action, args, cost_usd
-                readable = type(args) is dict
+                key = content_key(action, args, cost_usd)
             elif isinstance(action, Action):
                 if args is not None:
                     raise TypeError("pass args only together with a tool name, not with an Action")
-                given = action
-                # A subclass's own properties could tell the key one thing and the policies another.
-                readable = type(action) is Action
-                if readable:
-                    tool_name, arguments, cost = action.tool_name, action.args, action.cost_usd
+                # A subclass's own properties could tell the memo one thing and the policies another.
+                key = action._content_key if type(action) is Action else None
             else:
-                readable = False
-            if readable and (
-                cost is NO_COST
-                or (type(cost) is float and 0.0 <= cost < math.inf and (cost != 0.0 or math.copysign(1.0, cost) > 0))
-            ):
-                try:
-                    if len(arguments) == 1:
-                        (name,) = arguments
-                        value = arguments[name] if type(name) is str else None
-                        if type(value) is str:
-                            key = (tool_name, cost, name, value)
-                    else:
-                        items = tuple(arguments.items())
-                        for pair in items:
-                            if type(pair[0]) is not str or type(pair[1]) is not str:
-                                break
-                        else:
-                            key = (tool_name, cost, items)
-                except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
-                    key = None
-            entry = None if key is None else self._remembered.get(key)
+                key = None
+            entry = memo.calls.get(key)
             if entry is not None:
-                snapshot, remembered = entry
-                if given is not None:
-                    snapshot = given  # the caller's own, of the same content
+                snapshot, plan, remembered = entry
+                if type(action) is not str:
+                    snapshot = action  # the caller's own, of the same content (and so no refusal)
+                refusal = None
             else:
-                remembered = None
-                if given is not None:
-                    snapshot = given
-                elif key is None:
-                    snapshot = Action.of_call(action, {} if args is None else args, cost_usd)
+                plan = remembered = None
+                if isinstance(action, Action):
+                    snapshot = action
+                elif key is not None:
+                    snapshot = action_of_key(key)
                 else:
-                    snapshot = Action(action, {name: value} if items is None else dict(items), cost_usd)
+                    snapshot = Action.of_call(action, {} if args is None else args, cost_usd)
+                refusal = snapshot.refusal  # arguments that could not be snapshot: nothing to judge
             if context is None:
                 context = _current_context.get()
             elif type(context) is not ActionContext and not isinstance(context, ActionContext):
                 raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
-            started = perf_counter()
-            violations: List[PolicyViolation] = []
-            original: Optional[Action] = None
-            notes: Tuple[str, ...] = ()
-            if _refused is None and snapshot.refusal is not None:  # arguments that could not be snapshot
-                _refused = (snapshot.refusal, KERNEL_POLICY_NAME)
-            if _refused is not None:  # nothing to judge: no policy is asked
-                reason, refused_by = _refused
-                violations.append(PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity))
-                verdict = _BLOCKED
-            else:
-                if self._rewriters:  # a kernel with a rewriting policy remembers nothing
+            if refusal is None:
+                started = perf_counter()
+                violations: List[PolicyViolation] = []
+                # 2. The optional rewrite (a kernel with a rewriting policy remembers nothing).
+                original: Optional[Action] = None
+                if self._rewriters:
                     original = snapshot
                     snapshot = self._rewritten(snapshot, context, violations)
                     if snapshot is original:
                         original = None
-                    key = remembered = None
-                plan = self._plans.get(snapshot.tool_name) or self._plan(snapshot.tool_name)
-                notes = plan.notes
-                if remembered is _NOTHING_FOUND and plan.asks_none_when_nothing_found:
-                    # Every policy is pure and found nothing in this very content before: nothing
-                    # to ask, commit or release.
-                    verdict = _ALLOWED
+                    key = plan = remembered = None
+                # 3. The plan of the tool (a remembered call carries it).
+                if plan is None:
+                    plan = memo.plans.get(snapshot.tool_name) or self._plan(snapshot.tool_name)
+                # 4. The policies asked, the verdict, and the commits or releases that follow it.
+                if remembered is NOTHING_FOUND and plan.asks_none_when_nothing_found:
+                    verdict = _ALLOWED  # every policy is pure and found nothing in this very content
                 else:
                     verdict = self._asked(snapshot, context, plan, key, remembered, violations)
-            # The kernel's one constructor of a Decision: every field made here, so none is
-            # checked, and stored as the instance's dict at once (the frozen dataclass's __init__
-            # sets each field with object.__setattr__, as much work as a remembered check's rest).
-            # A field still at its default (no finding, no signal, no rewrite, no audit, no note)
-            # is left out of that dict: the dataclass keeps the default on the class, where every
-            # read of the field finds it, and most checks then build and free half the dict.
-            decision_id = self._id_prefix + hex(next(self._id_counter))
-            audit = self.audit
-            fields = {"action": snapshot, "verdict": verdict, "context": context, "decision_id": decision_id}
-            if violations:
-                fields["violations"] = tuple(violations)
-            if verdict is _BLOCKED:
-                fields["signals"] = self._send_signals(violations, context)
-            if original is not None:
-                fields["original_action"] = original
-            if audit is not None:
-                fields["audit_id"] = decision_id
-            if notes:
-                fields["notes"] = notes
-            decision = _new_object(Decision)
-            fields["elapsed_us"] = (perf_counter() - started) * 1e6
-            _set_instance_dict(decision, fields)
-            return decision if audit is None else self._record(decision)
+                # 5. The decision, recorded.
+                return self._decided(snapshot, context, started, verdict, violations, original, plan.notes)
         except KeyboardInterrupt:
-            if _refused is None:
-                self._record_interrupted(action, args, context, cost_usd)
+            self._record_interrupted(action, args, context, cost_usd)
             raise
+        return self.refuse(snapshot, refusal, context=context)
+
+    def refuse(
+        self,
+        action: Action,
+        reason: str,
+        *,
+        context: Optional[ActionContext] = None,
+        refused_by: str = KERNEL_POLICY_NAME,
+    ) -> Decision:
+        """Block ``action`` without asking the policies, because its caller already knows it must
+        not run (for example, its rollout has ended), and record that like any blocked decision:
+        one violation of ``error_severity`` by ``refused_by``, explained by ``reason``.
+
+        >>> kernel = GovernanceKernel([])
+        >>> decision = kernel.refuse(Action.sql("SELECT 1"), "the rollout has ended", refused_by="AgentOSRunner")
+        >>> decision.blocked, decision.violations[0].policy_name, decision.reason
+        (True, 'AgentOSRunner', 'AgentOSRunner[high]: the rollout has ended')
+        """
+        if not isinstance(action, Action):
+            raise TypeError(f"refuse takes an Action, got {type(action).__name__}")
+        if context is None:
+            context = _current_context.get()
+        elif not isinstance(context, ActionContext):
+            raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
+        started = perf_counter()
+        refusal = PolicyViolation(ViolationType.BLOCKED, refused_by, reason, self.error_severity)
+        return self._decided(action, context, started, _BLOCKED, [refusal], None, ())
+
+    def _rewritten(self, action: Action, context: ActionContext, violations: List[PolicyViolation]) -> Action:
+        """``action`` as the rewriting policies leave it, in order; each rewrite is a MODIFIED
+        violation in ``violations`` (so are the rewriters' failures, which leave it as it was)."""
+        for policy in self._rewriters:
+            rewritten = self._run(policy, "rewrite", action, context, violations)
+            if isinstance(rewritten, Action) and rewritten != action:
+                action = rewritten
+                violations.append(
+                    PolicyViolation(
+                        ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity
+                    )
+                )
+        return action
+
+    def _plan(self, tool_name: str) -> Plan:
+        """What to ask about ``tool_name``: the policies that apply to it, in kernel order, what
+        they note about it, and which of their answers are remembered (kept in the memo for up to
+        ``memo.MAX_PLANNED_TOOL_NAMES`` names)."""
+        configuration = CONFIGURATION_CHANGES[0]
+        policies = tuple(p for p in self.policies if _applies(p, tool_name))
+        notes, note_failures = self._notes_and_failures(tool_name, policies)
+        pure = tuple(is_pure(p) for p in policies)
+        plan = Plan(
+            policies,
+            notes,
+            note_failures,
+            pure,
+            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_allowed")),
+            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_blocked")),
+        )
+        self._memo.keep_plan(tool_name, plan, configuration)
+        return plan
+
+    @staticmethod
+    def _notes_and_failures(
+        tool_name: str, policies: Sequence[Policy]
+    ) -> Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]:
+        """What ``policies`` note about ``tool_name`` (:meth:`Policy.note_for`), and the policies
+        whose ``note_for`` raised or answered something other than a str or None, with what went
+        wrong: each blocks the action (a skipped check that cannot be stated is not skipped silently)."""
+        notes: List[str] = []
+        failures: List[Tuple[Policy, str]] = []
+        for policy in policies:
+            if type(policy).note_for is Policy.note_for:
+                continue
+            try:
+                note = policy.note_for(tool_name)
+            except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+                logger.exception("policy %s.note_for raised", policy.name)
+                failures.append((policy, f"note_for raised {type(err).__name__}: {err}"))
+                continue
+            if note is not None and not isinstance(note, str):
+                failures.append((policy, f"note_for returned {type(note).__name__}, not a str or None"))
+            elif note is not None:
+                note = str.__str__(note)  # the text it holds: a str subclass's own methods could raise
+                if note:
+                    notes.append(f"{policy.name}: {note}")
+        return tuple(notes), tuple(failures)
 
     def _asked(
         self,
         snapshot: Action,
         context: ActionContext,
-        plan: _Plan,
+        plan: Plan,
         key: Optional[Tuple[Any, ...]],
         remembered: Optional[Tuple[Tuple[PolicyViolation, ...], ...]],
         violations: List[PolicyViolation],
@@ -641,7 +513,7 @@ class GovernanceKernel:
             if found:
                 violations.extend(found)
         if remember:
-            self._remember(key, snapshot, tuple(answers), configuration)  # type: ignore[arg-type]
+            self._memo.remember(key, snapshot, plan, tuple(answers), configuration)  # type: ignore[arg-type]
         verdict = self._verdict(violations) if violations else _ALLOWED
         committed = len(policies) if verdict is not _BLOCKED else 0
         if verdict is not _BLOCKED and plan.committers:
@@ -654,194 +526,14 @@ class GovernanceKernel:
             self._release([p for i, p in plan.releasers if i >= committed], snapshot, context)
         return verdict
 
-    def _record_interrupted(self, action: Any, args: Any, context: Any, cost_usd: Any) -> None:
-        """The blocked decision of a check an interrupt stopped (best effort: the interrupt goes on)."""
-        try:
-            if not isinstance(action, Action):
-                action = Action.of_call(action, {} if args is None else args, cost_usd)
-            if not isinstance(context, ActionContext):
-                context = _current_context.get()
-            self.refuse(action, "the check was interrupted (KeyboardInterrupt) before a verdict", context=context)
-        except Exception:  # noqa: BLE001 - the interrupt is what the caller must see
-            logger.exception("the interrupted check could not be recorded")
-
-    def _rewritten(self, action: Action, context: ActionContext, violations: List[PolicyViolation]) -> Action:
-        """``action`` as the rewriting policies leave it, in order; each rewrite is a MODIFIED
-        violation in ``violations`` (so are the rewriters' failures, which leave it as it was)."""
-        for policy in self._rewriters:
-            rewritten = self._run(policy, "rewrite", action, context, violations)
-            if isinstance(rewritten, Action) and rewritten != action:
-                action = rewritten
-                violations.append(
-                    PolicyViolation(
-                        ViolationType.MODIFIED, policy.name, f"action rewritten by {policy.name}", policy.severity
-                    )
-                )
-        return action
-
-    def _plan(self, tool_name: str) -> _Plan:
-        """What to ask about ``tool_name`` (kept for up to ``_MAX_CACHED_TOOL_NAMES`` names)."""
-        configuration = CONFIGURATION_CHANGES[0]
-        policies = self._policies_for(tool_name)
-        notes, note_failures = self._notes_and_failures(tool_name, policies)
-        pure = tuple(is_pure(p) for p in policies)
-        plan = _Plan(
-            policies,
-            notes,
-            note_failures,
-            pure,
-            all(pure),
-            not any(pure),
-            all(pure) and not note_failures,
-            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_allowed")),
-            tuple((i, p) for i, p in enumerate(policies) if _own(p, "on_blocked")),
-        )
-        self._keep(self._plans, tool_name, plan, configuration)
-        return plan
-
-    def _remember(
-        self,
-        fingerprint: Tuple[Any, ...],
-        action: Action,
-        answers: Tuple[Tuple[PolicyViolation, ...], ...],
-        configuration: int,
-    ) -> None:
-        """Keep the pure policies' ``answers`` about ``action``, found under ``configuration``,
-        and the action itself: a later call of the same content is given it (see :meth:`check`)."""
-        if not any(answers):
-            answers = _NOTHING_FOUND
-        with self._remembered_lock:
-            if configuration != CONFIGURATION_CHANGES[0]:
-                return  # found under a configuration that has changed since: not an answer to keep
-            if self._remembered_for != configuration:
-                self._forget()
-            self._remembered[fingerprint] = (action, answers)
-            while len(self._remembered) > MAX_REMEMBERED_ACTIONS:
-                del self._remembered[next(iter(self._remembered))]  # the earliest remembered
-
-    def _forget(self) -> None:
-        """Forget every remembered answer (a pure policy's configuration, or the kernel's list of
-        policies, changed), the plans, which say which policies are pure (a policy set
-        ``pure = False`` must be asked every time), and which policies apply to each tool and
-        what they note about it (a policy set ``detect = True`` applies to more tools)."""
-        self._remembered = {}
-        self._plans = {}
-        self._by_tool = {}
-        self._notes_by_tool = {}
-        self._remembered_for = CONFIGURATION_CHANGES[0]
-
-    def _committed(
-        self, policy: Policy, action: Action, context: ActionContext, violations: List[PolicyViolation]
-    ) -> bool:
-        """``policy.on_allowed``; False (its failure added to ``violations``) if it raised."""
-        try:
-            policy.on_allowed(action, context)
-        except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
-            logger.exception("policy %s.on_allowed raised", policy.name)
-            violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
-            return False
-        return True
-
-    def refuse(
-        self,
-        action: Action,
-        reason: str,
-        *,
-        context: Optional[ActionContext] = None,
-        refused_by: str = KERNEL_POLICY_NAME,
-    ) -> Decision:
-        """Block ``action`` without asking the policies, because its caller already knows it must
-        not run (for example, its rollout has ended), and record that like any blocked decision:
-        one violation of ``error_severity`` by ``refused_by``, explained by ``reason``.
-
-        >>> kernel = GovernanceKernel([])
-        >>> decision = kernel.refuse(Action.sql("SELECT 1"), "the rollout has ended", refused_by="AgentOSRunner")
-        >>> decision.blocked, decision.violations[0].policy_name, decision.reason
-        (True, 'AgentOSRunner', 'AgentOSRunner[high]: the rollout has ended')
-        """
-        if not isinstance(action, Action):
-            raise TypeError(f"refuse takes an Action, got {type(action).__name__}")
-        return self.check(action, context=context, _refused=(reason, refused_by))
-
-    def _policies_for(self, tool_name: str) -> Tuple[Policy, ...]:
-        """The policies that apply to ``tool_name``, in kernel order (asked once per tool name)."""
-        policies = self._by_tool.get(tool_name)
-        if policies is None:
-            configuration = CONFIGURATION_CHANGES[0]
-            policies = tuple(p for p in self.policies if _applies(p, tool_name))
-            self._keep(self._by_tool, tool_name, policies, configuration)
-        return policies
-
-    def _keep(self, cache: Dict[str, Any], tool_name: str, worked_out: Any, configuration: int) -> None:
-        """Keep what was worked out about ``tool_name`` under ``configuration`` in ``cache``,
-        unless the configuration has changed since (then it may be stale) or the cache is full
-        (agents can invent tool names)."""
-        with self._remembered_lock:  # the policies' setter changes the configuration under it
-            if configuration == CONFIGURATION_CHANGES[0] and len(cache) < _MAX_CACHED_TOOL_NAMES:
-                cache[tool_name] = worked_out
-
-    def _notes_and_failures(
-        self, tool_name: str, policies: Sequence[Policy]
-    ) -> Tuple[Tuple[str, ...], Tuple[Tuple[Policy, str], ...]]:
-        """What ``policies`` note about ``tool_name`` (:meth:`Policy.note_for`), asked once per
-        tool name, and the policies whose ``note_for`` raised or answered something other than a
-        str or None, with what went wrong: each blocks the action (a skipped check that cannot
-        be stated is not skipped silently)."""
-        cached = self._notes_by_tool.get(tool_name)
-        if cached is None:
-            configuration = CONFIGURATION_CHANGES[0]
-            notes: List[str] = []
-            failures: List[Tuple[Policy, str]] = []
-            for policy in policies:
-                if type(policy).note_for is Policy.note_for:
-                    continue
-                try:
-                    note = policy.note_for(tool_name)
-                except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
-                    logger.exception("policy %s.note_for raised", policy.name)
-                    failures.append((policy, f"note_for raised {type(err).__name__}: {err}"))
-                    continue
-                if note is not None and not isinstance(note, str):
-                    failures.append((policy, f"note_for returned {type(note).__name__}, not a str or None"))
-                elif note is not None:
-                    note = str.__str__(note)  # the text it holds: a str subclass's own methods could raise
-                    if note:
-                        notes.append(f"{policy.name}: {note}")
-            cached = (tuple(notes), tuple(failures))
-            self._keep(self._notes_by_tool, tool_name, cached, configuration)
-        return cached
-
-    @staticmethod
-    def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:
-        if not violations:
-            return Verdict.ALLOWED
-        if any(v.action_blocked for v in violations):
-            return Verdict.BLOCKED
-        if any(v.violation_type is ViolationType.MODIFIED for v in violations):
-            return Verdict.MODIFIED
-        return Verdict.WARNED
-
-    def _release(self, policies: Sequence[Policy], action: Action, context: ActionContext) -> None:
-        """Tell the policies the action is blocked, so they undo what ``evaluate`` reserved (a
-        budget's amount). A failure here is logged: the action is blocked either way."""
-        for policy in policies:
-            try:
-                policy.on_blocked(action, context)
-            except _POLICY_ENDINGS:  # noqa: BLE001 - the action is already blocked
-                logger.exception("policy %s.on_blocked raised", policy.name)
-
-    def _failure(self, policy: Policy, what: str) -> PolicyViolation:
-        return PolicyViolation(
-            ViolationType.BLOCKED, policy.name, f"{what} (failing closed: action blocked)", self.error_severity
-        )
-
     def _run(
         self, policy: Policy, method: str, action: Action, context: ActionContext, sink: List[PolicyViolation]
     ) -> Any:
         """Call ``policy.<method>`` under the kernel's fail-closed rules; failures go to ``sink``.
 
         An inline policy is called here, timed; any other on a daemon thread under the timeout
-        (:meth:`_call_on_thread`)."""
+        (:meth:`_call_on_thread`). A garbage collection that ran meanwhile paused the policy; it is
+        not its time (:mod:`.gc_clock`)."""
         fn = getattr(policy, method)
         try:
             if policy.runs_inline:
@@ -849,14 +541,11 @@ class GovernanceKernel:
                 gc_before = gc_pauses.total_s
                 started = perf_counter()
                 result = fn(action, context)
-                # A garbage collection that ran meanwhile paused the policy; it is not its time.
                 if perf_counter() - started - (gc_pauses.total_s - gc_before) > self.policy_timeout_s:
                     sink.append(
                         self._failure(policy, f"{method} took longer than policy_timeout_s={self.policy_timeout_s}s")
                     )
                     return None
-                if type(result) is list and not result and method == "evaluate":  # the common answer
-                    return result
             else:
                 result = self._call_on_thread(policy, fn, method, action, context, sink)
             return self._checked_result(policy, method, result, sink)
@@ -873,10 +562,8 @@ class GovernanceKernel:
         """``fn(action, context)`` on a daemon thread, under the timeout (a failure in ``sink``)."""
         try:
             # A generator is drained on the policy's thread too: it can hang or raise mid-way.
-            return _call_on_daemon_thread(
-                lambda a, c: _drained(fn(a, c)) if method == "evaluate" else fn(a, c),
-                action,
-                context,
+            return call_on_daemon_thread(
+                (lambda: drained(fn(action, context))) if method == "evaluate" else (lambda: fn(action, context)),
                 self.policy_timeout_s,
             )
         except TimeoutError:
@@ -930,6 +617,77 @@ class GovernanceKernel:
                 return None
             plain.append(copy)
         return plain
+
+    def _failure(self, policy: Policy, what: str) -> PolicyViolation:
+        return PolicyViolation(
+            ViolationType.BLOCKED, policy.name, f"{what} (failing closed: action blocked)", self.error_severity
+        )
+
+    @staticmethod
+    def _verdict(violations: Sequence[PolicyViolation]) -> Verdict:
+        if not violations:
+            return Verdict.ALLOWED
+        if any(v.action_blocked for v in violations):
+            return Verdict.BLOCKED
+        if any(v.violation_type is ViolationType.MODIFIED for v in violations):
+            return Verdict.MODIFIED
+        return Verdict.WARNED
+
+    def _committed(
+        self, policy: Policy, action: Action, context: ActionContext, violations: List[PolicyViolation]
+    ) -> bool:
+        """``policy.on_allowed``; False (its failure added to ``violations``) if it raised."""
+        try:
+            policy.on_allowed(action, context)
+        except _POLICY_ENDINGS as err:  # noqa: BLE001 - fail closed, and keep the decision recordable
+            logger.exception("policy %s.on_allowed raised", policy.name)
+            violations.append(self._failure(policy, f"on_allowed raised {type(err).__name__}: {err}"))
+            return False
+        return True
+
+    def _release(self, policies: Sequence[Policy], action: Action, context: ActionContext) -> None:
+        """Tell the policies the action is blocked, so they undo what ``evaluate`` reserved (a
+        budget's amount). A failure here is logged: the action is blocked either way."""
+        for policy in policies:
+            try:
+                policy.on_blocked(action, context)
+            except _POLICY_ENDINGS:  # noqa: BLE001 - the action is already blocked
+                logger.exception("policy %s.on_blocked raised", policy.name)
+
+    def _decided(
+        self,
+        action: Action,
+        context: ActionContext,
+        started: float,
+        verdict: Verdict,
+        violations: List[PolicyViolation],
+        original: Optional[Action],
+        notes: Tuple[str, ...],
+    ) -> Decision:
+        """The kernel's one constructor of a :class:`Decision`, and its record.
+
+        Every field is made here, so none is checked, and stored as the instance's dict at once
+        (the frozen dataclass's ``__init__`` would set each field with ``object.__setattr__``). A
+        field still at its default (no finding, no signal, no rewrite, no audit, no note) is left
+        out of that dict: the dataclass keeps the default on the class, where every read finds it.
+        """
+        decision_id = self._id_prefix + hex(next(self._id_counter))
+        audit = self.audit
+        fields = {"action": action, "verdict": verdict, "context": context, "decision_id": decision_id}
+        if violations:
+            fields["violations"] = tuple(violations)
+        if verdict is _BLOCKED:
+            fields["signals"] = self._send_signals(violations, context)
+        if original is not None:
+            fields["original_action"] = original
+        if audit is not None:
+            fields["audit_id"] = decision_id
+        if notes:
+            fields["notes"] = notes
+        decision = _new_object(Decision)
+        fields["elapsed_us"] = (perf_counter() - started) * 1e6
+        _set_instance_dict(decision, fields)
+        return decision if audit is None else self._record(decision)
 
     def _send_signals(self, violations: Sequence[PolicyViolation], context: ActionContext) -> Tuple[str, ...]:
         if not self.signal_map:
@@ -987,6 +745,17 @@ class GovernanceKernel:
                 decision, verdict=Verdict.BLOCKED, violations=decision.violations + (failure,), audit_id=None
             )
         return decision
+
+    def _record_interrupted(self, action: Any, args: Any, context: Any, cost_usd: Any) -> None:
+        """The blocked decision of a check an interrupt stopped (best effort: the interrupt goes on)."""
+        try:
+            if not isinstance(action, Action):
+                action = Action.of_call(action, {} if args is None else args, cost_usd)
+            if not isinstance(context, ActionContext):
+                context = _current_context.get()
+            self.refuse(action, "the check was interrupted (KeyboardInterrupt) before a verdict", context=context)
+        except Exception:  # noqa: BLE001 - the interrupt is what the caller must see
+            logger.exception("the interrupted check could not be recorded")
 
     # ----------------------------------------------------------------- state and outcomes
     def record_outcome(
