@@ -75,13 +75,20 @@ def demo(root: Path = ROOT) -> str:
 def demo_time(root: Path = ROOT) -> str:
     times = _load(root, DEMO_TIMES)
     fresh, loaded, cpus = times["fresh_machine"], times["fresh_machine_under_load"], times["summary"]["cpus"]
+    steps = loaded["grpo_steps"]
     return (
         f"On a fresh clone of the {cpus}-core machine with nothing installed, the whole command, install "
         f"included, took {fresh['wall_minutes']:g} minutes ({fresh['cpu_minutes']:g} CPU minutes, "
         f"{fresh['max_resident_mb'] / 1000:.1f} GB peak memory, a mean 1-minute load of "
         f"{fresh['load_average_1min_mean']:g}), and {loaded['wall_minutes']:g} minutes ({loaded['cpu_minutes']:g} CPU "
         f"minutes) beside a parallel run of the test suite (a mean 1-minute load of "
-        f"{loaded['load_average_1min_mean']:g}) ([{DEMO_TIMES.as_posix()}]({DEMO_TIMES.as_posix()}))."
+        f"{loaded['load_average_1min_mean']:g}; its {steps['budget_minutes']:g}-minute step budget "
+        + (
+            f"kept all {steps['planned']} GRPO steps"
+            if steps["run"] == steps["planned"]
+            else f"left {steps['run']} of the {steps['planned']} GRPO steps"
+        )
+        + f") ([{DEMO_TIMES.as_posix()}]({DEMO_TIMES.as_posix()}))."
     )
 
 
