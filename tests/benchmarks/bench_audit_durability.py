@@ -52,7 +52,7 @@ from callgrind_regions import read_regions  # noqa: E402
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder  # noqa: E402
 
-BASE = "0038757"
+BASE = "1e76641"
 AUDIT_MODULE = "contrib/agentlightning/contrib/kernel/agentos/audit.py"
 ROW_CHARS = 400  # about a record's tool_args here (the query, the envelope)
 
