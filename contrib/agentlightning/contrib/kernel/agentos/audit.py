@@ -402,6 +402,7 @@ class AuditTrail:
             )
             conn.execute(f"PRAGMA synchronous={synchronous}")
             self._conn = conn
+            self._cursor = conn.cursor()  # the commits' one cursor
             self.recorder.flush()  # whatever its owner wrote through it before us
             last = conn.execute("SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
             self._head: Tuple[int, Optional[str]] = (last[0], last[1]) if last else (0, None)
@@ -960,28 +961,30 @@ class AuditTrail:
         self, foreign: List[Dict[str, Any]], new_rows: List[Dict[str, Any]], updates: List[Dict[str, Any]]
     ) -> Tuple[int, Optional[str]]:
         """Commit the rows; the file's new last record (id, entry hash)."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        cursor = self._cursor
+        cursor.execute("BEGIN IMMEDIATE")
         try:
-            problem = self._file_changed()
-            last = conn.execute(_LAST_RECORD).fetchone()
-            if problem is None and (tuple(last) if last else (0, None)) != self._head:
+            # Another writer, or records removed: the file's last record is not the one this trail
+            # committed last. (A file deleted or replaced is found after the commit, below: the
+            # commit then went to a file that is no longer the path's, and its checks are blocked.)
+            last = cursor.execute(_LAST_RECORD).fetchone()
+            if (tuple(last) if last else (0, None)) != self._head:
                 problem = (
                     f"its last record is {tuple(last) if last else 'none'}, not record {self._head[0]} that this "
                     "kernel committed last: records were removed, or another writer added some"
                 )
-            if problem is not None:
                 raise AuditFileChangedError(f"the audit file {self.path!r} changed under the running kernel: {problem}")
             for operation in foreign:
-                conn.execute(operation["sql"], operation["params"])
-            if new_rows:
-                conn.executemany(_INSERT_ROW, [tuple(row[name] for name in _INSERTED_COLUMNS) for row in new_rows])
+                cursor.execute(operation["sql"], operation["params"])
+            for row in new_rows:
+                cursor.execute(_INSERT_ROW, tuple(row[name] for name in _INSERTED_COLUMNS))
+                row["id"] = cursor.lastrowid
             if updates:
-                conn.executemany(_UPDATE_OUTCOME, [tuple(row[name] for name in _UPDATED_COLUMNS) for row in updates])
-            if foreign or new_rows:
-                last = conn.execute(_LAST_RECORD).fetchone()
-                for offset, row in enumerate(new_rows, start=last[0] - len(new_rows) + 1):
-                    row["id"] = offset  # the rows just inserted are the file's last ones, in order
+                cursor.executemany(_UPDATE_OUTCOME, [tuple(row[name] for name in _UPDATED_COLUMNS) for row in updates])
+            if new_rows:
+                last = (new_rows[-1]["id"], new_rows[-1]["entry_hash"])  # the rows just inserted are the last ones
+            elif foreign:
+                last = cursor.execute(_LAST_RECORD).fetchone()
             if self.key is not None and last is not None:
                 head = sign_head(
                     self.key,
@@ -990,15 +993,15 @@ class AuditTrail:
                     last_entry_hash=last[1],
                     sealed_from=self._sealed_from,
                 )
-                conn.execute(HEAD_UPSERT, tuple(head[name] for name in HEAD_COLUMNS))
+                cursor.execute(HEAD_UPSERT, tuple(head[name] for name in HEAD_COLUMNS))
             if self.signer is not None and last is not None:
                 self.signer.write_head(
-                    conn, records=self._records + len(new_rows), last_id=last[0], last_entry_hash=last[1]
+                    cursor, records=self._records + len(new_rows), last_id=last[0], last_entry_hash=last[1]
                 )
-            conn.execute("COMMIT")
+            cursor.execute("COMMIT")
         except BaseException:
             try:
-                conn.execute("ROLLBACK")
+                cursor.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
             raise
