@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_os import FlightRecorder  # noqa: E402
 from bench_common import print_table  # noqa: E402
-from callgrind_regions import read_regions  # noqa: E402
+from callgrind_regions import instrument, region, run_counted  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder  # noqa: E402
@@ -158,43 +158,9 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
     }
 
 
-#: Callgrind's client requests for regions that count every thread. ``callgrind_regions`` toggles
-#: collection, which callgrind keeps per thread, so the audit writer's work would not be counted;
-#: here collection is on from the start and a region is zeroed counters, then a dump.
-_ALL_THREADS_SOURCE = r"""
-#include <valgrind/callgrind.h>
-void zero(void) { CALLGRIND_ZERO_STATS; }
-void dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
-void instrument(void) { CALLGRIND_START_INSTRUMENTATION; }
-"""
-
-
-def _all_threads_library() -> Any:
-    import ctypes
-    import hashlib
-    import shutil
-
-    cache = (
-        Path(tempfile.gettempdir())
-        / f"agentos-callgrind-all-{hashlib.sha256(_ALL_THREADS_SOURCE.encode()).hexdigest()[:12]}"
-    )
-    built = cache / "libregions.so"
-    if not built.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / "regions.c").write_text(_ALL_THREADS_SOURCE)
-        partial = cache / f"libregions.{os.getpid()}.so"
-        compiler = shutil.which("cc") or shutil.which("gcc") or "cc"
-        subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(partial), str(cache / "regions.c")], check=True)
-        partial.replace(built)
-    library = ctypes.CDLL(str(built))
-    library.dump.argtypes = [ctypes.c_char_p]
-    return library
-
-
 def counted(base: str, n: int) -> None:
-    """Under callgrind: one region per trail, ``n`` decisions each; every thread counts (the
-    writer's hashing, SQLite and its system-call wrappers; not the kernel's side of the calls)."""
-    library = _all_threads_library()
+    """Under callgrind: one region per trail, ``n`` decisions each; every thread counts (a
+    committer thread's work, SQLite and its system-call wrappers; not the kernel's side of the calls)."""
     before = trail_before(base)
     directory = Path(tempfile.mkdtemp(prefix="bench-audit-cg-", dir="."))
     queries = [Action.sql("DROP TABLE t" if i % 10 == 9 else f"SELECT {i % 10} FROM t") for i in range(10)]
@@ -213,39 +179,23 @@ def counted(base: str, n: int) -> None:
         "SQLite floor, plain table": floor_writer(directory, n, False),
         "SQLite floor, audit_log table": floor_writer(directory, n, True),
     }
-    library.instrument()
-    library.zero()
-    library.dump(b"empty")
+    instrument()
+    with region("empty"):
+        pass
     for name, commit_each in floors.items():
-        library.zero()
-        commit_each()
-        library.dump(name.encode())
+        with region(name):
+            commit_each()
     for name, kernel in kernels.items():
-        library.zero()
-        for i in range(n):
-            kernel.check(queries[i % 10])
-        library.dump(name.encode())
+        with region(name):
+            for i in range(n):
+                kernel.check(queries[i % 10])
     for kernel in kernels.values():
         kernel.close()
 
 
 def callgrind_table(base: str, n: int) -> Dict[str, float]:
     env = dict(os.environ, PYTHONHASHSEED="0")
-    with tempfile.TemporaryDirectory(prefix="agentos-callgrind-") as out:
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            "--collect-atstart=yes",
-            f"--callgrind-out-file={out}/callgrind.out.%p",
-        ]
-        subprocess.run(
-            [*command, sys.executable, __file__, "--counted", "--base", base, "--n", str(n)],
-            env=env,
-            check=True,
-            stderr=subprocess.DEVNULL,
-        )
-        counts = read_regions(Path(out))
+    counts = run_counted([sys.executable, __file__, "--counted", "--base", base, "--n", str(n)], env)
     empty = counts.pop("empty", 0)
     per = {name: (total - empty) / n for name, total in counts.items()}
     alone = per["check alone (no audit)"]

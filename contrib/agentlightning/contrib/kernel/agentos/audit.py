@@ -509,16 +509,17 @@ class AuditTrail:
     def _enqueue(self, item: _Item) -> bool:
         """Add ``item`` to the next commit (the mutex held). True when the calling thread is to
         lead that commit: its check waits for it, and no other thread is committing."""
-        if self._thread is None:
-            self._start()
         if not self._pending:
             self._pending_since = time.monotonic()
         self._pending.append(item)
-        if item.waited and not self._leading:
+        if item.waited:
+            lead = not self._leading
             self._leading = True
-            return True
+            return lead  # else the leader answers it, or hands it the lead
+        if self._thread is None:
+            self._start()
         state = self._committer_state
-        if not item.waited and (state == _IDLE or (state == _LINGERING and item.kind != "outcome")):
+        if state == _IDLE or (state == _LINGERING and item.kind != "outcome"):
             self._committer_wakes.notify()  # an outcome lingers first; anything else is committed now
         return False
 
@@ -716,8 +717,11 @@ class AuditTrail:
                     successor.release()  # its check wakes and leads the next commit
                 else:
                     self._leading = False
-                    if (self._pending or self._outage is not None) and self._committer_state != _BUSY:
-                        self._committer_wakes.notify()  # what is left, or the retry of an outage, is its work
+                    if self._pending or self._outage is not None:
+                        if self._thread is None:
+                            self._start()
+                        if self._committer_state != _BUSY:
+                            self._committer_wakes.notify()  # what is left, or the retry of an outage, is its work
 
     def _committer(self) -> None:
         """The thread that commits what no check waits for: outcomes with no decision to share a
