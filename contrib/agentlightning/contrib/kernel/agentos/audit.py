@@ -981,10 +981,10 @@ class AuditTrail:
             for operation in foreign:
                 cursor.execute(operation["sql"], operation["params"])
             for row in new_rows:
-                cursor.execute(_INSERT_ROW, tuple(row[name] for name in _INSERTED_COLUMNS))
+                cursor.execute(*_insert_statement(row))
                 row["id"] = cursor.lastrowid
-            if updates:
-                cursor.executemany(_UPDATE_OUTCOME, [tuple(row[name] for name in _UPDATED_COLUMNS) for row in updates])
+            for row in updates:
+                cursor.execute(*_update_statement(row))
             if new_rows:
                 last = (new_rows[-1]["id"], new_rows[-1]["entry_hash"])  # the rows just inserted are the last ones
             elif foreign:
@@ -1030,24 +1030,37 @@ class AuditTrail:
         return None
 
 
-#: The statements of the write path; a row is written with every column in one INSERT.
+#: The statements of the write path: a row is written in one INSERT, an outcome in one UPDATE.
+#: A NULL is written as the literal ``NULL`` (an INSERT leaves the column out: no column of the
+#: table has a default), never bound as a parameter: Python's sqlite3 binds ``None`` through its
+#: adapter protocol, two failed attribute lookups per value, and a record has five or six of them.
+#: One statement per pattern of NULL columns; SQLite's statement cache keeps each one compiled.
 _INSERTED_COLUMNS = tuple(name for name in RECORD_COLUMNS if name != "id")
-_INSERT_ROW = (
-    f"INSERT INTO audit_log ({', '.join(_INSERTED_COLUMNS)}) VALUES ({', '.join('?' * len(_INSERTED_COLUMNS))})"
-)
-_UPDATED_COLUMNS = (
-    "policy_verdict",
-    "violation_reason",
-    "result",
-    "execution_time_ms",
-    "metadata",
-    "content_hash",
-    "id",
-)
-_UPDATE_OUTCOME = (
-    "UPDATE audit_log SET policy_verdict = ?, violation_reason = ?, result = ?, execution_time_ms = ?, metadata = ?, "
-    "content_hash = ? WHERE id = ?"
-)
+_UPDATED_COLUMNS = ("policy_verdict", "violation_reason", "result", "execution_time_ms", "metadata", "content_hash")
+_STATEMENTS: Dict[Tuple[str, Tuple[str, ...]], str] = {}
+
+
+def _insert_statement(row: Dict[str, Any]) -> Tuple[str, Tuple[Any, ...]]:
+    """The INSERT of ``row`` and its parameters: its columns that are not NULL."""
+    names = tuple(name for name in _INSERTED_COLUMNS if row[name] is not None)
+    sql = _STATEMENTS.get(("insert", names))
+    if sql is None:
+        sql = _STATEMENTS[("insert", names)] = (
+            f"INSERT INTO audit_log ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+        )
+    return sql, tuple(row[name] for name in names)
+
+
+def _update_statement(row: Dict[str, Any]) -> Tuple[str, Tuple[Any, ...]]:
+    """The UPDATE that writes ``row``'s outcome columns (its id's row) and its parameters."""
+    names = tuple(name for name in _UPDATED_COLUMNS if row[name] is not None)
+    sql = _STATEMENTS.get(("update", names))
+    if sql is None:
+        assignments = ", ".join(f"{name} = ?" if name in names else f"{name} = NULL" for name in _UPDATED_COLUMNS)
+        sql = _STATEMENTS[("update", names)] = f"UPDATE audit_log SET {assignments} WHERE id = ?"
+    return sql, (*(row[name] for name in names), row["id"])
+
+
 _LAST_RECORD = "SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1"
 
 _NOT_RUN = "not run: the check gave up waiting for this record's commit (commit_timeout_s) and blocked the action"
