@@ -268,10 +268,18 @@ class AuditTrail:
 
     **Durable before it runs** (``durability="durable"``, the default). :meth:`record` returns once
     the decision's record is committed to the file (allowed and blocked alike); until then the
-    kernel has not answered, so the action cannot run. One writer thread commits; decisions that
-    arrive while it commits share the next transaction (group commit), so a check waits for at
-    most the commit under way and its own, never for a queue: each waiting check has one record
-    in flight. ``commit_timeout_s`` bounds the wait; past it the action is blocked.
+    kernel has not answered, so the action cannot run.
+
+    **Group commit, on the checking threads.** A check that finds no commit under way commits
+    its record itself, on its own thread (no hand-off to another thread: with one checking thread
+    each check costs one SQLite commit and its record's Python). A check that finds a commit
+    under way waits; every record waiting when that commit ends goes into the next one, led by
+    one of their checks. So a check waits for at most the commit under way and its own, never for
+    a queue, and several waiting decisions share one transaction and one fsync.
+    ``commit_timeout_s`` bounds a waiting check; past it the action is blocked (and its record, if
+    committed later, gets the outcome ``not run``). A check that is committing waits for SQLite:
+    a lock for at most ``lock_timeout_s``, a disk for as long as its fsync takes (no thread can
+    interrupt a system call); its action is not run before the fsync returns either way.
 
     **Fail closed, then recover.** A failed commit (disk full, read-only file system, I/O error,
     a lock held past ``lock_timeout_s``) raises :class:`AuditWriteError` for exactly the decisions
@@ -291,8 +299,10 @@ class AuditTrail:
     or process opening it gets :class:`AuditWriterConflict` naming the file and the fix.
 
     **Outcomes** (what an allowed action returned, :meth:`record_outcome`) are queued: nothing
-    waits for them. One shares the commit of the next decision, or is committed alone after
-    ``OUTCOME_LINGER_S`` (50 ms) when none comes; :meth:`flush` and :meth:`close` commit it at once.
+    waits for them. One shares the commit of the next decision, or is committed alone by the
+    trail's committer thread after ``OUTCOME_LINGER_S`` (50 ms) when none comes; :meth:`flush`
+    and :meth:`close` commit it at once. The committer thread, started with the first record no
+    check waits for, also retries the writes of an outage after its backoff.
 
     **Sealed** when a key is given or set in the environment (:mod:`.audit_seal`): each record's
     HMAC and the signed chain head are written in the same transaction as the records.
@@ -301,7 +311,8 @@ class AuditTrail:
     commit, in the same transaction; :meth:`rotate_signing_key` records a key rotation.
 
     **The opt-out** (``durability="queued"``): the previous design, for speed. Allowed decisions
-    are queued and the check returns at once; blocked ones still wait for their commit. What is
+    are queued for the committer thread and the check returns at once; blocked ones still wait
+    for their commit. What is
     given up: an allowed action may run before its record exists, and if the write then fails
     those actions ran with no record (the outage record counts them as ``allowed_unrecorded``);
     later actions are blocked as soon as the failure is known. A check waits for its own record
