@@ -175,3 +175,26 @@ def test_one_thread_commits_on_its_own_thread(tmp_path: Path) -> None:
     assert "agentos-audit-committer" not in started
     assert len(_decision_ids_in(path)) == 20
     kernel.close()
+
+
+def test_an_outcome_with_no_decision_after_it_is_committed_by_itself(tmp_path: Path) -> None:
+    """Nothing waits for an outcome; with no later decision to share a commit with, the trail's
+    committer thread commits it alone once it has lingered (no flush, no close)."""
+    import time
+
+    path = tmp_path / "audit.db"
+    kernel = GovernanceKernel([SQLPolicy()], recorder=path)
+    decision = kernel.check(Action.sql("SELECT 1"))
+    kernel.record_outcome(decision, result="one row", execution_time_ms=0.5)
+    deadline = time.monotonic() + 10
+    result = None
+    while time.monotonic() < deadline and result is None:
+        time.sleep(0.05)
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            result = conn.execute("SELECT result FROM audit_log").fetchone()[0]
+        finally:
+            conn.close()
+    assert result == "one row"
+    assert verify_file(path)["valid"]
+    kernel.close()
