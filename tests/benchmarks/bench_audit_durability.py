@@ -19,7 +19,9 @@ Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them 
 Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
 blocked) whose ``T`` threads make ``--n`` checks in all, each recorded and committed before it
 returns. Figures: decisions per second (wall), **CPU per decision** (the process's CPU time, every
-thread, over the decisions: the writer thread, SQLite and the kernel's system calls included),
+thread, over the decisions: a committer thread, SQLite and the kernel's system calls included), the
+process's context switches per decision (voluntary and involuntary: a hand-off between threads
+costs two or more),
 and the median and p99 latency of the allowed checks (of each commit, for the floors). The
 summary states the targets' ratios: one writer against the floor, by throughput and by median
 latency (which a disk shared with other jobs' fsyncs disturbs less than the throughput: a few
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -111,10 +114,17 @@ def floor_writer(directory: Path, n: int, audit_table: bool) -> Callable[[], Non
 def floor_row(directory: Path, n: int, audit_table: bool) -> Dict[str, Any]:
     commit_each = floor_writer(directory, n, audit_table)
     latencies: List[int] = []
-    cpu, began = time.process_time(), time.perf_counter()
+    switches, cpu, began = context_switches(), time.process_time(), time.perf_counter()
     commit_each(latencies)
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
-    return {"allowed": latencies, "decisions": n, "wall": wall, "cpu": cpu, "records": n}
+    switches = context_switches() - switches
+    return {"allowed": latencies, "decisions": n, "wall": wall, "cpu": cpu, "records": n, "switches": switches}
+
+
+def context_switches() -> int:
+    """The process's context switches so far, voluntary and involuntary, every thread."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
 
 
 def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, threads: int) -> Dict[str, Any]:
@@ -144,10 +154,11 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
     for worker in workers:
         worker.start()
     start.wait()
-    cpu, began = time.process_time(), time.perf_counter()
+    switches, cpu, began = context_switches(), time.process_time(), time.perf_counter()
     for worker in workers:
         worker.join()
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    switches = context_switches() - switches
     kernel.audit.close()
     conn = sqlite3.connect(str(path))
     records = conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
@@ -161,6 +172,7 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
         "cpu": cpu,
         "records": records,
         "timed": timed,
+        "switches": switches,
     }
 
 
@@ -268,11 +280,16 @@ def main() -> None:
                 "cpu_us": 1e6 * cpu / timed,
                 "median_us": statistics.median(allowed) / 1000 if allowed else float("nan"),
                 "p99_us": allowed[int(len(allowed) * 0.99)] / 1000 if allowed else float("nan"),
+                "switches": sum(r["switches"] for r in runs) / timed,
             }
             figures[f"{name} @{threads}"] = figure
-            rows.append([name, figure["per_s"], figure["cpu_us"], figure["median_us"], figure["p99_us"]])
+            rows.append(
+                [name, figure["per_s"], figure["cpu_us"], figure["switches"], figure["median_us"], figure["p99_us"]]
+            )
         print(f"\n{threads} thread(s), {args.n} decisions x {args.rounds} rounds per row (1 in 10 blocked)")
-        print_table(["", "decisions/s", "CPU us/decision", "median latency us", "p99 latency us"], rows)
+        print_table(
+            ["", "decisions/s", "CPU us/decision", "switches/decision", "median latency us", "p99 latency us"], rows
+        )
     one = figures.get("durable (default) @1")
     if one is not None:
         print("\ntargets:")
