@@ -134,7 +134,7 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
     kernel.audit = make_trail(path)
     queries = [Action.sql("DROP TABLE t" if i % 10 == 9 else f"SELECT {i % 10} FROM t") for i in range(10)]
     for action in queries:
-        kernel.check(action)  # the parse cache and the writer thread warm
+        kernel.check(action)  # the parse cache warm
     per_thread = n // threads
     latencies: List[List[int]] = [[] for _ in range(threads)]
     start = threading.Barrier(threads + 1)

@@ -1149,7 +1149,7 @@ def _configure_once() -> None:
 
 
 def _drain_live_trails() -> None:
-    """At interpreter exit, write what is still queued (the writer threads are daemons)."""
+    """At interpreter exit, write what is still queued (committer threads are daemons)."""
     for trail in list(_LIVE_TRAILS):
         try:
             trail.close()
