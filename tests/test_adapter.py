@@ -163,7 +163,7 @@ def test_nothing_lost_while_the_recorder_batches(tmp_path):
     for i in range(40):
         kernel.check("database_query", {"query": "DROP TABLE t" if i % 4 == 0 else f"SELECT {i}"})
         seen += adapter.get_new_spans()
-    kernel.audit.flush()  # the kernel's writer thread is idle before we write to its recorder
+    kernel.audit.flush()  # nothing of the trail is pending before we write to its recorder
     # A row flushed by start_trace before its outcome is 'pending' on disk: not exported yet.
     trace = recorder.start_trace(agent_id="a", tool_name="t", tool_args={"x": 1})
     recorder.flush()

@@ -24,7 +24,9 @@ rounds (order rotating); figures are medians over rounds of the process CPU time
 (``time.process_time``: every thread, the audit writer's included). **Governance CPU per rollout**
 is the governed arm's minus the plain arm's. At ``A`` answers/s, governance needs
 ``A x CPU per rollout`` cores (one core = one CPU-second per second); the table also gives the
-share of the plain rollout worker's own CPU. Timing targets are not asserted.
+share of the plain rollout worker's own CPU. With ``--base <commit>`` a third arm runs the same
+governed runner with the ``AuditTrail`` of ``audit.py`` at that commit (loaded from git), in the
+same rounds: before and after side by side. Timing targets are not asserted.
 """
 
 from __future__ import annotations
@@ -44,10 +46,11 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Dict, List  # noqa: E402
+from typing import Dict, List, Optional  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_audit_durability import trail_before  # noqa: E402
 from bench_common import print_table, require_at_least  # noqa: E402
 from bench_runner_throughput import (  # noqa: E402
     TOOL,
@@ -62,6 +65,7 @@ from bench_runner_throughput import (  # noqa: E402
 import agentlightning as agl  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel  # noqa: E402
+from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder  # noqa: E402
 from agentlightning.contrib.runner.agentos import AgentOSRunner, governed_tool  # noqa: E402
 
 
@@ -76,7 +80,7 @@ def tasks_for(workload: str, r: random.Random, count: int, db: str) -> List[Task
     return pairs
 
 
-async def measure(workload: str, rounds: int, rollouts: int, tmp: Path) -> Dict[str, float]:
+async def measure(workload: str, rounds: int, rollouts: int, tmp: Path, base: Optional[str]) -> Dict[str, float]:
     db = tmp / f"shop-{workload}.db"
     build_database(db, 0)
     r = random.Random(0)
@@ -91,13 +95,26 @@ async def measure(workload: str, rounds: int, rollouts: int, tmp: Path) -> Dict[
             kernel,
         ),
     ]
+    if base is not None:  # the same runner and kernel, with the AuditTrail of audit.py at commit ``base``
+        before = GovernanceKernel([policy()])
+        before.audit = trail_before(base)(open_flight_recorder(tmp / f"audit-{workload}-before.db"))
+        arms.append(
+            await start_arm(
+                "governed, audit before",
+                AgentOSRunner(before, log_violations=False),
+                governed_tool(TOOL, run_sql),
+                True,
+                before,
+            )
+        )
     try:
         warmup = tasks_for(workload, r, 10, str(db))
         for arm in arms:
             await arm.run_batch(warmup, counted=False)
         for index in range(rounds):
             tasks = tasks_for(workload, r, rollouts, str(db))
-            for arm in arms if index % 2 == 0 else arms[::-1]:
+            shift = index % len(arms)
+            for arm in arms[shift:] + arms[:shift]:
                 await arm.run_batch(tasks, counted=True)
     finally:
         for arm in arms:
@@ -105,8 +122,12 @@ async def measure(workload: str, rounds: int, rollouts: int, tmp: Path) -> Dict[
             arm.runner.teardown()
     assert kernel.verify_audit()["valid"], "the audit trail does not verify"
     kernel.close()
-    plain, governed = (statistics.median(arm.cpu_ms_per_rollout) for arm in arms)
-    return {"plain_ms": plain, "governed_ms": governed, "governance_ms": governed - plain}
+    plain, governed, *before_ms = (statistics.median(arm.cpu_ms_per_rollout) for arm in arms)
+    figures = {"plain_ms": plain, "governed_ms": governed, "governance_ms": governed - plain}
+    if before_ms:
+        arms[2].kernel.close()
+        figures.update(before_governed_ms=before_ms[0], before_governance_ms=before_ms[0] - plain)
+    return figures
 
 
 def main() -> None:
@@ -122,6 +143,9 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=30, help="rollouts per arm per round (default: 30)")
     parser.add_argument("--rounds", type=int, default=6, help="counted rounds, arms interleaved (default: 6)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
+    parser.add_argument(
+        "--base", default=None, help="also a governed arm whose AuditTrail is audit.py's at this commit (from git)"
+    )
     args = parser.parse_args()
     require_at_least(parser, args, rollouts=1, rounds=1)
     if any(not rate > 0 for rate in args.answers_per_second):
@@ -130,16 +154,27 @@ def main() -> None:
     figures: Dict[str, Dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-gpu-speed-", dir=".") as tmp:
         for workload in ("remembered", "first-seen"):
-            figures[workload] = asyncio.run(measure(workload, args.rounds, args.rollouts, Path(tmp)))
+            figures[workload] = asyncio.run(measure(workload, args.rounds, args.rollouts, Path(tmp), args.base))
     print(
         f"\nCPU per rollout, one governed call, durable audit ({args.rounds} rounds x {args.rollouts} rollouts; "
         f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
     )
     print_table(
-        ["check", "plain ms", "governed ms", "governance ms", "governed / plain"],
+        ["check", "plain ms", "governed ms", "governance ms", "plain / governed"],
         [
             [w, f["plain_ms"], f["governed_ms"], f["governance_ms"], f["plain_ms"] / f["governed_ms"]]
             for w, f in figures.items()
+        ]
+        + [
+            [
+                f"{w}, audit {args.base}",
+                f["plain_ms"],
+                f["before_governed_ms"],
+                f["before_governance_ms"],
+                f["plain_ms"] / f["before_governed_ms"],
+            ]
+            for w, f in figures.items()
+            if "before_governed_ms" in f
         ],
         float_format=",.3f",
     )

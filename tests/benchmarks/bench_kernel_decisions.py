@@ -38,10 +38,9 @@ Rows of the table:
 * ``kernel.check  repeated`` / ``SQLPolicy.check_sql  repeated`` -- the same instances on the
   same queries again: every parse is a cache hit (the caches are sized to hold the workload).
 * ``kernel.check + audit  repeated`` -- a kernel sharing the warm SQLPolicy but writing every
-  decision to a real Agent OS ``FlightRecorder`` (SQLite, in a temporary directory). The audit
-  trail's writer thread does the writing; the check serialises the arguments and queues the
-  record. A blocked decision waits until its record is on disk, so the all-decisions p99 is
-  mostly those waits; the "allowed only" columns leave them out. The FlightRecorder logs only
+  decision to a real Agent OS ``FlightRecorder`` (SQLite, in a temporary directory). Every
+  decision waits until its record is committed (the durable default; the check commits it
+  itself, or shares a commit under way), so the latencies are mostly those commits. The FlightRecorder logs only
   errors (the plugin routes its per-violation WARNING lines to a logger of its own set to ERROR).
 * ``governed tool call + audit  repeated`` -- the whole call an agent makes:
   ``governed_tool("database_query", tool, kernel=...)`` around a tool that does nothing, with its

@@ -14,7 +14,9 @@ database, one connection per call) and returns the reward 1.0, with no model tim
 
 * ``plain k`` -- ``agentlightning.LitAgentRunner``; the tool is the plain function;
 * ``governed k`` -- ``AgentOSRunner(GovernanceKernel([SQLPolicy(deny=[...], dialect="sqlite")]),
-  log_violations=False)``; the tool is ``governed_tool("database_query", fn)``.
+  log_violations=False)``; the tool is ``governed_tool("database_query", fn)``. With ``--audit``
+  the kernel keeps a durable audit trail (``recorder=<tmp>/audit.db``, ``synchronous=FULL``: every
+  decision committed before its call runs), the configuration of the issue's runner target.
 
 for ``k`` in ``--calls`` (0, 1 and 10 by default). The query is the same text every time
 (``--first-seen``: a new one every call), so the kernel answers from its cache and what is left
@@ -27,8 +29,10 @@ Two measurements, side by side:
 * **callgrind** (default; needs the Debian package ``valgrind`` and a C compiler): the script runs
   itself under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0``; after the imports, the
   set-up and a warm-up of every arm, each arm's batch of ``--count`` rollouts is one marked region
-  (``callgrind_regions``), so only the rollouts count (every thread: the tracer's span processor
-  too). An empty region's count is subtracted.
+  (``callgrind_regions``), so only the rollouts count, on every thread: the tracer's span
+  processor and the audit trail's committer too (regions used to count only the thread that
+  opened them, so work another thread did was missing). An empty region's count is subtracted.
+  Instructions are user space: the kernel's side of a system call (an fsync's) is not in them.
 * **native**: ``--rounds`` rounds; in each, every arm runs ``--rollouts`` rollouts, in an order
   that rotates from round to round, with a garbage collection (untimed) before each batch. Per
   arm: the process's CPU time per rollout (``time.process_time``: every thread), median over
@@ -124,7 +128,8 @@ class CallingAgent:
 class Bench:
     """The arms and their tasks, in one event loop."""
 
-    def __init__(self, calls: Sequence[int], first_seen: bool, tmp: Path, seed: int) -> None:
+    def __init__(self, calls: Sequence[int], first_seen: bool, tmp: Path, seed: int, audit: bool = False) -> None:
+        self.audit = audit
         self.calls = list(calls)
         self.first_seen = first_seen
         self.tmp = tmp
@@ -144,7 +149,8 @@ class Bench:
         self.db = self.tmp / "shop.db"
         build_database(self.db, 0)
         governed = governed_tool(TOOL, run_sql)
-        self.kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect="sqlite")])
+        recorder = self.tmp / "audit.db" if self.audit else None
+        self.kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect="sqlite")], recorder=recorder)
         for calls in self.calls:
             for is_governed in (False, True):
                 if is_governed:
@@ -188,10 +194,10 @@ class Bench:
 
 
 # ----------------------------------------------------------------------------- the two measurements
-async def count_child(calls: Sequence[int], count: int, first_seen: bool) -> None:
+async def count_child(calls: Sequence[int], count: int, first_seen: bool, audit: bool) -> None:
     """Under callgrind: one region per arm, ``count`` rollouts each."""
-    with tempfile.TemporaryDirectory(prefix="bench-runner-overhead-") as tmp:
-        bench = Bench(calls, first_seen, Path(tmp), 0)
+    with tempfile.TemporaryDirectory(prefix="bench-runner-overhead-", dir=".") as tmp:
+        bench = Bench(calls, first_seen, Path(tmp), 0, audit)
         await bench.start()
         for arm in bench.arms:
             await bench.run(arm, bench.tasks(arm.calls, WARMUP_ROLLOUTS))
@@ -207,9 +213,11 @@ async def count_child(calls: Sequence[int], count: int, first_seen: bool) -> Non
         bench.stop()
 
 
-async def native(calls: Sequence[int], rounds: int, rollouts: int, first_seen: bool, seed: int) -> List[Arm]:
-    with tempfile.TemporaryDirectory(prefix="bench-runner-overhead-") as tmp:
-        bench = Bench(calls, first_seen, Path(tmp), seed)
+async def native(
+    calls: Sequence[int], rounds: int, rollouts: int, first_seen: bool, seed: int, audit: bool
+) -> List[Arm]:
+    with tempfile.TemporaryDirectory(prefix="bench-runner-overhead-", dir=".") as tmp:
+        bench = Bench(calls, first_seen, Path(tmp), seed, audit)
         await bench.start()
         for arm in bench.arms:
             await bench.run(arm, bench.tasks(arm.calls, WARMUP_ROLLOUTS))
@@ -243,6 +251,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--rollouts", type=int, default=30, help="native rollouts per arm per round (default: 30)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first-seen queries (default: 0)")
     parser.add_argument("--first-seen", action="store_true", help="a new query every call (the parse counts)")
+    parser.add_argument("--audit", action="store_true", help="the governed kernel keeps a durable audit trail")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose contrib is measured")
     parser.add_argument("--no-callgrind", action="store_true", help="native figures only")
     parser.add_argument("--no-native", action="store_true", help="callgrind figures only")
@@ -259,7 +268,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.child_count:
         if not on_valgrind():
             raise SystemExit("--child-count runs under valgrind only (the parent starts it)")
-        asyncio.run(count_child(args.calls, args.count, args.first_seen))
+        asyncio.run(count_child(args.calls, args.count, args.first_seen, args.audit))
         return
 
     load_before = os.getloadavg()
@@ -269,6 +278,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         command = [sys.executable, str(Path(__file__)), "--child-count", "--count", str(args.count)]
         command += ["--tree", str(tree), "--calls", *map(str, args.calls)]
         command += ["--first-seen"] if args.first_seen else []
+        command += ["--audit"] if args.audit else []
         raw = run_counted(command, env)
         empty = raw.pop("empty", 0)
         for label, total in raw.items():
@@ -279,7 +289,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     arms = (
         []
         if args.no_native
-        else asyncio.run(native(args.calls, args.rounds, args.rollouts, args.first_seen, args.seed))
+        else asyncio.run(native(args.calls, args.rounds, args.rollouts, args.first_seen, args.seed, args.audit))
     )
     load_after = os.getloadavg()
 
@@ -292,6 +302,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     print(
         f"tree {tree}; query {'new every call' if args.first_seen else 'repeated (cache hit)'}; "
+        f"{'durable audit' if args.audit else 'no audit'}; "
         f"load average (1, 5, 15 min): before {load_before}, after callgrind {load_middle}, after native {load_after}"
     )
     keys = [(g, k) for k in args.calls for g in (False, True)]

@@ -26,9 +26,8 @@ client and span processor, as runners in one process do):
   plain runner makes for that reward alone); the runner
   writes a governance summary to the attempt's metadata and returns a ``GovernedRollout``.
 * ``AgentOSRunner + audit`` -- the same, with ``recorder=<tmpdir>/audit.db``: every decision is
-  also written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 hash chain) by the audit
-  trail's writer thread; blocked decisions are on disk before the check returns; each executed
-  call's outcome is written too.
+  also written to a real Agent OS ``FlightRecorder`` (SQLite, SHA-256 hash chain) and committed
+  before the check returns, allowed and blocked alike; each executed call's outcome is written too.
 
 ``--destructive`` of the tasks of every round (10 % by default, exactly that many per round) have
 one destructive statement among their queries (``DROP TABLE ...`` or ``DELETE FROM ...``). The

@@ -8,15 +8,20 @@ How the regions are marked: a tiny C library (compiled on first use with ``cc`` 
 below, into a cache directory) issues callgrind's client requests, the documented way for a
 program to steer callgrind (``valgrind/callgrind.h``). The process runs under::
 
-    valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no ...
+    valgrind --tool=callgrind --instr-atstart=no --collect-atstart=yes ...
 
-so nothing is instrumented until :func:`instrument` (after the imports), and nothing is counted
-outside a region. ``with region("label"):`` zeroes the counters and turns collection on; at the end
-it turns collection off and dumps the counters to a file whose description carries the label.
-:func:`read_regions` returns ``{label: instructions}`` from those files. The ctypes calls that
-open and close a region cost a few hundred instructions, the same for every region; the
-benchmarks subtract an empty region's count. ``PYTHONHASHSEED`` is fixed by the caller, so set
-and dict iteration orders, and with them the instruction counts, repeat from run to run.
+so nothing is instrumented until :func:`instrument` (after the imports). ``with region("label"):``
+zeroes the counters at the start and dumps them at the end to a file whose description carries
+the label; :func:`read_regions` returns ``{label: instructions}`` from those files. A region
+counts **every thread** of the process: an audit trail's committer, a tracer's span processor,
+anything that runs while the region is open. (Regions used to switch collection on and off with
+``CALLGRIND_TOGGLE_COLLECT``; callgrind keeps that switch per thread, so only the thread that
+opened the region was counted, and work handed to another thread vanished from the figures.)
+Work between regions is counted too, but zeroed when the next region opens, so it never reaches a
+dump. The ctypes calls that open and close a region cost a few hundred instructions, the same for
+every region; the benchmarks subtract an empty region's count. ``PYTHONHASHSEED`` is fixed by the
+caller, so set and dict iteration orders, and with them the instruction counts, repeat from run
+to run.
 
 Outside valgrind (``RUNNING_ON_VALGRIND`` is 0) the requests do nothing, so the same script runs
 natively for wall-clock figures.
@@ -39,8 +44,8 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 _SOURCE = r"""
 #include <valgrind/callgrind.h>
-void region_begin(void) { CALLGRIND_ZERO_STATS; CALLGRIND_TOGGLE_COLLECT; }
-void region_end(const char *label) { CALLGRIND_TOGGLE_COLLECT; CALLGRIND_DUMP_STATS_AT(label); }
+void region_begin(void) { CALLGRIND_ZERO_STATS; }
+void region_end(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
 void instrument(void) { CALLGRIND_START_INSTRUMENTATION; }
 int on_valgrind(void) { return RUNNING_ON_VALGRIND; }
 """
@@ -85,7 +90,7 @@ def instrument() -> None:
 
 @contextlib.contextmanager
 def region(label: str) -> Iterator[None]:
-    """Count the instructions executed inside the block, dumped under ``label``."""
+    """Count the instructions every thread executes inside the block, dumped under ``label``."""
     library = _library()
     encoded = label.encode()
     library.region_begin()
@@ -103,7 +108,7 @@ def valgrind_command(out_dir: Path) -> List[str]:
         "valgrind",
         "--tool=callgrind",
         "--instr-atstart=no",
-        "--collect-atstart=no",
+        "--collect-atstart=yes",
         f"--callgrind-out-file={out_dir}/callgrind.out.%p",
     ]
 

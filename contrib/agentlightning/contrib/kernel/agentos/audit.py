@@ -13,7 +13,6 @@ import fcntl
 import json
 import logging
 import os
-import queue
 import sqlite3
 import sys
 import threading
@@ -74,7 +73,7 @@ logger = logging.getLogger(__name__)
 RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
 
 
-#: Records queued for the writer thread at most; beyond that, checks wait for the disk.
+#: Records queued at most (``durability="queued"``); beyond that, checks wait for the disk.
 DEFAULT_MAX_QUEUED = 10_000
 #: How long an action's outcome (result or error) waits for a decision to share its commit with.
 OUTCOME_LINGER_S = 0.05
@@ -179,9 +178,9 @@ OUTAGE_TOOL_NAME = "agentos.audit_outage"
 
 
 class _Item:
-    """One unit of work for the writer: a decision's record, an outcome, a sync marker or stop."""
+    """One unit of work for a commit: a decision's record, an outcome, a rotation, or a sync marker."""
 
-    __slots__ = ("kind", "payload", "blocked", "done", "error", "abandoned", "waited", "_lock")
+    __slots__ = ("kind", "payload", "blocked", "done", "error", "abandoned", "waited", "lead", "_lock")
 
     def __init__(self, kind: str, payload: Any = None, blocked: bool = False, waitable: bool = False) -> None:
         self.kind = kind
@@ -191,19 +190,34 @@ class _Item:
         self.error: Optional[BaseException] = None
         self.abandoned = False
         self.waited = False  # the check waits for the answer (so its action cannot run before it)
+        self.lead = False  # its check is handed the lead of the next commit
         self._lock: Optional[threading.Lock] = None
         if waitable:
             self._lock = threading.Lock()
             self._lock.acquire()
 
     def wait(self, timeout: float) -> bool:
+        """Block until the item is answered or its check handed the lead (then the lock is held again)."""
         return self._lock is None or self._lock.acquire(timeout=timeout)
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+
+    def rearm(self) -> None:
+        """Hold the lock again after a release that the wait did not consume."""
+        if self._lock is not None:
+            self._lock.acquire(blocking=False)
 
     def finish(self, error: Optional[BaseException]) -> None:
         self.error = error
         self.done = True
-        if self._lock is not None:
-            self._lock.release()
+        self.release()
+
+
+#: What the committer thread is doing: committing or deciding, waiting for work, waiting for an
+#: outcome's linger or an outage's retry to end.
+_BUSY, _IDLE, _LINGERING = "busy", "idle", "lingering"
 
 
 class _Outage:
@@ -254,10 +268,18 @@ class AuditTrail:
 
     **Durable before it runs** (``durability="durable"``, the default). :meth:`record` returns once
     the decision's record is committed to the file (allowed and blocked alike); until then the
-    kernel has not answered, so the action cannot run. One writer thread commits; decisions that
-    arrive while it commits share the next transaction (group commit), so a check waits for at
-    most the commit under way and its own, never for a queue: each waiting check has one record
-    in flight. ``commit_timeout_s`` bounds the wait; past it the action is blocked.
+    kernel has not answered, so the action cannot run.
+
+    **Group commit, on the checking threads.** A check that finds no commit under way commits
+    its record itself, on its own thread (no hand-off to another thread: with one checking thread
+    each check costs one SQLite commit and its record's Python). A check that finds a commit
+    under way waits; every record waiting when that commit ends goes into the next one, led by
+    one of their checks. So a check waits for at most the commit under way and its own, never for
+    a queue, and several waiting decisions share one transaction and one fsync.
+    ``commit_timeout_s`` bounds a waiting check; past it the action is blocked (and its record, if
+    committed later, gets the outcome ``not run``). A check that is committing waits for SQLite:
+    a lock for at most ``lock_timeout_s``, a disk for as long as its fsync takes (no thread can
+    interrupt a system call); its action is not run before the fsync returns either way.
 
     **Fail closed, then recover.** A failed commit (disk full, read-only file system, I/O error,
     a lock held past ``lock_timeout_s``) raises :class:`AuditWriteError` for exactly the decisions
@@ -277,8 +299,10 @@ class AuditTrail:
     or process opening it gets :class:`AuditWriterConflict` naming the file and the fix.
 
     **Outcomes** (what an allowed action returned, :meth:`record_outcome`) are queued: nothing
-    waits for them. One shares the commit of the next decision, or is committed alone after
-    ``OUTCOME_LINGER_S`` (50 ms) when none comes; :meth:`flush` and :meth:`close` commit it at once.
+    waits for them. One shares the commit of the next decision, or is committed alone by the
+    trail's committer thread after ``OUTCOME_LINGER_S`` (50 ms) when none comes; :meth:`flush`
+    and :meth:`close` commit it at once. The committer thread, started with the first record no
+    check waits for, also retries the writes of an outage after its backoff.
 
     **Sealed** when a key is given or set in the environment (:mod:`.audit_seal`): each record's
     HMAC and the signed chain head are written in the same transaction as the records.
@@ -287,7 +311,8 @@ class AuditTrail:
     commit, in the same transaction; :meth:`rotate_signing_key` records a key rotation.
 
     **The opt-out** (``durability="queued"``): the previous design, for speed. Allowed decisions
-    are queued and the check returns at once; blocked ones still wait for their commit. What is
+    are queued for the committer thread and the check returns at once; blocked ones still wait
+    for their commit. What is
     given up: an allowed action may run before its record exists, and if the write then fails
     those actions ran with no record (the outage record counts them as ``allowed_unrecorded``);
     later actions are blocked as soon as the failure is known. A check waits for its own record
@@ -352,8 +377,13 @@ class AuditTrail:
         self.retry_backoff_s = (float(retry_backoff_s[0]), float(retry_backoff_s[1]))
         self.sync_timeout_s = self.commit_timeout_s + self.lock_timeout_s
         self.pid = os.getpid()  # the process whose chain head this recorder holds
-        self._queue: "queue.SimpleQueue[_Item]" = queue.SimpleQueue()
         self._max_queued = max_queued
+        # Records wait in ``_pending`` for the next commit. A check that waits for its record and
+        # finds no commit under way leads the next one itself, on its own thread; one that finds
+        # a commit under way waits, and is answered by the next commit or handed its lead.
+        self._pending: List[_Item] = []
+        self._pending_since = 0.0  # when the oldest pending item arrived (monotonic)
+        self._leading = False  # a thread is committing (the lead is held)
         self._awaiting_outcome: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()  # decision_id: its row
         self._max_pending_outcomes = max_pending_outcomes
         self._mutex = threading.Lock()
@@ -362,7 +392,10 @@ class AuditTrail:
         self.outages: List[Dict[str, Any]] = []  # the facts of each recorded outage
         self._closed = False
         self._thread_lock = threading.Lock()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: Optional[threading.Thread] = None  # the committer of what no check waits for
+        self._committer_wakes = threading.Condition(self._mutex)
+        self._committer_state = _BUSY
+        self._stopping = False
         self._open_file(synchronous.upper())
         _LIVE_TRAILS.add(self)
 
@@ -380,6 +413,7 @@ class AuditTrail:
             )
             conn.execute(f"PRAGMA synchronous={synchronous}")
             self._conn = conn
+            self._cursor = conn.cursor()  # the commits' one cursor
             self.recorder.flush()  # whatever its owner wrote through it before us
             last = conn.execute("SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
             self._head: Tuple[int, Optional[str]] = (last[0], last[1]) if last else (0, None)
@@ -476,22 +510,50 @@ class AuditTrail:
                 self.durability == DURABLE
                 or decision.blocked
                 or self._outage is not None
-                or self._queue.qsize() >= self._max_queued
+                or len(self._pending) >= self._max_queued
             )
-        self._put(item)
+            lead = self._enqueue(item)
         if item.waited:
-            self._wait(item)
+            self._wait(item, lead, self.commit_timeout_s)
         return decision.decision_id
 
-    def _wait(self, item: _Item) -> None:
-        if not item.wait(self.commit_timeout_s):
-            with self._mutex:
-                if not item.done:
-                    item.abandoned = True  # written as "not run" if the commit still comes
-            if item.abandoned:
-                raise AuditWriteError(
-                    f"the audit record was not committed within commit_timeout_s={self.commit_timeout_s}s"
-                )
+    def _enqueue(self, item: _Item) -> bool:
+        """Add ``item`` to the next commit (the mutex held). True when the calling thread is to
+        lead that commit: its check waits for it, and no other thread is committing."""
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._pending.append(item)
+        if item.waited:
+            lead = not self._leading
+            self._leading = True
+            return lead  # else the leader answers it, or hands it the lead
+        if self._thread is None:
+            self._start()
+        state = self._committer_state
+        if state == _IDLE or (state == _LINGERING and item.kind != "outcome"):
+            self._committer_wakes.notify()  # an outcome lingers first; anything else is committed now
+        return False
+
+    def _wait(self, item: _Item, lead: bool, timeout: float) -> None:
+        """Return once the commit that holds ``item`` is done, leading commits when this thread is
+        handed the lead; raise its error, or :class:`AuditWriteError` past ``timeout``."""
+        if lead:
+            self._lead()
+        deadline = time.monotonic() + timeout
+        while not item.done:
+            if not item.wait(max(0.0, deadline - time.monotonic())):
+                with self._mutex:
+                    if item.lead:
+                        item.rearm()  # handed the lead as the wait ended: it leads after all
+                    elif not item.done:
+                        item.abandoned = True  # written as "not run" if the commit still comes
+                if item.abandoned:
+                    if item.kind == "sync":
+                        raise AuditWriteError(f"the audit writer did not finish within {timeout}s")
+                    raise AuditWriteError(f"the audit record was not committed within commit_timeout_s={timeout}s")
+            if item.lead and not item.done:
+                item.lead = False
+                self._lead()
         if item.error is not None:
             raise item.error
 
@@ -504,14 +566,14 @@ class AuditTrail:
             raise SigningKeyError(f"the audit trail {self.path!r} signs no heads (no signing key): nothing to rotate")
         new = load_signing_key(new_key, host=self.signer.key.host)
         problem = rotation_problem(self.signer.key, new)
-        if problem:  # refused here: a bad argument must not reach the writer (it would count as a failed write)
+        if problem:  # refused here: a bad argument must not reach the commit (it would count as a failed write)
             raise SigningKeyError(problem)
         item = _Item("rotation", new, waitable=True)
         item.waited = True
         with self._mutex:
             self._raise_if_unusable(item)
-        self._put(item)
-        self._wait(item)
+            lead = self._enqueue(item)
+        self._wait(item, lead, self.commit_timeout_s)
 
     def record_outcome(
         self,
@@ -527,16 +589,20 @@ class AuditTrail:
             return
         text = None if result is None else _safe_str(result)[: self.max_args_chars]
         payload = (audit_id, text, None if error is None else str(error)[: self.max_args_chars], execution_time_ms)
-        self._put(_Item("outcome", payload))
+        with self._mutex:
+            self._enqueue(_Item("outcome", payload))
 
     def flush(self) -> None:
         """Wait until everything queued so far is committed (or refused by an outage)."""
-        if self._closed or os.getpid() != self.pid or self._thread is None:
+        if self._closed or os.getpid() != self.pid:
             return
         marker = _Item("sync", waitable=True)
-        self._put(marker)
-        if not marker.wait(self.sync_timeout_s):
-            raise AuditWriteError(f"the audit writer did not finish within {self.sync_timeout_s}s")
+        marker.waited = True
+        with self._mutex:
+            if not self._pending and not self._leading:
+                return
+            lead = self._enqueue(marker)
+        self._wait(marker, lead, self.sync_timeout_s)
 
     def verify(self) -> Dict[str, Any]:
         """:func:`.audit_seal.verify_file` over this trail's file, plus what only the running
@@ -563,8 +629,8 @@ class AuditTrail:
         return self.recorder.get_log()
 
     def close(self) -> None:
-        """Commit what is queued (and the outage record, if writes work again), stop the writer,
-        close the recorder and release the file (idempotent)."""
+        """Commit what is queued (and the outage record, if writes work again), stop the
+        committer thread, close the recorder and release the file (idempotent)."""
         if self._closed:
             return
         if os.getpid() != self.pid:
@@ -573,13 +639,24 @@ class AuditTrail:
             return
         try:
             self._try_flush()
-            if self._outage is not None and self._thread is not None and self._failure is None:
-                self._outage.next_retry = 0.0
-                self._try_flush()
+            with self._mutex:
+                retry = self._outage is not None and self._failure is None
+                if retry:
+                    self._outage.recovering = True  # one last try to write the outage record
+                    marker = _Item("sync", waitable=True)
+                    marker.waited = True
+                    lead = self._enqueue(marker)
+            if retry:
+                try:
+                    self._wait(marker, lead, self.sync_timeout_s)
+                except AuditWriteError:
+                    pass
         finally:
             self._closed = True
+            with self._mutex:
+                self._stopping = True
+                self._committer_wakes.notify()
             if self._thread is not None:
-                self._queue.put(_Item("stop"))
                 self._thread.join(timeout=self.sync_timeout_s)
             if self._outage is not None:
                 logger.error(
@@ -624,77 +701,86 @@ class AuditTrail:
                 "actions are allowed again once a write succeeds"
             )
 
-    def _put(self, item: _Item) -> None:
-        if self._thread is None:
-            self._start()
-        self._queue.put(item)
-
     def _start(self) -> None:
         with self._thread_lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._write_loop, name="agentos-audit-writer", daemon=True)
+                self._thread = threading.Thread(target=self._committer, name="agentos-audit-committer", daemon=True)
                 self._thread.start()
 
-    # ----------------------------------------------------------------- the writer thread
-    def _drain(self) -> List[_Item]:
-        items = []
-        while True:
-            try:
-                items.append(self._queue.get_nowait())
-            except queue.Empty:
-                return items
-
-    def _write_loop(self) -> None:
-        while True:
+    # ----------------------------------------------------------------- committing
+    def _lead(self) -> None:
+        """Commit everything pending in one transaction (this thread leads), answer the checks it
+        holds, then hand the lead to a check whose record arrived meanwhile, or put it down."""
+        with self._mutex:
+            group, self._pending = self._pending, []
             outage = self._outage
-            if outage is None:
-                group = [self._queue.get()] + self._drain()
-                if all(item.kind == "outcome" for item in group):
-                    # Nothing waits for an outcome: it shares the commit (and the fsync) of the
-                    # decision that usually follows within milliseconds, or commits alone after
-                    # OUTCOME_LINGER_S. A decision arriving meanwhile is taken at once.
-                    try:
-                        group += [self._queue.get(timeout=OUTCOME_LINGER_S)] + self._drain()
-                    except queue.Empty:
-                        pass
-                recovering = None
+            recovering = None if outage is None or not outage.recovering else outage.facts(time.time())
+        try:
+            if outage is not None and recovering is None:
+                self._refuse(group, outage)
             else:
-                wait = outage.next_retry - time.monotonic()
-                if wait > 0:
-                    try:
-                        group = [self._queue.get(timeout=wait)] + self._drain()
-                    except queue.Empty:
-                        continue
-                    if self._refuse(group, outage):
-                        return
-                    continue
-                with self._mutex:
-                    outage.recovering = True
-                    recovering = outage.facts(time.time())
-                group = self._drain()
-            if self._process(group, recovering):
-                return
+                self._process(group, recovering)
+        finally:
+            with self._mutex:
+                successor = next((item for item in self._pending if item.waited and not item.abandoned), None)
+                if successor is not None:
+                    successor.lead = True
+                    successor.release()  # its check wakes and leads the next commit
+                else:
+                    self._leading = False
+                    if self._pending or self._outage is not None:
+                        if self._thread is None:
+                            self._start()
+                        if self._committer_state != _BUSY:
+                            self._committer_wakes.notify()  # what is left, or the retry of an outage, is its work
 
-    def _refuse(self, group: List[_Item], outage: _Outage) -> bool:
-        """Answer what arrives during an outage without writing; True on stop."""
+    def _committer(self) -> None:
+        """The thread that commits what no check waits for: outcomes with no decision to share a
+        commit with after ``OUTCOME_LINGER_S``, queued-durability records at once, records whose
+        checks gave up; during an outage, the retry after the backoff; at close, what is left."""
+        while True:
+            with self._mutex:
+                while True:
+                    now = time.monotonic()
+                    outage = self._outage
+                    timeout: Optional[float] = None
+                    if self._leading:
+                        pass  # the leader commits; it wakes this thread if it leaves records behind
+                    elif outage is not None and not outage.recovering and self._failure is None:
+                        timeout = outage.next_retry - now
+                        if timeout <= 0:
+                            outage.recovering = True
+                            break
+                    elif self._pending:
+                        timeout = self._pending_since + OUTCOME_LINGER_S - now
+                        if timeout <= 0 or self._stopping or any(item.kind != "outcome" for item in self._pending):
+                            break
+                    elif self._stopping:
+                        self._committer_state = _BUSY
+                        return
+                    if self._stopping and not self._pending:
+                        self._committer_state = _BUSY
+                        return
+                    self._committer_state = _IDLE if timeout is None else _LINGERING
+                    self._committer_wakes.wait(timeout)
+                    self._committer_state = _BUSY
+                self._leading = True
+            self._lead()
+
+    def _refuse(self, group: List[_Item], outage: _Outage) -> None:
+        """Answer what arrives during an outage without writing."""
         error = AuditWriteError(f"audit writes are failing since {_iso(outage.started)} ({outage.error}); retrying")
-        stop = False
         with self._mutex:
             for item in group:
-                if item.kind == "stop":
-                    stop = True
-                elif item.kind == "sync":
+                if item.kind == "sync":
                     item.finish(None)
                 else:
                     outage.count(item, ran=not item.waited)
                     item.finish(error)
-        return stop
 
-    def _process(self, group: List[_Item], recovering: Optional[Dict[str, Any]]) -> bool:
-        """Commit ``group`` (after the outage record when recovering); True on stop."""
-        stop = any(item.kind == "stop" for item in group)
-        work = [item for item in group if item.kind in ("decision", "outcome", "rotation")]
-        syncs = [item for item in group if item.kind == "sync"]
+    def _process(self, group: List[_Item], recovering: Optional[Dict[str, Any]]) -> None:
+        """Commit ``group`` (after the outage record when recovering) and answer it."""
+        work = [item for item in group if item.kind != "sync"]
         if self._failure is not None:
             self._finish(work, AuditWriteError(f"the audit trail stopped: {self._failure}"), None)
         elif work or recovering is not None:
@@ -707,17 +793,20 @@ class AuditTrail:
             except Exception as err:  # noqa: BLE001 - the records' actions are blocked; the trail recovers
                 self._enter_outage(err, work)
             else:
-                for item in self._finish(work, None, None):
-                    if item.payload[0] in self._awaiting_outcome:  # ran? no: its check blocked it
-                        self._put(_Item("outcome", (item.payload[0], None, _NOT_RUN, None)))
+                late = self._finish(work, None, None)
                 if recovering is not None:
                     with self._mutex:
                         self._outage = None
                     self.outages.append(recovering)
                     logger.warning("audit writes to %s work again; outage recorded: %s", self.path, recovering)
-        for marker in syncs:
-            marker.finish(None)
-        return stop
+                if late:
+                    with self._mutex:
+                        for item in late:
+                            if item.payload[0] in self._awaiting_outcome:  # ran? no: its check blocked it
+                                self._enqueue(_Item("outcome", (item.payload[0], None, _NOT_RUN, None)))
+        for item in group:
+            if item.kind == "sync":
+                item.finish(None)
 
     def _enter_outage(self, err: BaseException, work: List[_Item]) -> None:
         with self._mutex:
@@ -887,28 +976,30 @@ class AuditTrail:
         self, foreign: List[Dict[str, Any]], new_rows: List[Dict[str, Any]], updates: List[Dict[str, Any]]
     ) -> Tuple[int, Optional[str]]:
         """Commit the rows; the file's new last record (id, entry hash)."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        cursor = self._cursor
+        cursor.execute("BEGIN IMMEDIATE")
         try:
-            problem = self._file_changed()
-            last = conn.execute(_LAST_RECORD).fetchone()
-            if problem is None and (tuple(last) if last else (0, None)) != self._head:
+            # Another writer, or records removed: the file's last record is not the one this trail
+            # committed last. (A file deleted or replaced is found after the commit, below: the
+            # commit then went to a file that is no longer the path's, and its checks are blocked.)
+            last = cursor.execute(_LAST_RECORD).fetchone()
+            if (tuple(last) if last else (0, None)) != self._head:
                 problem = (
                     f"its last record is {tuple(last) if last else 'none'}, not record {self._head[0]} that this "
                     "kernel committed last: records were removed, or another writer added some"
                 )
-            if problem is not None:
                 raise AuditFileChangedError(f"the audit file {self.path!r} changed under the running kernel: {problem}")
             for operation in foreign:
-                conn.execute(operation["sql"], operation["params"])
+                cursor.execute(operation["sql"], operation["params"])
+            for row in new_rows:
+                cursor.execute(*_insert_statement(row))
+                row["id"] = cursor.lastrowid
+            for row in updates:
+                cursor.execute(*_update_statement(row))
             if new_rows:
-                conn.executemany(_INSERT_ROW, [tuple(row[name] for name in _INSERTED_COLUMNS) for row in new_rows])
-            if updates:
-                conn.executemany(_UPDATE_OUTCOME, [tuple(row[name] for name in _UPDATED_COLUMNS) for row in updates])
-            if foreign or new_rows:
-                last = conn.execute(_LAST_RECORD).fetchone()
-                for offset, row in enumerate(new_rows, start=last[0] - len(new_rows) + 1):
-                    row["id"] = offset  # the rows just inserted are the file's last ones, in order
+                last = (new_rows[-1]["id"], new_rows[-1]["entry_hash"])  # the rows just inserted are the last ones
+            elif foreign:
+                last = cursor.execute(_LAST_RECORD).fetchone()
             if self.key is not None and last is not None:
                 head = sign_head(
                     self.key,
@@ -917,15 +1008,15 @@ class AuditTrail:
                     last_entry_hash=last[1],
                     sealed_from=self._sealed_from,
                 )
-                conn.execute(HEAD_UPSERT, tuple(head[name] for name in HEAD_COLUMNS))
+                cursor.execute(HEAD_UPSERT, tuple(head[name] for name in HEAD_COLUMNS))
             if self.signer is not None and last is not None:
                 self.signer.write_head(
-                    conn, records=self._records + len(new_rows), last_id=last[0], last_entry_hash=last[1]
+                    cursor, records=self._records + len(new_rows), last_id=last[0], last_entry_hash=last[1]
                 )
-            conn.execute("COMMIT")
+            cursor.execute("COMMIT")
         except BaseException:
             try:
-                conn.execute("ROLLBACK")
+                cursor.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
             raise
@@ -950,24 +1041,37 @@ class AuditTrail:
         return None
 
 
-#: The statements of the write path; a row is written with every column in one INSERT.
+#: The statements of the write path: a row is written in one INSERT, an outcome in one UPDATE.
+#: A NULL is written as the literal ``NULL`` (an INSERT leaves the column out: no column of the
+#: table has a default), never bound as a parameter: Python's sqlite3 binds ``None`` through its
+#: adapter protocol, two failed attribute lookups per value, and a record has five or six of them.
+#: One statement per pattern of NULL columns; SQLite's statement cache keeps each one compiled.
 _INSERTED_COLUMNS = tuple(name for name in RECORD_COLUMNS if name != "id")
-_INSERT_ROW = (
-    f"INSERT INTO audit_log ({', '.join(_INSERTED_COLUMNS)}) VALUES ({', '.join('?' * len(_INSERTED_COLUMNS))})"
-)
-_UPDATED_COLUMNS = (
-    "policy_verdict",
-    "violation_reason",
-    "result",
-    "execution_time_ms",
-    "metadata",
-    "content_hash",
-    "id",
-)
-_UPDATE_OUTCOME = (
-    "UPDATE audit_log SET policy_verdict = ?, violation_reason = ?, result = ?, execution_time_ms = ?, metadata = ?, "
-    "content_hash = ? WHERE id = ?"
-)
+_UPDATED_COLUMNS = ("policy_verdict", "violation_reason", "result", "execution_time_ms", "metadata", "content_hash")
+_STATEMENTS: Dict[Tuple[str, Tuple[str, ...]], str] = {}
+
+
+def _insert_statement(row: Dict[str, Any]) -> Tuple[str, Tuple[Any, ...]]:
+    """The INSERT of ``row`` and its parameters: its columns that are not NULL."""
+    names = tuple(name for name in _INSERTED_COLUMNS if row[name] is not None)
+    sql = _STATEMENTS.get(("insert", names))
+    if sql is None:
+        sql = _STATEMENTS[("insert", names)] = (
+            f"INSERT INTO audit_log ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+        )
+    return sql, tuple(row[name] for name in names)
+
+
+def _update_statement(row: Dict[str, Any]) -> Tuple[str, Tuple[Any, ...]]:
+    """The UPDATE that writes ``row``'s outcome columns (its id's row) and its parameters."""
+    names = tuple(name for name in _UPDATED_COLUMNS if row[name] is not None)
+    sql = _STATEMENTS.get(("update", names))
+    if sql is None:
+        assignments = ", ".join(f"{name} = ?" if name in names else f"{name} = NULL" for name in _UPDATED_COLUMNS)
+        sql = _STATEMENTS[("update", names)] = f"UPDATE audit_log SET {assignments} WHERE id = ?"
+    return sql, (*(row[name] for name in names), row["id"])
+
+
 _LAST_RECORD = "SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1"
 
 _NOT_RUN = "not run: the check gave up waiting for this record's commit (commit_timeout_s) and blocked the action"
@@ -1045,7 +1149,7 @@ def _configure_once() -> None:
 
 
 def _drain_live_trails() -> None:
-    """At interpreter exit, write what is still queued (the writer threads are daemons)."""
+    """At interpreter exit, write what is still queued (committer threads are daemons)."""
     for trail in list(_LIVE_TRAILS):
         try:
             trail.close()

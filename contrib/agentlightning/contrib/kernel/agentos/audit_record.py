@@ -76,7 +76,7 @@ def serialize_args(args: Mapping[str, Any], max_chars: int = DEFAULT_MAX_ARGS_CH
     113
     """
     try:
-        text = json.dumps(args, default=_safe_repr, sort_keys=True)
+        text = _ARGS_ENCODER.encode(args)
     except Exception as err:  # noqa: BLE001 - whatever the agent passed, the decision is recorded
         return json.dumps({"__unserializable__": type(err).__name__, "repr": _safe_repr(args)[:max_chars]})
     if len(text) <= max_chars:
@@ -96,6 +96,10 @@ def _safe_repr(value: Any) -> str:
         return repr(value)
     except Exception as err:  # noqa: BLE001 - a hostile __repr__ must not break the audit
         return f"<unrepresentable {type(value).__name__}: {type(err).__name__}>"
+
+
+#: ``json.dumps(args, default=_safe_repr, sort_keys=True)``, built once instead of per record.
+_ARGS_ENCODER = json.JSONEncoder(default=_safe_repr, sort_keys=True)
 
 
 def governance_envelope(decision: Decision) -> Dict[str, Any]:
