@@ -16,7 +16,8 @@ database, one connection per call) and returns the reward 1.0, with no model tim
 * ``governed k`` -- ``AgentOSRunner(GovernanceKernel([SQLPolicy(deny=[...], dialect="sqlite")]),
   log_violations=False)``; the tool is ``governed_tool("database_query", fn)``. With ``--audit``
   the kernel keeps a durable audit trail (``recorder=<tmp>/audit.db``, ``synchronous=FULL``: every
-  decision committed before its call runs), the configuration of the issue's runner target.
+  decision committed before its call runs), the configuration in which the runner's throughput is compared
+  with the plain runner's in docs/performance.md.
 
 for ``k`` in ``--calls`` (0, 1 and 10 by default). The query is the same text every time
 (``--first-seen``: a new one every call), so the kernel answers from its cache and what is left
