@@ -26,7 +26,6 @@ from agentlightning.contrib.adapter.agentos import (
     verify_export,
 )
 from agentlightning.contrib.adapter.agentos.adapter import AUDIT_ROLLOUT_METADATA_KEY
-from agentlightning.contrib.adapter.agentos.records import RecorderFileError, RecordError
 from agentlightning.contrib.adapter.agentos.spans import is_audit_span
 from agentlightning.contrib.kernel.agentos import (
     ActionContext,
@@ -38,6 +37,7 @@ from agentlightning.contrib.kernel.agentos import (
 from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans, decision_core_fields
 from agentlightning.contrib.kernel.agentos.agl03.stats import governance_stats
 from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
+from agentlightning.contrib.kernel.agentos.audit.reader import RecorderFileError, RecordError
 
 QUERIES = ["SELECT 1", "DROP TABLE users", "SELECT name FROM users", "DELETE/**/FROM orders", "SELECT 'DROP TABLE x'"]
 

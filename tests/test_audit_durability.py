@@ -22,13 +22,13 @@ from typing import List, Tuple
 import pytest
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy
-from agentlightning.contrib.kernel.agentos.audit import (
+from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
+from agentlightning.contrib.kernel.agentos.audit.trail import (
     OUTAGE_TOOL_NAME,
     AuditTrail,
     AuditWriterConflict,
     open_flight_recorder,
 )
-from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
 
 KEY = "k" * 64
 

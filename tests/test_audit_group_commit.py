@@ -28,7 +28,7 @@ import pytest
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder
-from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
 #: The child: checks in ``threads`` threads forever; each thread prints a decision's id the moment
 #: its check returns (allowed: the action could run now), so the parent knows what was answered.

@@ -31,7 +31,7 @@ def _keygen(tmp_path: Path, host: str, name: str) -> Dict[str, str]:
     import contextlib
     import io
 
-    from agentlightning.contrib.kernel.agentos.audit_signing import main
+    from agentlightning.contrib.kernel.agentos.audit.signing import main
 
     out = io.StringIO()
     path = tmp_path / f"{name}.key"
@@ -80,20 +80,20 @@ def trail_a(tmp_path, monkeypatch, keys) -> Path:
 
 
 def _verify(path: Path, keys, **options):
-    from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+    from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
     return verify_file(path, keyring=keys["keyring"]["path"], **options)
 
 
 def _load(key_file: str, host: str):
-    from agentlightning.contrib.kernel.agentos.audit_signing import load_signing_key
+    from agentlightning.contrib.kernel.agentos.audit.signing import load_signing_key
 
     return load_signing_key(key_file, host=host)
 
 
 def _resign(path: Path, key, **changes) -> None:
     """Rewrite the file's host head as someone holding ``key`` would, matching the file's end."""
-    from agentlightning.contrib.kernel.agentos.audit_signing import HOST_HEAD_COLUMNS, HOST_HEAD_UPSERT, host_head
+    from agentlightning.contrib.kernel.agentos.audit.signing import HOST_HEAD_COLUMNS, HOST_HEAD_UPSERT, host_head
 
     with _edit(path) as conn:
         last_id, last_hash = conn.execute("SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
@@ -122,7 +122,7 @@ def _rows(conn):
 
 
 def _rehash_from(conn, first_id: int) -> None:
-    from agentlightning.contrib.kernel.agentos.audit_seal import content_hash, entry_hash
+    from agentlightning.contrib.kernel.agentos.audit.seal import content_hash, entry_hash
 
     previous = None
     for row in _rows(conn):
@@ -156,7 +156,7 @@ def test_a_hosts_trail_verifies_with_the_keyring(trail_a, keys, monkeypatch):
     assert result["signed_by"] == {"host": "runner-a", "key_id": keys["a"]["key_id"], "signed_from": 1, "checked": True}
     assert _verify(trail_a, keys, host="runner-a")["valid"] is True
     # no keyring: the head is reported as it is, not checked, and the result says so
-    from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+    from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
     unchecked = verify_file(trail_a)
     assert unchecked["valid"] is True and unchecked["signed"] is False
@@ -184,7 +184,7 @@ def test_host_b_cannot_produce_a_head_accepted_for_host_a(trail_a, keys, tmp_pat
     refused = _verify(forged, keys, host="runner-a")
     assert refused["valid"] is False and "not by host 'runner-a'" in refused["error"]
     # the command takes the host from a runner's file name, so it refuses the file without --host
-    from agentlightning.contrib.kernel.agentos.audit_signing import main
+    from agentlightning.contrib.kernel.agentos.audit.signing import main
 
     assert main(["verify", "--keyring", keys["keyring"]["path"], str(forged)]) == 1
     assert main(["verify", "--keyring", keys["keyring"]["path"], str(trail_a)]) == 0
@@ -240,7 +240,7 @@ def test_an_edited_or_truncated_trail_is_detected(trail_a, keys, tmp_path):
 def test_the_stated_limit_outcome_columns_need_the_audit_key(tmp_path, keys, monkeypatch):
     """A result text of an allowed action, rewritten with its content hash recomputed, is not
     covered by the host signature alone (docs/audit.md says so); the audit key's seals cover it."""
-    from agentlightning.contrib.kernel.agentos.audit_seal import content_hash
+    from agentlightning.contrib.kernel.agentos.audit.seal import content_hash
 
     def edit_result(path: Path) -> None:
         with _edit(path) as conn:
@@ -266,7 +266,7 @@ def test_the_stated_limit_outcome_columns_need_the_audit_key(tmp_path, keys, mon
 
 
 def test_rotation_is_a_recorded_event_and_retires_the_old_key(tmp_path, keys, monkeypatch):
-    from agentlightning.contrib.kernel.agentos.audit_signing import ROTATION_TOOL_NAME
+    from agentlightning.contrib.kernel.agentos.audit.signing import ROTATION_TOOL_NAME
 
     path = tmp_path / "worker-0@runner-a-123.db"
     kernel = _write_trail(path, monkeypatch, keys["a"]["path"], "runner-a")
@@ -293,7 +293,7 @@ def test_rotation_is_a_recorded_event_and_retires_the_old_key(tmp_path, keys, mo
     # a rotation to a key the keyring registers to another host is refused
     ring = tmp_path / "ring"
     ring.write_text(f"{keys['a']['line']}\nrunner-b {keys['a2']['line'].split(None, 1)[1]}\n")
-    from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+    from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
     result = verify_file(path, keyring=str(ring))
     assert result["valid"] is False and "registers to host 'runner-b'" in result["error"]
@@ -314,7 +314,7 @@ def test_rotation_is_a_recorded_event_and_retires_the_old_key(tmp_path, keys, mo
 
 
 def test_rotations_follow_one_another_and_a_bad_one_is_refused_before_the_writer(tmp_path, keys, monkeypatch):
-    from agentlightning.contrib.kernel.agentos.audit_signing import SigningKey, SigningKeyError
+    from agentlightning.contrib.kernel.agentos.audit.signing import SigningKey, SigningKeyError
 
     path = tmp_path / "audit.db"
     kernel = _write_trail(path, monkeypatch, keys["a"]["path"], "runner-a")
@@ -342,7 +342,7 @@ def test_an_empty_file_has_nothing_to_sign(tmp_path, keys, monkeypatch):
 
 
 def test_a_signed_file_is_continued_only_by_its_host_and_key(trail_a, keys, monkeypatch):
-    from agentlightning.contrib.kernel.agentos.audit_signing import SigningKeyError
+    from agentlightning.contrib.kernel.agentos.audit.signing import SigningKeyError
 
     monkeypatch.setenv("AGENTOS_HOST_NAME", "runner-b")
     monkeypatch.setenv("AGENTOS_AUDIT_SIGNING_KEY_FILE", keys["b"]["path"])
@@ -358,7 +358,7 @@ def test_a_signed_file_is_continued_only_by_its_host_and_key(trail_a, keys, monk
 
 
 def test_missing_or_unreadable_keys_give_clear_errors_naming_the_fix(tmp_path, keys, monkeypatch):
-    from agentlightning.contrib.kernel.agentos.audit_signing import (
+    from agentlightning.contrib.kernel.agentos.audit.signing import (
         KeyringError,
         SigningKeyError,
         load_keyring,

@@ -17,7 +17,7 @@ from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLP
 
 def test_the_adapter_refuses_a_file_another_host_signed(tmp_path):
     from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder
-    from agentlightning.contrib.kernel.agentos.audit_signing import (
+    from agentlightning.contrib.kernel.agentos.audit.signing import (
         HOST_HEAD_COLUMNS,
         HOST_HEAD_UPSERT,
         Keyring,

@@ -24,7 +24,7 @@ from agentlightning.store.memory import InMemoryLightningStore
 
 from agentlightning.contrib.adapter.agentos import AuditError, FlightRecorderAdapter, verify_export
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_context
-from agentlightning.contrib.kernel.agentos.audit_seal import HEAD_TABLE, content_hash, entry_hash, verify_file
+from agentlightning.contrib.kernel.agentos.audit.seal import HEAD_TABLE, content_hash, entry_hash, verify_file
 
 KEY = "s" * 64
 BLOCKED_ID = 3  # the DROP below
@@ -241,8 +241,8 @@ def test_an_export_checked_against_the_edited_file_fails(sealed_trail, tmp_path,
 def test_an_edited_export_is_detected_with_the_key_or_an_anchor(sealed_trail, tmp_path, monkeypatch):
     """The export itself edited: a blocked record turned allowed, every hash and link after it
     recomputed and every span rebuilt from the edited records (all public functions)."""
-    from agentlightning.contrib.adapter.agentos.records import parse_record
     from agentlightning.contrib.adapter.agentos.spans import record_to_span
+    from agentlightning.contrib.kernel.agentos.audit.reader import parse_record
 
     monkeypatch.setenv("AGENTOS_AUDIT_KEY", KEY)
     adapter = FlightRecorderAdapter(sealed_trail)
@@ -277,7 +277,7 @@ def test_an_edited_export_is_detected_with_the_key_or_an_anchor(sealed_trail, tm
 
 
 def test_the_key_comes_from_the_environment_or_a_private_file_with_clear_errors(tmp_path):
-    from agentlightning.contrib.kernel.agentos.audit_seal import AuditKeyError, load_audit_key
+    from agentlightning.contrib.kernel.agentos.audit.seal import AuditKeyError, load_audit_key
 
     key_file = tmp_path / "audit.key"
     key_file.write_text(KEY + "\n")
@@ -298,7 +298,7 @@ def test_the_key_comes_from_the_environment_or_a_private_file_with_clear_errors(
 
 def test_a_sealed_file_is_continued_only_with_its_key(sealed_trail, tmp_path, monkeypatch):
     from agentlightning.contrib.kernel.agentos.audit import AuditFileChangedError
-    from agentlightning.contrib.kernel.agentos.audit_seal import AuditKeyError
+    from agentlightning.contrib.kernel.agentos.audit.seal import AuditKeyError
 
     path = tmp_path / "continued.db"
     _copy(sealed_trail, path)

@@ -1,7 +1,7 @@
 """The audit trail writes each record final, in one INSERT, hashed and sealed before it is written.
 
 The rows must be exactly the rows Agent OS's ``FlightRecorder`` leaves when a record is written
-through its own methods (``start_trace`` with the ``tool_args`` of :mod:`.audit_record`, then
+through its own methods (``start_trace`` with the ``tool_args`` of :mod:`.audit.record`, then
 ``log_violation``/``log_success``/``log_error``, then the seal over the row as stored): every
 column, hash and seal, for every kind of record and outcome. Both writers run with the same trace
 ids and clock, and the two files are compared row by row; Agent OS's own ``verify_integrity``
@@ -22,10 +22,10 @@ import pytest
 from agent_control_plane import flight_recorder as agent_os_recorder
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, Policy, SQLPolicy
-from agentlightning.contrib.kernel.agentos import audit as audit_module
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder
-from agentlightning.contrib.kernel.agentos.audit_record import build_tool_args, governance_envelope, serialize_args
-from agentlightning.contrib.kernel.agentos.audit_seal import AuditKey, seal_metadata, verify_file
+from agentlightning.contrib.kernel.agentos.audit import trail as audit_module
+from agentlightning.contrib.kernel.agentos.audit.record import build_tool_args, governance_envelope, serialize_args
+from agentlightning.contrib.kernel.agentos.audit.seal import AuditKey, seal_metadata, verify_file
 
 KEY = "k" * 64
 FIXED_TIME = datetime(2026, 11, 27, 12, 0, 0, tzinfo=timezone.utc)

@@ -170,7 +170,7 @@ def cluster(tmp_path_factory):
 def _host_key(path: Path, host: str) -> str:
     """The host's own signing key (the ``keygen`` command's), written where only that host reads it;
     returns its keyring line."""
-    from agentlightning.contrib.kernel.agentos.audit_signing import main
+    from agentlightning.contrib.kernel.agentos.audit.signing import main
 
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
@@ -186,8 +186,8 @@ def _host_of(worker_id: str) -> str:
 
 def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dict[str, Any]) -> Dict[str, Any]:
     """The assertions both scenarios end with; returns figures for the scenario's own."""
-    from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
-    from agentlightning.contrib.kernel.agentos.audit_signing import main as audit_signing
+    from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
+    from agentlightning.contrib.kernel.agentos.audit.signing import main as audit_signing
     from agentlightning.contrib.kernel.agentos.semconv import (
         AGENT_OS_ATTEMPT_ID,
         AGENT_OS_DECISION_ID,

@@ -41,7 +41,7 @@ import agentlightning.contrib.kernel.agentos as kernel
 import agentlightning.contrib.runner.agentos as runner_package, agentlightning.contrib.reward.agentos
 import agentlightning.contrib.env.agentos, agentlightning.contrib.adapter.agentos
 imported = state()
-from agentlightning.contrib.kernel.agentos import audit
+from agentlightning.contrib.kernel.agentos.audit import trail as audit
 set_up_at_import = audit._configured
 path = os.path.join(os.environ['OUT'], 'audit.db')
 k = kernel.GovernanceKernel([kernel.SQLPolicy(deny=['DROP'])], recorder=path)

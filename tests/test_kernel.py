@@ -28,7 +28,7 @@ from agentlightning.contrib.kernel.agentos import (
     as_kernel,
     governance_context,
 )
-from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
+from agentlightning.contrib.kernel.agentos.audit.record import decision_from_record
 
 from .failing_policies import CommitFails
 

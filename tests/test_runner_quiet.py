@@ -21,7 +21,7 @@ import sys
 import pytest
 
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
-from agentlightning.contrib.kernel.agentos.audit import RECORDER_LOGGER
+from agentlightning.contrib.kernel.agentos.audit.trail import RECORDER_LOGGER
 from agentlightning.contrib.runner.agentos import AgentOSRunner, governed_tool
 
 EXPECTED_REUSE = ("AgentOps already patched", "init_worker() multiple times", "AgentOps client was already initialized")

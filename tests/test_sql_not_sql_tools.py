@@ -13,7 +13,7 @@ from typing import Any, List
 import pytest
 
 from agentlightning.contrib.kernel.agentos import GovernanceConfigError, GovernanceKernel, SQLPolicy
-from agentlightning.contrib.kernel.agentos.audit_record import read_tool_args
+from agentlightning.contrib.kernel.agentos.audit.record import read_tool_args
 from agentlightning.contrib.kernel.agentos.policies import ToolAllowListPolicy
 from agentlightning.contrib.runner.agentos import ActionBlockedError, governed_tool
 

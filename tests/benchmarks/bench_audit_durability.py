@@ -13,7 +13,8 @@ Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them 
 * ``SQLite floor, audit_log table`` -- the same into the FlightRecorder's own table (its unique
   trace id, three indexes and AUTOINCREMENT), with a row of the audit's size: the floor for a
   record in the store of record's format.
-* ``before (<base>)`` -- ``AuditTrail`` of ``audit.py`` at ``--base`` (loaded from git), durable.
+* ``before (<base>)`` -- ``AuditTrail`` of the audit at ``--base`` (its files loaded from git: ``audit/``
+  or, before that room, ``audit*.py``), durable.
 * ``durable (default)`` / ``durable, sealed (key)`` -- this tree's ``AuditTrail``, ``synchronous=FULL``.
 
 Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
@@ -32,9 +33,13 @@ adds beyond the floor's own CPU per commit. Timing targets are not asserted.
 from __future__ import annotations
 
 import argparse
+import atexit
+import importlib
 import json
 import os
+import re
 import resource
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -58,20 +63,52 @@ from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLP
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder  # noqa: E402
 
 BASE = "1e76641"
-AUDIT_MODULE = "contrib/agentlightning/contrib/kernel/agentos/audit.py"
+KERNEL_PACKAGE = "agentlightning.contrib.kernel.agentos"
+KERNEL_DIR = "contrib/agentlightning/contrib/kernel/agentos"
 ROW_CHARS = 400  # about a record's tool_args here (the query, the envelope)
 
 
+def _is_audit_file(relative: str) -> bool:
+    """A file of the audit in either layout: the audit room ``audit/`` or, before it, ``audit*.py``."""
+    return relative.startswith("audit/") or (relative.startswith("audit") and "/" not in relative)
+
+
 def trail_before(base: str) -> Callable[..., Any]:
-    """The ``AuditTrail`` class of ``audit.py`` at commit ``base``."""
+    """The ``AuditTrail`` class of the audit at commit ``base``, with that commit's record, seal and signing.
+
+    The commit's audit files (``kernel/agentos/audit/`` or, before the room, ``kernel/agentos/audit*.py``)
+    are copied from git into a directory that is the path of a package of their own, so their relative
+    imports among themselves find that commit's files whichever layout it has. What they import from
+    outside the audit (``actions``, ``violations``) is this tree's module, so the kernel's decisions are
+    the classes the old trail checks them against."""
     root = Path(__file__).resolve().parents[2]
-    source = subprocess.run(
-        ["git", "show", f"{base}:{AUDIT_MODULE}"], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-    module = types.ModuleType("agentlightning.contrib.kernel.agentos._audit_before")
-    module.__package__ = "agentlightning.contrib.kernel.agentos"
-    exec(compile(source, f"audit.py@{base}", "exec"), module.__dict__)
-    return module.AuditTrail
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+    relatives = [p[len(KERNEL_DIR) + 1 :] for p in git("ls-tree", "-r", "--name-only", base, KERNEL_DIR + "/").split()]
+    audit_files = [r for r in relatives if r.endswith(".py") and _is_audit_file(r)]
+    if not audit_files:
+        raise SystemExit(f"--base {base}: no audit files under {KERNEL_DIR}")
+    directory = Path(tempfile.mkdtemp(prefix=f"audit-{base}-"))
+    atexit.register(shutil.rmtree, directory, True)
+    outside = set()
+    for relative in audit_files:
+        source = git("show", f"{base}:{KERNEL_DIR}/{relative}")
+        (directory / relative).parent.mkdir(parents=True, exist_ok=True)
+        (directory / relative).write_text(source)
+        depth = relative.count("/")  # dots that lead back to the kernel package: 1 at its top, 2 in audit/
+        for dots, name in re.findall(r"^\s*from (\.+)(\w+)", source, flags=re.M):
+            if len(dots) == depth + 1 and not _is_audit_file(name):
+                outside.add(name)
+    name = f"{KERNEL_PACKAGE}._audit_before"
+    package = types.ModuleType(name)
+    package.__path__ = [str(directory)]
+    sys.modules[name] = package
+    for module in outside:
+        sys.modules[f"{name}.{module}"] = importlib.import_module(f"{KERNEL_PACKAGE}.{module}")
+    trail = "audit.trail" if (directory / "audit").is_dir() else "audit"
+    return importlib.import_module(f"{name}.{trail}").AuditTrail
 
 
 def floor_writer(directory: Path, n: int, audit_table: bool) -> Callable[[], None]:

@@ -33,8 +33,8 @@ from bench_common import print_table  # noqa: E402
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder  # noqa: E402
-from agentlightning.contrib.kernel.agentos.audit_seal import verify_file  # noqa: E402
-from agentlightning.contrib.kernel.agentos.audit_signing import Keyring, SigningKey  # noqa: E402
+from agentlightning.contrib.kernel.agentos.audit.seal import verify_file  # noqa: E402
+from agentlightning.contrib.kernel.agentos.audit.signing import Keyring, SigningKey  # noqa: E402
 
 AUDIT_KEY = "k" * 64
 

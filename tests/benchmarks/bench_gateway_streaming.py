@@ -411,7 +411,7 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
         model.wait(timeout=30)
         model_log.close()
     load_after = os.getloadavg()
-    from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+    from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
     trails = [verify_file(f, key=audit_key) for f in sorted((out / "governed" / "audit").glob("gateway-*.db"))]
     results: Dict[str, Any] = {

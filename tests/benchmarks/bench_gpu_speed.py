@@ -25,7 +25,7 @@ rounds (order rotating); figures are medians over rounds of the process CPU time
 is the governed arm's minus the plain arm's. At ``A`` answers/s, governance needs
 ``A x CPU per rollout`` cores (one core = one CPU-second per second); the table also gives the
 share of the plain rollout worker's own CPU. With ``--base <commit>`` a third arm runs the same
-governed runner with the ``AuditTrail`` of ``audit.py`` at that commit (loaded from git), in the
+governed runner with the ``AuditTrail`` of the audit at that commit (loaded from git), in the
 same rounds: before and after side by side. Timing targets are not asserted.
 """
 
@@ -95,7 +95,7 @@ async def measure(workload: str, rounds: int, rollouts: int, tmp: Path, base: Op
             kernel,
         ),
     ]
-    if base is not None:  # the same runner and kernel, with the AuditTrail of audit.py at commit ``base``
+    if base is not None:  # the same runner and kernel, with the AuditTrail of the audit at commit ``base``
         before = GovernanceKernel([policy()])
         before.audit = trail_before(base)(open_flight_recorder(tmp / f"audit-{workload}-before.db"))
         arms.append(
@@ -144,7 +144,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6, help="counted rounds, arms interleaved (default: 6)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     parser.add_argument(
-        "--base", default=None, help="also a governed arm whose AuditTrail is audit.py's at this commit (from git)"
+        "--base", default=None, help="also a governed arm whose AuditTrail is the audit's at this commit (from git)"
     )
     args = parser.parse_args()
     require_at_least(parser, args, rollouts=1, rounds=1)

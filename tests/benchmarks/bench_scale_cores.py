@@ -80,7 +80,7 @@ def gateway_arm(cpus: List[int], workdir: Path, concurrency: int, per_core: int)
     from agentlightning.contrib.gateway.agentos import create_governed_app
     from agentlightning.contrib.gateway.agentos.configs import __file__ as configs_init
     from agentlightning.contrib.kernel.agentos import ActionContext
-    from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+    from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
     packaged = OmegaConf.to_container(OmegaConf.load(Path(configs_init).parent / "agentos_gateway.yaml"))
     governance = {**packaged["governance"], "recorder_dir": str(workdir / "audit")}

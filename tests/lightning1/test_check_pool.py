@@ -19,8 +19,8 @@ import pytest
 
 from agentlightning.contrib.gateway.agentos import DECISION_EVENT
 from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
-from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
-from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+from agentlightning.contrib.kernel.agentos.audit.record import decision_from_record
+from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
 from .scripted_model import ScriptedModel
 

@@ -21,7 +21,7 @@ from gateway_sql_agent import GatewaySQLAgent  # noqa: E402 (the recipes' folder
 from agentlightning.contrib.gateway.agentos import DECISION_EVENT, GovernanceLayer
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, Policy, SQLPolicy
 from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
-from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
+from agentlightning.contrib.kernel.agentos.audit.record import decision_from_record
 
 from ..conftest import make_shop_db, table_counts
 from .conftest import free_port, gateway_config

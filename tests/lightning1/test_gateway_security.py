@@ -31,7 +31,7 @@ from agentlightning.contrib.kernel.agentos import (
     SQLPolicy,
 )
 from agentlightning.contrib.kernel.agentos.audit import open_flight_recorder
-from agentlightning.contrib.kernel.agentos.audit_record import decision_from_record
+from agentlightning.contrib.kernel.agentos.audit.record import decision_from_record
 
 from .conftest import MODEL_NAME, free_port, gateway_config
 from .scripted_model import ScriptedModel

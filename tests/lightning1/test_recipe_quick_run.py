@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
 from .conftest import RECIPES
 

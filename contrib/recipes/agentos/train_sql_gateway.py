@@ -347,9 +347,9 @@ def run_arm(arm: str, args: argparse.Namespace, grpo: LLMRecipeConfig) -> Dict[s
 
 
 def verify_trails(folder: Path) -> List[Dict[str, Any]]:
-    """Each of the gateway's FlightRecorder files checked by the project's verifier (``audit_seal.verify_file``:
+    """Each of the gateway's FlightRecorder files checked by the project's verifier (``audit.seal.verify_file``:
     every hash recomputed, the seals and the signed head checked when ``AGENTOS_AUDIT_KEY`` is set)."""
-    from agentlightning.contrib.kernel.agentos.audit_seal import verify_file
+    from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
     return [verify_file(f) for f in sorted(folder.glob("gateway-*.db"))]
 

@@ -17,14 +17,17 @@ streams new ones.
 ([('agent_os.policy_check: blocked by SQLPolicy (critical)', 'blocked')], [])
 
 The top holds the adapter, its factories, the export check and the errors to catch (every one is
-an :class:`AuditError`); the rest is imported from its module: ``records`` (``AuditRecord``,
-``RecorderReader``, ``parse_record``, the finer errors), ``spans`` (how a record becomes a span:
-``record_to_span``, ``is_audit_span``, ...), ``export`` (``verify_records``) and ``adapter``.
+an :class:`AuditError`); the rest is imported from its module: ``spans`` (how a record becomes a
+span: ``record_to_span``, ``is_audit_span``, ...), ``export`` (``verify_records``) and ``adapter``.
+Reading a recorder file into validated records needs no agentlightning, so it is the kernel's:
+``agentlightning.contrib.kernel.agentos.audit.reader`` (``AuditRecord``, ``RecorderReader``,
+``parse_record``, the finer errors).
 """
+
+from agentlightning.contrib.kernel.agentos.audit.reader import AuditError
 
 from .adapter import FlightRecorderAdapter, adapters_for_directory, create_emitter
 from .export import ExportError, read_export, verify_export
-from .records import AuditError
 from .reference_names import FlightRecorderEmitter
 from .spans import LightningSpan
 

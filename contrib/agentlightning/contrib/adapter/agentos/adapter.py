@@ -31,13 +31,19 @@ from agentlightning.store.base import LightningStore
 from agentlightning.types import Span
 
 from agentlightning.contrib.kernel.agentos.audit import warn_if_default_recorder_path
-from agentlightning.contrib.kernel.agentos.audit_seal import AuditKey, load_audit_key, verify_file
-from agentlightning.contrib.kernel.agentos.audit_signing import Keyring, load_keyring
+from agentlightning.contrib.kernel.agentos.audit.reader import (
+    AuditError,
+    AuditRecord,
+    RecorderFileError,
+    RecorderLike,
+    RecorderReader,
+)
+from agentlightning.contrib.kernel.agentos.audit.seal import AuditKey, load_audit_key, verify_file
+from agentlightning.contrib.kernel.agentos.audit.signing import Keyring, load_keyring
 from agentlightning.contrib.kernel.agentos.must_await import MustAwait
 from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_UNVERIFIED
 
 from .export import ExportError, write_export
-from .records import AuditError, AuditRecord, RecorderFileError, RecorderLike, RecorderReader
 from .spans import ENTRY_POLICY_CHECK, ENTRY_SIGNAL, ENTRY_TOOL_CALL, entry_type, record_span_id, record_to_span
 
 __all__ = [
@@ -458,7 +464,7 @@ class FlightRecorderAdapter:
         }
 
     def verify_integrity(self) -> Dict[str, Any]:
-        """The kernel's verifier over the recorder file (``audit_seal.verify_file``): every
+        """The kernel's verifier over the recorder file (``audit.seal.verify_file``): every
         content and entry hash recomputed, links, the first record, the envelopes' verdicts and,
         with the key, every seal and the signed head (``{"valid", "sealed", "assurance", ...}``)."""
         if not self.path.is_file():

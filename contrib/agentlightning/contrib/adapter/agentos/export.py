@@ -32,11 +32,17 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from agentlightning.types import Span
 
-from agentlightning.contrib.kernel.agentos.audit import file_path
-from agentlightning.contrib.kernel.agentos.audit_seal import AuditKey, load_audit_key, verify_file, verify_rows
+from agentlightning.contrib.kernel.agentos.audit.reader import (
+    AuditError,
+    AuditRecord,
+    RecorderLike,
+    RecorderReader,
+    parse_record,
+)
+from agentlightning.contrib.kernel.agentos.audit.seal import AuditKey, load_audit_key, verify_file, verify_rows
+from agentlightning.contrib.kernel.agentos.audit.trail import file_path
 from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_RECORDER, AGENT_OS_SIGNAL_TYPE, AGENT_OS_UNVERIFIED
 
-from .records import AuditError, AuditRecord, RecorderLike, RecorderReader, parse_record
 from .spans import record_to_span
 
 __all__ = [
@@ -136,7 +142,7 @@ def read_export(path: PathLike) -> Iterator[Dict[str, Any]]:
     if header == _SQLITE_HEADER:
         raise ExportError(
             f"{str(source)!r} is a FlightRecorder database, not an export: verify the recorder file itself with "
-            f"verify_file({str(source)!r}) (from agentlightning.contrib.kernel.agentos.audit_seal) or "
+            f"verify_file({str(source)!r}) (from agentlightning.contrib.kernel.agentos.audit.seal) or "
             f"FlightRecorderAdapter({str(source)!r}).verify_integrity(); verify_export reads what export_to_file wrote"
         )
     with open(source, "r", encoding="utf-8") as handle:
@@ -170,7 +176,7 @@ def _invalid(total: int, record_id: Any, error: str) -> Dict[str, Any]:
 def verify_records(
     records: Iterable[AuditRecord], *, require_complete: bool = True, key: Union[AuditKey, bytes, str, None] = None
 ) -> Dict[str, Any]:
-    """The kernel's one verifier (``audit_seal.verify_rows``) over ``records`` (in id order):
+    """The kernel's one verifier (``audit.seal.verify_rows``) over ``records`` (in id order):
     every content and entry hash recomputed, links, the first record (``require_complete``),
     envelope verdicts and, with ``key`` (default: the environment's), every seal. An export has
     no signed head: anchor its end with ``expected_head`` or ``against`` (:func:`verify_export`).

@@ -30,7 +30,8 @@ from typing import Any, Dict, Iterable, Optional, Set, Union
 from agentlightning.store.base import LightningStore
 from agentlightning.types import Hook
 
-from agentlightning.contrib.kernel.agentos.audit_signing import KeyringError, load_keyring
+from agentlightning.contrib.kernel.agentos.audit.reader import RecorderReader
+from agentlightning.contrib.kernel.agentos.audit.signing import KeyringError, load_keyring
 from agentlightning.contrib.kernel.agentos.semconv import (
     AGENT_OS_DECISION_ID,
     AGENT_OS_POLICY_RESULT,
@@ -42,7 +43,6 @@ from agentlightning.contrib.kernel.agentos.semconv import (
 )
 
 from .adapter import FlightRecorderAdapter
-from .records import RecorderReader
 
 __all__ = [
     "ShipTrail",

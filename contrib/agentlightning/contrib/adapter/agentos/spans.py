@@ -28,7 +28,7 @@ that already holds it rejects a second copy.
 
 >>> import os, tempfile
 >>> from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
->>> from agentlightning.contrib.adapter.agentos.records import RecorderReader
+>>> from agentlightning.contrib.kernel.agentos.audit.reader import RecorderReader
 >>> path = os.path.join(tempfile.mkdtemp(), "audit.db")
 >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
 >>> _ = kernel.check("database_query", {"query": "DROP TABLE t"}); kernel.close()
@@ -54,7 +54,8 @@ from agentlightning.types import Span
 from agentlightning.types.tracer import OtelResource, SpanContext, TraceStatus
 from agentlightning.utils.otel import make_tag_attributes
 
-from agentlightning.contrib.kernel.agentos.audit_record import violation_summary
+from agentlightning.contrib.kernel.agentos.audit.reader import AuditRecord
+from agentlightning.contrib.kernel.agentos.audit.record import violation_summary
 from agentlightning.contrib.kernel.agentos.semconv import (
     AGENT_OS_AGENT_ID,
     AGENT_OS_ATTEMPT_ID,
@@ -89,8 +90,6 @@ from agentlightning.contrib.kernel.agentos.semconv import (
     KIND_AUDIT,
 )
 from agentlightning.contrib.kernel.agentos.violations import worst_severity
-
-from .records import AuditRecord
 
 __all__ = [
     "LightningSpan",

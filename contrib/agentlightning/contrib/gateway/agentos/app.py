@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from agentlightning.server.app import create_app
 
-from agentlightning.contrib.kernel.agentos.audit_seal import UNKEYED_WARNING
+from agentlightning.contrib.kernel.agentos.audit.seal import UNKEYED_WARNING
 
 from .check_pool import CheckPool, available_cores
 from .config import GovernanceConfig, gateway_key

@@ -20,10 +20,10 @@ or with neither. The 0.3 side is one sub-room, ``agl03``, imported only by the 0
 from a LightningStore, ``governance_stats``).
 
 The top holds the core classes; the rest is imported from its module: ``sql`` (``analyze_sql``,
-``SQLAnalysis``, ``SQL_KEYWORDS``), ``audit`` (``AuditTrail``, ``open_flight_recorder``),
-``audit_record``, ``reward`` (the reward formula room: ``shape_reward``, ``GovernedReward``),
-``violations`` (the default tables, ``constraint_cost``), ``semconv`` (attribute names),
-``agl03.stats``.
+``SQLAnalysis``, ``SQL_KEYWORDS``), ``audit`` (the audit room: ``AuditTrail``, ``open_flight_recorder``;
+``audit.record``, ``audit.seal``, ``audit.signing``, ``audit.reader``), ``reward`` (the reward formula
+room: ``shape_reward``, ``GovernedReward``), ``violations`` (the default tables, ``constraint_cost``),
+``semconv`` (attribute names), ``agl03.stats``.
 """
 
 from .actions import Action, ActionContext, Decision, Verdict, governance_context

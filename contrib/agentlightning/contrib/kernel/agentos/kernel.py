@@ -800,7 +800,7 @@ class GovernanceKernel:
 
     def verify_audit(self) -> Dict[str, Any]:
         """Recompute the whole audit file (every hash, link, seal and the signed head; see
-        ``audit_seal.verify_rows``) and check it is still the file this kernel writes:
+        ``audit.seal.verify_rows``) and check it is still the file this kernel writes:
         ``{"valid": bool, "sealed": bool, "assurance": "keyed" | "unkeyed", ...}``."""
         if self.audit is None:
             raise RuntimeError("this kernel has no recorder; pass recorder=<path> to keep an audit trail")

@@ -327,7 +327,7 @@ class RecordedField:
     """How one field of :class:`PolicyViolation` is written, checked and shown outside Python.
 
     Declared once, as the field's metadata (``field(metadata=recorded(...))``). The audit record
-    (:mod:`.audit_record` builds, validates and reads it), the violation span (``agl03.spans``) and
+    (:mod:`.audit.record` builds, validates and reads it), the violation span (``agl03.spans``) and
     the audit adapter's span all follow the declarations, in field order. In the record, a field
     is the key of its name with the value :meth:`PolicyViolation.to_dict` gives it (an enum's
     value, a time in ISO 8601, anything else as it is).

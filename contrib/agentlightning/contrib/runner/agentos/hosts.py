@@ -33,7 +33,7 @@ import re
 from typing import Optional, Tuple
 
 # One rule for this host's name: the kernel's, which also names the host in the audit file's signed head.
-from agentlightning.contrib.kernel.agentos.audit_signing import HOST_NAME_ENV, host_name
+from agentlightning.contrib.kernel.agentos.audit.signing import HOST_NAME_ENV, host_name
 
 __all__ = [
     "HOST_NAME_ENV",

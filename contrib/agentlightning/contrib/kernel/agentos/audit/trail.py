@@ -1,8 +1,8 @@
 """Every kernel decision, written to a real Agent OS ``FlightRecorder`` and committed before the action runs.
 
-One record per decision, in the format of :mod:`.audit_record` (the action's arguments and the
+One record per decision, in the format of :mod:`.record` (the action's arguments and the
 governance envelope in the hash-covered ``tool_args``), sealed with a key when one is set
-(:mod:`.audit_seal`). :class:`AuditTrail` says what is guaranteed: durable before it runs, group
+(:mod:`.seal`). :class:`AuditTrail` says what is guaranteed: durable before it runs, group
 commit, fail closed and recover, a file that cannot change unnoticed, one writer per file.
 """
 
@@ -26,9 +26,9 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from agent_os import FlightRecorder
 
-from .actions import Decision
-from .audit_record import DEFAULT_MAX_ARGS_CHARS, governance_envelope, serialize_args, tool_args_text
-from .audit_seal import (
+from ..actions import Decision
+from .record import DEFAULT_MAX_ARGS_CHARS, governance_envelope, serialize_args, tool_args_text
+from .seal import (
     HEAD_COLUMNS,
     HEAD_SCHEMA,
     HEAD_UPSERT,
@@ -46,7 +46,7 @@ from .audit_seal import (
     sign_head,
     verify_file,
 )
-from .audit_signing import (
+from .signing import (
     ROTATION_AGENT_ID,
     ROTATION_TOOL_NAME,
     SigningKey,
@@ -69,8 +69,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-#: The FlightRecorders of audit trails log here; errors only, unless the user set a level first.
-RECORDER_LOGGER = logging.getLogger(__name__ + ".flight_recorder")
+#: The FlightRecorders of audit trails log here; errors only, unless the user set a level first. Named after
+#: the audit package (not this module) so the name a user configures says what it is: the audit's recorders.
+RECORDER_LOGGER = logging.getLogger(__package__ + ".flight_recorder")
 
 
 #: Records queued at most (``durability="queued"``); beyond that, checks wait for the disk.
@@ -304,10 +305,10 @@ class AuditTrail:
     and :meth:`close` commit it at once. The committer thread, started with the first record no
     check waits for, also retries the writes of an outage after its backoff.
 
-    **Sealed** when a key is given or set in the environment (:mod:`.audit_seal`): each record's
+    **Sealed** when a key is given or set in the environment (:mod:`.seal`): each record's
     HMAC and the signed chain head are written in the same transaction as the records.
     **Host-signed** when this host's Ed25519 key is given (``signing_key``) or named by
-    ``AGENTOS_AUDIT_SIGNING_KEY_FILE`` (:mod:`.audit_signing`): the host head, signed once per
+    ``AGENTOS_AUDIT_SIGNING_KEY_FILE`` (:mod:`.signing`): the host head, signed once per
     commit, in the same transaction; :meth:`rotate_signing_key` records a key rotation.
 
     **The opt-out** (``durability="queued"``): the previous design, for speed. Allowed decisions
@@ -561,7 +562,7 @@ class AuditTrail:
         """Hand this trail's head signing over to ``new_key`` (a :class:`SigningKey` or its file):
         a rotation record, signed by the current key and naming the new one, is committed like a
         decision, and every head from that commit on is signed by ``new_key``
-        (:mod:`.audit_signing`)."""
+        (:mod:`.signing`)."""
         if self.signer is None:
             raise SigningKeyError(f"the audit trail {self.path!r} signs no heads (no signing key): nothing to rotate")
         new = load_signing_key(new_key, host=self.signer.key.host)
@@ -605,7 +606,7 @@ class AuditTrail:
         self._wait(marker, lead, self.sync_timeout_s)
 
     def verify(self) -> Dict[str, Any]:
-        """:func:`.audit_seal.verify_file` over this trail's file, plus what only the running
+        """:func:`.seal.verify_file` over this trail's file, plus what only the running
         trail knows: the path still names the file it writes, which still ends at the last
         record it committed, and whether writes are failing."""
         self._try_flush()
@@ -848,7 +849,7 @@ class AuditTrail:
 
         Each record is written final, in one INSERT: the row Agent OS's ``start_trace`` followed by
         ``log_violation``/``log_success``/``log_error`` would leave, hashed with Agent OS's own
-        formulas (:func:`.audit_seal.entry_hash`, :func:`.audit_seal.content_hash`) and sealed before
+        formulas (:func:`.seal.entry_hash`, :func:`.seal.content_hash`) and sealed before
         it is written. Going through the recorder's methods encoded the arguments twice, wrote
         every row twice (a pending INSERT, then an UPDATE of it) and read each one back to seal it:
         most of a decision's CPU.

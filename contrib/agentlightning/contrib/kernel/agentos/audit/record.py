@@ -1,6 +1,6 @@
 """The audit record of one kernel decision: built, validated and read here, and nowhere else.
 
-Every decision is one row of an Agent OS ``FlightRecorder`` (written by :class:`.audit.AuditTrail`).
+Every decision is one row of an Agent OS ``FlightRecorder`` (written by :class:`.trail.AuditTrail`).
 The recorder hashes ``tool_args`` into its chain, so the row's ``tool_args`` holds the action's
 arguments *and* the governance envelope, which makes verdict, policy and severity as
 tamper-evident as the rest of the row::
@@ -32,8 +32,8 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from .actions import Decision, Verdict
-from .violations import VIOLATION_FIELDS, any_value, missing_fields, one_of
+from ..actions import Decision, Verdict
+from ..violations import VIOLATION_FIELDS, any_value, missing_fields, one_of
 
 __all__ = [
     "RecordFormatError",
@@ -273,7 +273,7 @@ def read_tool_args(text: str, *, strict: bool = True) -> ToolArgs:
 
 
 def decision_from_record(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    """The ``tool_args`` of a FlightRecorder row written by :class:`.audit.AuditTrail`
+    """The ``tool_args`` of a FlightRecorder row written by :class:`.trail.AuditTrail`
     (``{"args": ..., "agentos": ...}``, unvalidated), or None for rows written by something else.
 
     >>> decision_from_record({"tool_args": '{"args": {}, "agentos": {"verdict": "allowed"}}'})["agentos"]

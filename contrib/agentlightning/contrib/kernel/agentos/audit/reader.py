@@ -10,7 +10,7 @@ Anything unexpected is an :class:`AuditError` that names the file, the row and t
 * :class:`RecordError`: a row has a field of the wrong type or value, an unknown column, or a
   governance envelope that is not as the kernel writes it (unknown keys, a violation without
   severity, ...; the format and its checks are
-  :mod:`agentlightning.contrib.kernel.agentos.audit_record`). ``strict=False`` keeps unknown
+  :mod:`agentlightning.contrib.kernel.agentos.audit.record`). ``strict=False`` keeps unknown
   fields in :attr:`AuditRecord.extra` instead of failing.
 
 >>> import os, tempfile
@@ -33,9 +33,9 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from agent_os import FlightRecorder
 
-from agentlightning.contrib.kernel.agentos.audit import flush_recorder
-from agentlightning.contrib.kernel.agentos.audit_record import RecordFormatError, read_tool_args
-from agentlightning.contrib.kernel.agentos.audit_seal import RECORD_COLUMNS
+from .record import RecordFormatError, read_tool_args
+from .seal import RECORD_COLUMNS
+from .trail import flush_recorder
 
 __all__ = [
     "AuditError",

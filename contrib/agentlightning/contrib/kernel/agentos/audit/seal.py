@@ -17,7 +17,7 @@ never stored in the audit file) the kernel's writer adds, in the same transactio
 :func:`verify_rows` (and :func:`verify_file` over a recorder file) recomputes every content hash
 and entry hash, checks every link, that the chain starts at its first record, that each
 governance envelope agrees with the row's verdict, and, given the key, every seal and the head;
-given a keyring of hosts' public keys (:mod:`.audit_signing`), the host-signed head and every key
+given a keyring of hosts' public keys (:mod:`.signing`), the host-signed head and every key
 rotation, so a host cannot pass off records as another host's.
 
 >>> key = AuditKey(b"k" * 32)
@@ -50,7 +50,7 @@ from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Union
 
 from agent_os import FlightRecorder
 
-from .audit_signing import (
+from .signing import (
     HOST_HEAD_TABLE,
     KeyHistory,
     Keyring,
@@ -341,7 +341,7 @@ def verify_rows(
     ``expected_head`` is a chain hash kept elsewhere; the last row must have it. An export has
     no signed head (``require_head=False``): its end is anchored by ``expected_head`` only.
 
-    With a ``keyring`` (:class:`.audit_signing.Keyring`), the ``host_head`` (the file's
+    With a ``keyring`` (:class:`.signing.Keyring`), the ``host_head`` (the file's
     host-signed head; its absence is an error unless ``require_head=False``) must be signed by a
     key the keyring registers to the host the head names (or by the key the file's last rotation
     record handed over to), must name the file's last record and count, and must name ``host``
@@ -563,7 +563,7 @@ def verify_file(
     """:func:`verify_rows` over a FlightRecorder file, opened read-only, with its signed heads.
 
     ``key`` defaults to the environment's (:func:`load_audit_key`), ``keyring`` to the keyring
-    file named by ``AGENTOS_AUDIT_KEYRING`` (:func:`.audit_signing.load_keyring`); ``host`` is
+    file named by ``AGENTOS_AUDIT_KEYRING`` (:func:`.signing.load_keyring`); ``host`` is
     the host the file must be signed by.
     """
     audit_key = load_audit_key(key)

@@ -1,7 +1,7 @@
 """Per-host signing of audit files: each host signs its chain heads with its own Ed25519 key, and
 the verifier checks them against a keyring of public keys, so no host can forge another's records.
 
-The shared audit key (:mod:`.audit_seal`, ``AGENTOS_AUDIT_KEY``) is a secret every host holds: any
+The shared audit key (:mod:`.seal`, ``AGENTOS_AUDIT_KEY``) is a secret every host holds: any
 of them can seal records in any other host's name. Here each host holds only its own private key
 (``AGENTOS_AUDIT_SIGNING_KEY_FILE``: a PEM or raw 32-byte Ed25519 private key, readable by its owner
 only, never stored in the audit file); whoever verifies holds only public keys (a keyring file).
@@ -36,7 +36,7 @@ not be, but if the keyring lists it for another host the rotation is rejected.
     runner-a      3f1c0e5a9b7d2e41  mC0r6x...=
 
 A key id is the first 16 hex digits of SHA-256 of the raw public key (checked when the keyring is
-read); a key id listed twice is an error. ``python -m agentlightning.contrib.kernel.agentos.audit_signing
+read); a key id listed twice is an error. ``python -m agentlightning.contrib.kernel.agentos.audit.signing
 keygen --out KEYFILE --host NAME`` writes a private key and prints its keyring line.
 
 >>> a, b = SigningKey.generate("runner-a"), SigningKey.generate("runner-b")
@@ -112,7 +112,7 @@ SIGNING_VERSION = 1
 RAW_KEY_BYTES = 32
 
 _UNSAFE_HOST = re.compile(r"[^A-Za-z0-9._-]")
-_KEYGEN = "python -m agentlightning.contrib.kernel.agentos.audit_signing keygen --out KEYFILE --host NAME"
+_KEYGEN = "python -m agentlightning.contrib.kernel.agentos.audit.signing keygen --out KEYFILE --host NAME"
 
 
 class SigningKeyError(ValueError):
@@ -589,7 +589,7 @@ class KeyHistory:
 
 # ---------------------------------------------------------------------------------- the writer's side
 class HeadSigner:
-    """What an :class:`~.audit.AuditTrail` needs to sign its heads: the key, the first record it
+    """What an :class:`~.trail.AuditTrail` needs to sign its heads: the key, the first record it
     signed, and a rotation under way (written in the same commit as its record)."""
 
     def __init__(self, key: SigningKey, signed_from: int) -> None:
@@ -674,10 +674,10 @@ def _file_host(path: Path) -> Optional[str]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """``keygen`` a host key; ``verify`` audit files with a keyring (exit 1 if any fails)."""
-    from .audit_seal import load_audit_key, verify_file
+    from .seal import load_audit_key, verify_file
 
     parser = argparse.ArgumentParser(
-        prog="python -m agentlightning.contrib.kernel.agentos.audit_signing",
+        prog="python -m agentlightning.contrib.kernel.agentos.audit.signing",
         description="Per-host Ed25519 signing of audit files: make a host's key, verify files with a keyring.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
