@@ -134,7 +134,6 @@ def _runner_rollout(shop_db, **runner_options):
     return asyncio.run(run())
 
 
-@pytest.mark.xfail(strict=True, reason="the runner's own spans are priced by the default table")
 def test_the_runners_violation_spans_are_priced_by_its_reward_functions_table(shop_db):
     from agentlightning.contrib.reward.agentos import PolicyReward
 
@@ -148,7 +147,14 @@ def test_the_runners_violation_spans_are_priced_by_its_reward_functions_table(sh
     assert final == rollout.governance.reward.final
 
 
-@pytest.mark.xfail(strict=True, reason="the runner takes no penalty table")
 def test_a_table_given_to_the_runner_prices_its_spans(shop_db):
     _, spans, _ = _runner_rollout(shop_db, penalties=USER_CONFIG.severity_penalties, check_spans="all")
     assert [s.attributes[AGENTOS_PENALTY] for s in spans if is_violation_span(s)] == [-200.0, EXPLICIT]
+
+
+@pytest.mark.parametrize("table", [SeverityTable.preset("costs"), {"critical": -200.0}, -200.0])
+def test_the_runner_refuses_a_table_that_is_not_a_penalty_table(table):
+    from agentlightning.contrib.runner.agentos import AgentOSRunner
+
+    with pytest.raises(TypeError, match="penalties must be a penalty table"):
+        AgentOSRunner(kernel(), penalties=table)

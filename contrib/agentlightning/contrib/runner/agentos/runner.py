@@ -46,6 +46,7 @@ from agentlightning.contrib.kernel.agentos import (
     Decision,
     GovernanceConfigError,
     PolicyViolation,
+    SeverityTable,
     as_kernel,
 )
 from agentlightning.contrib.kernel.agentos.agl03.reward_span import reward_core_fields
@@ -242,6 +243,22 @@ def _check_keywords(callee: str, runner_kwargs: Dict[str, Any]) -> None:
             raise unknown_keyword_error(callee, name, valid)
 
 
+def _penalty_table(penalties: Optional[SeverityTable], reward_fn: Any) -> SeverityTable:
+    """The one penalty table of the runner's spans: the one given, else the reward function's
+    (``reward_fn.config.severity_penalties``, read by attribute: the runner does not import the
+    reward room), else the default; a table of another kind is refused."""
+    if penalties is None:
+        penalties = getattr(getattr(reward_fn, "config", None), "severity_penalties", None)
+        if not isinstance(penalties, SeverityTable):
+            return SeverityTable.preset("penalties")
+    if not isinstance(penalties, SeverityTable) or penalties.kind != "penalty":
+        raise TypeError(
+            f"penalties must be a penalty table, e.g. RewardConfig(critical_penalty=-200).severity_penalties or "
+            f"SeverityTable.preset('penalties'); got {penalties!r}"
+        )
+    return penalties
+
+
 class AgentOSRunner(LitAgentRunner[Any]):
     """A ``LitAgentRunner`` whose rollouts run under a governance kernel.
 
@@ -283,6 +300,11 @@ class AgentOSRunner(LitAgentRunner[Any]):
             evidence is its record in the keyed audit trail, which the adapter can import.
             ``"all"``: also a check span per allowed decision (written in one store call when the
             attempt ends), for a dashboard or algorithm that reads every decision from the store.
+        penalties: the penalty table (a ``SeverityTable`` of kind ``"penalty"``) the check and
+            violation spans price violations by. Default: the table of ``reward_fn``'s
+            ``config.severity_penalties`` when it has one (a ``PolicyReward``: read by that
+            attribute, since the runner does not import the reward room), else the default table;
+            so the spans say what the reward charges.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
 
     The agent (``init(agent)``) is a ``LitAgent`` or a plain function ``fn(task)`` (see
@@ -317,6 +339,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         audit_dir: Union[str, Path, None] = None,
         reward_fn: Optional[Callable[[Any], Any]] = None,
         check_spans: str = CHECK_SPANS_VIOLATIONS,
+        penalties: Optional[SeverityTable] = None,
         **runner_kwargs: Any,
     ) -> None:
         _check_keywords(type(self).__name__, runner_kwargs)
@@ -344,6 +367,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 f"reward_fn must be callable (rollout -> reward), e.g. PolicyReward(kernel); "
                 f"got {type(reward_fn).__name__}"
             )
+        penalties = _penalty_table(penalties, reward_fn)
         if tracer is not None and not isinstance(tracer, Tracer):
             raise TypeError(f"tracer must be an agentlightning Tracer, got {type(tracer).__name__}")
         _quiet_agentops()
@@ -359,6 +383,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.audit_dir = audit_dir
         self.reward_fn = reward_fn
         self.check_spans = check_spans
+        self.penalties = penalties
         self._counts = {
             "total_rollouts": 0,
             "total_violations": 0,
@@ -550,6 +575,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
             rollout=next_rollout,
             defer_clean_check_spans=True,
             clean_check_spans=self.check_spans == CHECK_SPANS_ALL,
+            penalties=self.penalties,
         )
         self._attempts[key] = _Attempt(record, stepped=raise_on_exception)
         if self._heartbeats is not None:
