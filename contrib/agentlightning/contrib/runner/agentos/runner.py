@@ -9,10 +9,14 @@ One attempt's path, in order (agentlightning's ``LitAgentRunner`` calls every st
    runs the user's agent inside the record and appends to it (started, input blocked, result or
    raise); ``governed_tool`` appends each decision;
 4. agentlightning post-processes what the governed agent handed back (a reward, spans or None);
+   the runner notes that it did (the attempt succeeded unless this step is reached and returns);
 5. agentlightning calls the ``on_rollout_end`` hooks; the runner's own, last, calls
    :meth:`AgentOSRunner._conclude`: **the one place the outcome is concluded**, scored by
-   ``reward_fn``, and its held-back spans, reward span and summary written;
-6. agentlightning writes the attempt's final status;
+   ``reward_fn``, and its held-back spans and reward span written; then the summary and the
+   attempt's final status are written together, in one store call, so the status never says
+   finished before the summary is there. The hook then ends agentlightning's attempt with
+   :class:`_StatusWritten`, so agentlightning does not write the status a second time;
+6. (agentlightning writes the attempt's final status only if the runner's write did not happen);
 7. ``step`` takes the outcome by its key and returns a :class:`GovernedRollout` holding it.
 """
 
@@ -87,6 +91,8 @@ class _Attempt:
 
     record: RolloutGovernance
     stepped: bool
+    #: agentlightning post-processed the agent's result: its attempt ends ``succeeded``.
+    post_processed: bool = False
 
 
 class _ConclusionFailed(BaseException):
@@ -96,9 +102,17 @@ class _ConclusionFailed(BaseException):
     and writes the status after them); ``_step_impl`` marks the attempt failed instead. The error
     is ``error`` (and the ``__cause__``)."""
 
-    def __init__(self, error: BaseException) -> None:
+    def __init__(self, error: BaseException, status_written: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
+        self.status_written = status_written
+
+
+class _StatusWritten(BaseException):
+    """The runner's ``on_rollout_end`` hook wrote the attempt's summary and its final status in one
+    store call. Raised by the hook, like :class:`_ConclusionFailed`, so that agentlightning does not
+    write the status again; ``_step_impl`` ends the attempt there (re-raising the agent's error for
+    ``step``, which agentlightning would have raised)."""
 
 
 class _Superseded(BaseException):
@@ -580,10 +594,16 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self._attempts[key] = _Attempt(record, stepped=raise_on_exception)
         if self._heartbeats is not None:
             self._heartbeats.add(next_rollout)
+        agent_error: Optional[Exception] = None
         try:
             await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
+        except _StatusWritten as written:
+            # The error agentlightning was raising for step(), if any: raised below, as it was.
+            if raise_on_exception and isinstance(written.__context__, Exception):
+                agent_error = written.__context__
         except _ConclusionFailed as failed:
-            await self._mark_failed(next_rollout)
+            if not failed.status_written:
+                await self._mark_failed(next_rollout)
             if raise_on_exception:
                 raise failed.error from None
         except _Superseded as superseded:
@@ -597,6 +617,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 self._heartbeats.remove(*key)
             if not raise_on_exception:  # iter(): nobody reads the record after the attempt
                 self._attempts.pop(key, None)
+        if agent_error is not None:
+            raise agent_error
         if record.outcome is None:
             # agentlightning returns before the agent and the hooks only when the store has no resources.
             self._tell_once(
@@ -608,6 +630,15 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 level=logging.ERROR,
             )
         return key[0]
+
+    async def _post_process_rollout_result(self, rollout: AttemptedRollout, raw_result: Any) -> Any:
+        """agentlightning's post-processing of the agent's result; that it returned is what makes
+        the attempt ``succeeded`` (agentlightning's own rule), noted for :meth:`_conclude`."""
+        spans = await super()._post_process_rollout_result(rollout, raw_result)
+        entry = self._attempts.get((rollout.rollout_id, rollout.attempt.attempt_id))
+        if entry is not None:
+            entry.post_processed = True
+        return spans
 
     async def _mark_failed(self, rollout: AttemptedRollout) -> None:
         """The status agentlightning writes for an attempt that raised, for one whose conclusion failed
@@ -662,10 +693,19 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self._count(rollout, outcome, spans or [])
         summary = outcome.summary()
         metadata = {**(rollout.attempt.metadata or {}), "agentos": summary}
+        status = "succeeded" if entry.post_processed and error is None else "failed"
+        status_written = False
         try:
-            await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, metadata=metadata)
             await self._mark_rollout(rollout, summary)
         except Exception:
+            logger.exception("could not mark rollout %s with its violations in the store", rollout.rollout_id)
+        try:
+            await self.get_store().update_attempt(
+                rollout.rollout_id, rollout.attempt.attempt_id, status=status, metadata=metadata
+            )
+            status_written = True
+        except Exception:
+            # agentlightning (or _step_impl) still writes the status, without the summary.
             logger.exception("could not write the governance summary of rollout %s to the store", rollout.rollout_id)
         if error is not None:
             logger.error(
@@ -676,7 +716,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 exc_info=error,
             )
             if not outcome.agent_failed:  # a failed agent fails the attempt already
-                raise _ConclusionFailed(error) from error
+                raise _ConclusionFailed(error, status_written) from error
+        if status_written:
+            raise _StatusWritten()
 
     async def _mark_rollout(self, rollout: AttemptedRollout, summary: Dict[str, Any]) -> None:
         """Mark a rollout with violations in the rollout's own metadata (``"agentos"``: the latest
