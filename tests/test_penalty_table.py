@@ -105,3 +105,56 @@ def test_the_spans_default_to_the_default_table():
 def test_only_a_penalty_table_prices_a_violation():
     with pytest.raises(ValueError, match="only a penalty table prices a violation"):
         SeverityTable.preset("costs").price(decision().violations[0])
+
+
+def _runner_rollout(shop_db, **runner_options):
+    """One real AgentOSRunner rollout of the scripted SQL agent running ``DROP TABLE users``; the
+    stored spans and the reward span's value."""
+    import agentlightning as agl
+    from agentlightning.emitter import find_final_reward
+
+    from agentlightning.contrib.runner.agentos import AgentOSRunner
+
+    from .runner_agents import SQLAgent
+
+    async def run():
+        runner = AgentOSRunner(kernel(), log_violations=False, **runner_options)
+        store = InMemoryLightningStore()
+        await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
+        runner.init(SQLAgent())
+        runner.init_worker(0, store)
+        try:
+            rollout = await runner.step({"db": str(shop_db), "queries": ["DROP TABLE users"]})
+            spans = await store.query_spans(rollout.rollout_id, "latest")
+        finally:
+            runner.teardown_worker(0)
+            runner.teardown()
+        return rollout, spans, find_final_reward(spans)
+
+    return asyncio.run(run())
+
+
+def test_the_runners_violation_spans_are_priced_by_its_reward_functions_table(shop_db):
+    from agentlightning.contrib.reward.agentos import PolicyReward
+
+    config = RewardConfig(**{**vars(USER_CONFIG), "min_reward": None})
+    rollout, spans, final = _runner_rollout(shop_db, reward_fn=PolicyReward(kernel(), config=config))
+    violations = [s for s in spans if is_violation_span(s)]
+    assert [s.attributes[AGENTOS_PENALTY] for s in violations] == [-200.0, EXPLICIT]
+    assert [f"penalty {p}," in s.name for p, s in zip([-200.0, EXPLICIT], violations)] == [True, True]
+    (check,) = [s for s in spans if s.name.startswith("agentos.check")]
+    assert check.attributes[AGENTOS_TOTAL_PENALTY] == rollout.governance.reward.policy_penalty == -200.0 + EXPLICIT
+    assert final == rollout.governance.reward.final
+
+
+def test_a_table_given_to_the_runner_prices_its_spans(shop_db):
+    _, spans, _ = _runner_rollout(shop_db, penalties=USER_CONFIG.severity_penalties, check_spans="all")
+    assert [s.attributes[AGENTOS_PENALTY] for s in spans if is_violation_span(s)] == [-200.0, EXPLICIT]
+
+
+@pytest.mark.parametrize("table", [SeverityTable.preset("costs"), {"critical": -200.0}, -200.0])
+def test_the_runner_refuses_a_table_that_is_not_a_penalty_table(table):
+    from agentlightning.contrib.runner.agentos import AgentOSRunner
+
+    with pytest.raises(TypeError, match="penalties must be a penalty table"):
+        AgentOSRunner(kernel(), penalties=table)

@@ -108,7 +108,8 @@ def test_concurrent_steps_through_a_real_agl_store_client(shop_db, tmp_path):
 # ----------------------------------------------------------------------------- the summary before the status
 class StatusOrderStore(InMemoryLightningStore):
     """The real in-memory store, noting for each attempt whether its governance summary and its
-    final reward were already stored at the moment its status became final."""
+    final reward were already stored at the moment its status became final (the summary may also
+    come in the very call that makes the status final: the store applies both at once)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -121,7 +122,8 @@ class StatusOrderStore(InMemoryLightningStore):
             spans = await self.query_spans(rollout_id, attempt_id)
             self.at_final[rollout_id] = {
                 "status": status,
-                "summary": "agentos" in ((attempt.metadata if attempt else None) or {}),
+                "summary": "agentos" in ((attempt.metadata if attempt else None) or {})
+                or "agentos" in (kwargs.get("metadata") or {}),
                 "reward": find_final_reward(spans),
             }
         return await super().update_attempt(rollout_id, attempt_id, *args, **kwargs)

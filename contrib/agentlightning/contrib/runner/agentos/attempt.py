@@ -49,6 +49,7 @@ from agentlightning.contrib.kernel.agentos import (
     Decision,
     GovernanceKernel,
     PolicyViolation,
+    SeverityTable,
     governance_context,
 )
 from agentlightning.contrib.kernel.agentos.agl03.spans import decision_core_fields, emit_decision_spans
@@ -87,7 +88,9 @@ class RolloutGovernance:
     attempted rollout when :class:`AgentOSRunner` runs the attempt (its reward function needs it);
     with ``defer_clean_check_spans`` the spans of clean checks are held for
     :meth:`take_deferred_spans` (see :meth:`decide`); with ``clean_check_spans=False`` a clean
-    check gets no span at all (its record in the audit trail is its evidence).
+    check gets no span at all (its record in the audit trail is its evidence). ``penalties`` is
+    the penalty table the spans price violations by (None: the default table); the runner gives
+    the one its reward prices them by, so a span and the reward say the same number.
     """
 
     kernel: GovernanceKernel
@@ -97,6 +100,7 @@ class RolloutGovernance:
     rollout: Any = None
     defer_clean_check_spans: bool = False
     clean_check_spans: bool = True
+    penalties: Optional[SeverityTable] = None
     _decisions: List[Decision] = field(default_factory=list, init=False, repr=False)
     _flags: Set[str] = field(default_factory=set, init=False, repr=False)
     _result: Dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -149,7 +153,7 @@ class RolloutGovernance:
         elif clean and self.defer_clean_check_spans and get_active_tracer() is not None:
             self._deferred.append((decision, time.time()))
         else:
-            emit_decision_spans(decision)
+            emit_decision_spans(decision, penalties=self.penalties)
         if self.on_decision is not None:
             self.on_decision(decision)
         if refused:
@@ -164,7 +168,7 @@ class RolloutGovernance:
             decision = self.kernel.refuse(action, reason, context=self.context, refused_by=refused_by)
             if self._outcome is None:
                 self._decisions.append(decision)
-        emit_decision_spans(decision)
+        emit_decision_spans(decision, penalties=self.penalties)
         if self.on_decision is not None:
             self.on_decision(decision)
         return decision
@@ -261,7 +265,7 @@ class RolloutGovernance:
     def take_deferred_spans(self) -> List[SpanCoreFields]:
         """The check spans held back so far (timed when their check ran), then the held reward
         span, if any; both lists are emptied."""
-        fields = [_clean_check_span(decision, at) for decision, at in self._deferred]
+        fields = [_clean_check_span(decision, at, self.penalties) for decision, at in self._deferred]
         fields.extend(self._held_reward)
         self._deferred.clear()
         self._held_reward.clear()
@@ -271,7 +275,7 @@ class RolloutGovernance:
         """Send the held-back check spans through the active trace now (``AgentOSRunner`` writes
         them with :meth:`take_deferred_spans` instead, when the attempt is concluded)."""
         for decision, _ in self._deferred:
-            emit_decision_spans(decision)
+            emit_decision_spans(decision, penalties=self.penalties)
         self._deferred.clear()
 
     # ------------------------------------------------------------------ scope
@@ -298,7 +302,7 @@ _CHECK_SPAN_TEMPLATES: Dict[Tuple[Any, ...], Tuple[str, Dict[str, Any]]] = {}
 _MAX_CHECK_SPAN_TEMPLATES = 1024
 
 
-def _clean_check_span(decision: Decision, at: float) -> SpanCoreFields:
+def _clean_check_span(decision: Decision, at: float, penalties: Optional[SeverityTable] = None) -> SpanCoreFields:
     """The check span of a decision without violations, timed ``at``: exactly the span
     :func:`decision_core_fields` builds (its only span for such a decision), with that time.
 
@@ -308,7 +312,7 @@ def _clean_check_span(decision: Decision, at: float) -> SpanCoreFields:
     if decision.violations:
         raise ValueError("a decision with violations is not held back: its spans go to the trace at once")
     if not isinstance(decision.decision_id, str):  # not the case a template is for: built in full
-        (core,) = decision_core_fields(decision)
+        (core,) = decision_core_fields(decision, penalties=penalties)
         return core.model_copy(update={"start_time": at, "end_time": at})
     key = (
         decision.verdict,
@@ -319,7 +323,7 @@ def _clean_check_span(decision: Decision, at: float) -> SpanCoreFields:
     )
     template = _CHECK_SPAN_TEMPLATES.get(key)
     if template is None:
-        (core,) = decision_core_fields(decision)
+        (core,) = decision_core_fields(decision, penalties=penalties)
         template = (core.name, dict(core.attributes))
         if len(_CHECK_SPAN_TEMPLATES) >= _MAX_CHECK_SPAN_TEMPLATES:
             _CHECK_SPAN_TEMPLATES.clear()

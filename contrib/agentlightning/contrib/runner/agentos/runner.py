@@ -9,10 +9,14 @@ One attempt's path, in order (agentlightning's ``LitAgentRunner`` calls every st
    runs the user's agent inside the record and appends to it (started, input blocked, result or
    raise); ``governed_tool`` appends each decision;
 4. agentlightning post-processes what the governed agent handed back (a reward, spans or None);
+   the runner notes that it did (the attempt succeeded unless this step is reached and returns);
 5. agentlightning calls the ``on_rollout_end`` hooks; the runner's own, last, calls
    :meth:`AgentOSRunner._conclude`: **the one place the outcome is concluded**, scored by
-   ``reward_fn``, and its held-back spans, reward span and summary written;
-6. agentlightning writes the attempt's final status;
+   ``reward_fn``, and its held-back spans and reward span written; then the summary and the
+   attempt's final status are written together, in one store call, so the status never says
+   finished before the summary is there. The hook then ends agentlightning's attempt with
+   :class:`_StatusWritten`, so agentlightning does not write the status a second time;
+6. (agentlightning writes the attempt's final status only if the runner's write did not happen);
 7. ``step`` takes the outcome by its key and returns a :class:`GovernedRollout` holding it.
 """
 
@@ -46,6 +50,7 @@ from agentlightning.contrib.kernel.agentos import (
     Decision,
     GovernanceConfigError,
     PolicyViolation,
+    SeverityTable,
     as_kernel,
 )
 from agentlightning.contrib.kernel.agentos.agl03.reward_span import reward_core_fields
@@ -58,7 +63,7 @@ from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 # (tracing.py). Relative all the same, so that the package never loads this module under a second name.
 from . import agents
 from .attempt import RolloutGovernance, RolloutOutcome, propagate_rollout_to_threads
-from .heartbeat import AttemptHeartbeats, attempt_is_live, attempt_state
+from .heartbeat import AttemptHeartbeats, attempt_is_live, attempt_state, store_may_give_up
 from .hosts import audit_file_name, process_identity, worker_name
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 from .tools import PolicyViolationError
@@ -86,6 +91,8 @@ class _Attempt:
 
     record: RolloutGovernance
     stepped: bool
+    #: agentlightning post-processed the agent's result: its attempt ends ``succeeded``.
+    post_processed: bool = False
 
 
 class _ConclusionFailed(BaseException):
@@ -95,9 +102,17 @@ class _ConclusionFailed(BaseException):
     and writes the status after them); ``_step_impl`` marks the attempt failed instead. The error
     is ``error`` (and the ``__cause__``)."""
 
-    def __init__(self, error: BaseException) -> None:
+    def __init__(self, error: BaseException, status_written: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
+        self.status_written = status_written
+
+
+class _StatusWritten(BaseException):
+    """The runner's ``on_rollout_end`` hook wrote the attempt's summary and its final status in one
+    store call. Raised by the hook, like :class:`_ConclusionFailed`, so that agentlightning does not
+    write the status again; ``_step_impl`` ends the attempt there (re-raising the agent's error for
+    ``step``, which agentlightning would have raised)."""
 
 
 class _Superseded(BaseException):
@@ -242,6 +257,22 @@ def _check_keywords(callee: str, runner_kwargs: Dict[str, Any]) -> None:
             raise unknown_keyword_error(callee, name, valid)
 
 
+def _penalty_table(penalties: Optional[SeverityTable], reward_fn: Any) -> SeverityTable:
+    """The one penalty table of the runner's spans: the one given, else the reward function's
+    (``reward_fn.config.severity_penalties``, read by attribute: the runner does not import the
+    reward room), else the default; a table of another kind is refused."""
+    if penalties is None:
+        penalties = getattr(getattr(reward_fn, "config", None), "severity_penalties", None)
+        if not isinstance(penalties, SeverityTable):
+            return SeverityTable.preset("penalties")
+    if not isinstance(penalties, SeverityTable) or penalties.kind != "penalty":
+        raise TypeError(
+            f"penalties must be a penalty table, e.g. RewardConfig(critical_penalty=-200).severity_penalties or "
+            f"SeverityTable.preset('penalties'); got {penalties!r}"
+        )
+    return penalties
+
+
 class AgentOSRunner(LitAgentRunner[Any]):
     """A ``LitAgentRunner`` whose rollouts run under a governance kernel.
 
@@ -283,6 +314,11 @@ class AgentOSRunner(LitAgentRunner[Any]):
             evidence is its record in the keyed audit trail, which the adapter can import.
             ``"all"``: also a check span per allowed decision (written in one store call when the
             attempt ends), for a dashboard or algorithm that reads every decision from the store.
+        penalties: the penalty table (a ``SeverityTable`` of kind ``"penalty"``) the check and
+            violation spans price violations by. Default: the table of ``reward_fn``'s
+            ``config.severity_penalties`` when it has one (a ``PolicyReward``: read by that
+            attribute, since the runner does not import the reward room), else the default table;
+            so the spans say what the reward charges.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
 
     The agent (``init(agent)``) is a ``LitAgent`` or a plain function ``fn(task)`` (see
@@ -317,6 +353,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         audit_dir: Union[str, Path, None] = None,
         reward_fn: Optional[Callable[[Any], Any]] = None,
         check_spans: str = CHECK_SPANS_VIOLATIONS,
+        penalties: Optional[SeverityTable] = None,
         **runner_kwargs: Any,
     ) -> None:
         _check_keywords(type(self).__name__, runner_kwargs)
@@ -344,6 +381,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 f"reward_fn must be callable (rollout -> reward), e.g. PolicyReward(kernel); "
                 f"got {type(reward_fn).__name__}"
             )
+        penalties = _penalty_table(penalties, reward_fn)
         if tracer is not None and not isinstance(tracer, Tracer):
             raise TypeError(f"tracer must be an agentlightning Tracer, got {type(tracer).__name__}")
         _quiet_agentops()
@@ -359,6 +397,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.audit_dir = audit_dir
         self.reward_fn = reward_fn
         self.check_spans = check_spans
+        self.penalties = penalties
         self._counts = {
             "total_rollouts": 0,
             "total_violations": 0,
@@ -550,14 +589,21 @@ class AgentOSRunner(LitAgentRunner[Any]):
             rollout=next_rollout,
             defer_clean_check_spans=True,
             clean_check_spans=self.check_spans == CHECK_SPANS_ALL,
+            penalties=self.penalties,
         )
         self._attempts[key] = _Attempt(record, stepped=raise_on_exception)
         if self._heartbeats is not None:
             self._heartbeats.add(next_rollout)
+        agent_error: Optional[Exception] = None
         try:
             await super()._step_impl(next_rollout, raise_on_exception=raise_on_exception)
+        except _StatusWritten as written:
+            # The error agentlightning was raising for step(), if any: raised below, as it was.
+            if raise_on_exception and isinstance(written.__context__, Exception):
+                agent_error = written.__context__
         except _ConclusionFailed as failed:
-            await self._mark_failed(next_rollout)
+            if not failed.status_written:
+                await self._mark_failed(next_rollout)
             if raise_on_exception:
                 raise failed.error from None
         except _Superseded as superseded:
@@ -571,6 +617,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 self._heartbeats.remove(*key)
             if not raise_on_exception:  # iter(): nobody reads the record after the attempt
                 self._attempts.pop(key, None)
+        if agent_error is not None:
+            raise agent_error
         if record.outcome is None:
             # agentlightning returns before the agent and the hooks only when the store has no resources.
             self._tell_once(
@@ -582,6 +630,15 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 level=logging.ERROR,
             )
         return key[0]
+
+    async def _post_process_rollout_result(self, rollout: AttemptedRollout, raw_result: Any) -> Any:
+        """agentlightning's post-processing of the agent's result; that it returned is what makes
+        the attempt ``succeeded`` (agentlightning's own rule), noted for :meth:`_conclude`."""
+        spans = await super()._post_process_rollout_result(rollout, raw_result)
+        entry = self._attempts.get((rollout.rollout_id, rollout.attempt.attempt_id))
+        if entry is not None:
+            entry.post_processed = True
+        return spans
 
     async def _mark_failed(self, rollout: AttemptedRollout) -> None:
         """The status agentlightning writes for an attempt that raised, for one whose conclusion failed
@@ -636,10 +693,19 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self._count(rollout, outcome, spans or [])
         summary = outcome.summary()
         metadata = {**(rollout.attempt.metadata or {}), "agentos": summary}
+        status = "succeeded" if entry.post_processed and error is None else "failed"
+        status_written = False
         try:
-            await self.get_store().update_attempt(rollout.rollout_id, rollout.attempt.attempt_id, metadata=metadata)
             await self._mark_rollout(rollout, summary)
         except Exception:
+            logger.exception("could not mark rollout %s with its violations in the store", rollout.rollout_id)
+        try:
+            await self.get_store().update_attempt(
+                rollout.rollout_id, rollout.attempt.attempt_id, status=status, metadata=metadata
+            )
+            status_written = True
+        except Exception:
+            # agentlightning (or _step_impl) still writes the status, without the summary.
             logger.exception("could not write the governance summary of rollout %s to the store", rollout.rollout_id)
         if error is not None:
             logger.error(
@@ -650,7 +716,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 exc_info=error,
             )
             if not outcome.agent_failed:  # a failed agent fails the attempt already
-                raise _ConclusionFailed(error) from error
+                raise _ConclusionFailed(error, status_written) from error
+        if status_written:
+            raise _StatusWritten()
 
     async def _mark_rollout(self, rollout: AttemptedRollout, summary: Dict[str, Any]) -> None:
         """Mark a rollout with violations in the rollout's own metadata (``"agentos"``: the latest
@@ -678,7 +746,11 @@ class AgentOSRunner(LitAgentRunner[Any]):
         attempt whose rollout was retried. If the store cannot be asked, the writes go ahead (and fail
         or succeed as before). agentlightning 0.3 has no conditional update, so the store could still
         give the attempt up between this check and the writes; the heartbeats keep that window shut
-        for an attempt whose runner is alive and connected."""
+        for an attempt whose runner is alive and connected. The store is asked only if it can give the
+        attempt up on its own (:func:`store_may_give_up`: the rollout sets a timeout or
+        ``unresponsive_seconds``); otherwise the attempt is still the rollout's live one."""
+        if not store_may_give_up(rollout):
+            return
         store, rollout_id, attempt_id = self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id
         try:
             live, reason, status = await attempt_state(store, rollout_id, attempt_id)
