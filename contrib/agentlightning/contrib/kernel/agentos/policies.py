@@ -196,9 +196,10 @@ class CostControlPolicy(Policy):
 
     >>> budget = CostControlPolicy(max_cost_usd=1.0)
     >>> ctx = ActionContext(rollout_id="r1")
-    >>> for _ in range(4):
-    ...     assert not budget.evaluate(Action("llm", {}, cost_usd=0.25), ctx)
-    ...     budget.on_allowed(Action("llm", {}, cost_usd=0.25), ctx)
+    >>> for _ in range(4):  # what the kernel does: the action it evaluated is the one it allows
+    ...     call = Action("llm", {}, cost_usd=0.25)
+    ...     assert not budget.evaluate(call, ctx)
+    ...     budget.on_allowed(call, ctx)
     >>> budget.spent(ctx)
     1.0
     >>> len(budget.evaluate(Action("llm", {}, cost_usd=0.01), ctx))
