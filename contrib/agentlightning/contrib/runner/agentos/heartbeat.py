@@ -37,14 +37,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from agentlightning.store.base import LightningStore
 
-__all__ = [
-    "AttemptHeartbeats",
-    "LIVE_ATTEMPT_STATUSES",
-    "attempt_is_live",
-    "attempt_state",
-    "heartbeat_interval",
-    "store_may_give_up",
-]
+__all__ = ["AttemptHeartbeats", "LIVE_ATTEMPT_STATUSES", "attempt_is_live", "attempt_state", "heartbeat_interval"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,19 +59,6 @@ def heartbeat_interval(unresponsive_seconds: Optional[float], default: float) ->
     if unresponsive_seconds is not None and unresponsive_seconds > 0:
         interval = min(interval, unresponsive_seconds / _BEATS_PER_WINDOW)
     return max(interval, _SHORTEST_INTERVAL)
-
-
-def store_may_give_up(rollout: Any) -> bool:
-    """Whether agentlightning's store can give up the attempt of ``rollout`` (an ``AttemptedRollout``)
-    on its own: its watchdog marks an attempt ``timeout`` or ``unresponsive`` only when the rollout's
-    config sets ``timeout_seconds`` or ``unresponsive_seconds``, and nothing else in agentlightning
-    0.3 changes an attempt's status but the runner running it. With neither set, the attempt is the
-    rollout's live one until its runner ends it (a store write by a third party is not seen)."""
-    config = getattr(rollout, "config", None)
-    return (
-        getattr(config, "timeout_seconds", None) is not None
-        or getattr(config, "unresponsive_seconds", None) is not None
-    )
 
 
 async def attempt_is_live(store: LightningStore, rollout_id: str, attempt_id: str) -> Tuple[bool, str]:

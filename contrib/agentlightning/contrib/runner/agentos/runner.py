@@ -63,7 +63,7 @@ from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 # (tracing.py). Relative all the same, so that the package never loads this module under a second name.
 from . import agents
 from .attempt import RolloutGovernance, RolloutOutcome, propagate_rollout_to_threads
-from .heartbeat import AttemptHeartbeats, attempt_is_live, attempt_state, store_may_give_up
+from .heartbeat import AttemptHeartbeats, attempt_is_live, attempt_state
 from .hosts import audit_file_name, process_identity, worker_name
 from .quickstart import RESOURCES_HINT, is_action_policy, normalize_mode, on_demand_store
 from .tools import PolicyViolationError
@@ -746,11 +746,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         attempt whose rollout was retried. If the store cannot be asked, the writes go ahead (and fail
         or succeed as before). agentlightning 0.3 has no conditional update, so the store could still
         give the attempt up between this check and the writes; the heartbeats keep that window shut
-        for an attempt whose runner is alive and connected. The store is asked only if it can give the
-        attempt up on its own (:func:`store_may_give_up`: the rollout sets a timeout or
-        ``unresponsive_seconds``); otherwise the attempt is still the rollout's live one."""
-        if not store_may_give_up(rollout):
-            return
+        for an attempt whose runner is alive and connected."""
         store, rollout_id, attempt_id = self.get_store(), rollout.rollout_id, rollout.attempt.attempt_id
         try:
             live, reason, status = await attempt_state(store, rollout_id, attempt_id)
