@@ -147,7 +147,6 @@ def test_the_runners_violation_spans_are_priced_by_its_reward_functions_table(sh
     assert final == rollout.governance.reward.final
 
 
-@pytest.mark.xfail(strict=True, reason="the attempt's summary totals violations by the default table")
 def test_the_attempts_summary_totals_violations_by_the_runners_table(shop_db):
     rollout, spans, _ = _runner_rollout(shop_db, penalties=USER_CONFIG.severity_penalties)
     summary = rollout.governance.summary()

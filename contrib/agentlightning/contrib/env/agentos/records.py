@@ -137,7 +137,9 @@ class EpisodeRecord:
 
     def summary(self) -> Dict[str, Any]:
         """Plain-data summary; the same keys as the runner's ``"agentos"`` attempt metadata, plus the episode's."""
-        outcome = GovernanceOutcome(tuple(s.decision for s in self.steps), reward=self.governed_reward())
+        outcome = GovernanceOutcome(
+            tuple(s.decision for s in self.steps), reward=self.governed_reward(), penalties=self.penalties
+        )
         return {
             **outcome.summary(),
             "source": "GovernedEnvironment",

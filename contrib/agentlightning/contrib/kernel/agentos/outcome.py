@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from .actions import Decision
 from .reward.formula import GovernedReward
-from .violations import PolicyViolation, constraint_cost
+from .violations import DEFAULT_SEVERITY_PENALTIES, PolicyViolation, SeverityTable, constraint_cost
 
 __all__ = ["GovernanceOutcome"]
 
@@ -31,12 +31,15 @@ class GovernanceOutcome:
     """What the kernel decided in one attempt, in order, and the governed reward it earned.
 
     ``input_blocked`` says whether the task itself was blocked (so the agent never acted on it);
-    ``reward`` is the :class:`GovernedReward` written for the attempt, if a reward function ran.
+    ``reward`` is the :class:`GovernedReward` written for the attempt, if a reward function ran;
+    ``penalties`` is the penalty table its violations are priced by (the one its spans and reward
+    use; None: the default table).
     """
 
     decisions: Tuple[Decision, ...] = ()
     input_blocked: bool = False
     reward: Optional[GovernedReward] = None
+    penalties: Optional[SeverityTable] = None
 
     @property
     def violations(self) -> Tuple[PolicyViolation, ...]:
@@ -49,8 +52,9 @@ class GovernanceOutcome:
 
     @property
     def total_penalty(self) -> float:
-        """The sum of the violations' penalties (zero or negative, reward space)."""
-        return float(sum(d.total_penalty for d in self.decisions))
+        """The sum of the violations' penalties by the outcome's table (zero or negative, reward space)."""
+        table = self.penalties if self.penalties is not None else DEFAULT_SEVERITY_PENALTIES
+        return float(sum(table.price(v) for v in self.violations))
 
     @property
     def governed(self) -> bool:

@@ -244,6 +244,7 @@ class RolloutGovernance:
                 result["agent_reward"] = self._emitted_reward[0]  # the agent returned, and emitted its reward
             facts = RolloutOutcome(
                 decisions=tuple(self._decisions),
+                penalties=self.penalties,
                 **{name: name in self._flags for name in _FLAGS},
                 **result,
             )
