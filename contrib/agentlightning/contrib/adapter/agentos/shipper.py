@@ -30,6 +30,7 @@ from typing import Any, Dict, Iterable, Optional, Set, Union
 from agentlightning.store.base import LightningStore
 from agentlightning.types import Hook
 
+from agentlightning.contrib.kernel.agentos.agl03.store_errors import unreachable_store
 from agentlightning.contrib.kernel.agentos.audit.reader import RecorderReader
 from agentlightning.contrib.kernel.agentos.audit.signing import KeyringError, load_keyring
 from agentlightning.contrib.kernel.agentos.semconv import (
@@ -292,8 +293,7 @@ def main(argv: Optional[list] = None) -> int:
         return 2
     except Exception as err:  # noqa: BLE001 - one clear line instead of a client traceback
         print(
-            f"cannot ship to the agl store at {args.store_url}: {type(err).__name__}: {err}. "
-            "Is `agl store --port <port>` running there? Nothing was lost: the records stay in the files.",
+            unreachable_store("ship to", args.store_url, err, "Nothing was lost: the records stay in the files."),
             file=sys.stderr,
         )
         return 2

@@ -21,6 +21,7 @@ from agentlightning.emitter import find_final_reward
 from agentlightning.store.base import LightningStore
 
 from agentlightning.contrib.kernel.agentos.agl03.stats import governance_spans
+from agentlightning.contrib.kernel.agentos.agl03.store_errors import unreachable_store
 from agentlightning.contrib.kernel.agentos.semconv import (
     AGENTOS_PENALTY,
     AGENTOS_POLICY_NAME,
@@ -140,11 +141,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         rows, total = asyncio.run(_report(args.store_url, args.all))
     except Exception as err:  # noqa: BLE001 - one clear line instead of a client traceback
-        print(
-            f"cannot read the agl store at {args.store_url}: {type(err).__name__}: {err}. "
-            "Is `agl store --port <port>` running there?",
-            file=sys.stderr,
-        )
+        print(unreachable_store("read", args.store_url, err), file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps([{**asdict(row), "traces_url": row.traces_url(args.store_url)} for row in rows], indent=1))
