@@ -27,26 +27,6 @@ True
 True
 """
 
-from .trail import (
-    DURABLE,
-    QUEUED,
-    AuditFileChangedError,
-    AuditTrail,
-    AuditWriteError,
-    AuditWriterConflict,
-    flush_recorder,
-    open_flight_recorder,
-    warn_if_default_recorder_path,
-)
-
-__all__ = [
-    "AuditTrail",
-    "AuditWriteError",
-    "AuditFileChangedError",
-    "AuditWriterConflict",
-    "DURABLE",
-    "QUEUED",
-    "open_flight_recorder",
-    "flush_recorder",
-    "warn_if_default_recorder_path",
-]
+# The room's top is the trail's public names, listed once (in trail.py).
+from .trail import *  # noqa: F403
+from .trail import __all__ as __all__
