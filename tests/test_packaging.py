@@ -16,7 +16,6 @@ if sys.version_info < (3, 11):
 import tomllib
 
 
-@pytest.mark.xfail(strict=True, reason="kernel.agentos.audit is not listed")
 def test_every_package_folder_is_listed_for_the_wheel():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     ((name, folder),) = setuptools["package-dir"].items()
