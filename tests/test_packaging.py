@@ -4,16 +4,13 @@ clone and is missing from every install of the wheel."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python 3.11")
 
-if sys.version_info < (3, 11):
-    pytest.skip("tomllib needs Python 3.11", allow_module_level=True)
-import tomllib
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_package_folder_is_listed_for_the_wheel():
