@@ -13,14 +13,15 @@ file each figure comes from is named in its generator below (one constant per fi
 
 from __future__ import annotations
 
-import argparse
-import json
-import re
 import sys
 from pathlib import Path
 from typing import Callable, Dict
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs"))
+import figure_regions  # noqa: E402
+from figure_regions import load_results, regions  # noqa: E402,F401  (regions: the tests read a page through it)
+
 README = ROOT / "README.md"
 #: The language-model demo on a fresh clone beside a parallel test run: the README's first command.
 DEMO_RESULTS = Path("docs/results_demo/first_command_fresh_machine_under_load/results.json")
@@ -30,13 +31,6 @@ DEMO_TIMES = Path("docs/results_demo/first_command.json")
 TABULAR_RESULTS = Path("docs/results/results.json")
 #: The Agent Lightning 1.0 recipe: `train_sql_gateway.py`.
 GATEWAY_RESULTS = Path("docs/results_gateway/results.json")
-
-#: A region's text never runs past its own end marker (an empty region must not swallow the next one).
-REGION = re.compile(r"<!-- figures: (\w+) -->\n(?:((?:(?!<!-- /figures -->).)*?)\n)?<!-- /figures -->", re.DOTALL)
-
-
-def _load(root: Path, path: Path) -> dict:
-    return json.loads((root / path).read_text())
 
 
 def _arm(results: dict, name: str) -> dict:
@@ -52,7 +46,7 @@ def _only(values: list) -> float:
 
 
 def demo(root: Path = ROOT) -> str:
-    results = _load(root, DEMO_RESULTS)
+    results = load_results(root, DEMO_RESULTS)
     governed, ungoverned = _arm(results, "governed-penalty"), _arm(results, "ungoverned")
     heldout = governed["heldout_rollouts_per_eval"]
 
@@ -73,7 +67,7 @@ def demo(root: Path = ROOT) -> str:
 
 
 def demo_time(root: Path = ROOT) -> str:
-    times = _load(root, DEMO_TIMES)
+    times = load_results(root, DEMO_TIMES)
     fresh, loaded, cpus = times["fresh_machine"], times["fresh_machine_under_load"], times["summary"]["cpus"]
     steps = loaded["grpo_steps"]
     return (
@@ -93,7 +87,7 @@ def demo_time(root: Path = ROOT) -> str:
 
 
 def tabular(root: Path = ROOT) -> str:
-    results = _load(root, TABULAR_RESULTS)
+    results = load_results(root, TABULAR_RESULTS)
     governed, ungoverned = _arm(results, "governed"), _arm(results, "ungoverned")
     seeds = len(governed["seeds"])
     return (
@@ -108,32 +102,8 @@ def tabular(root: Path = ROOT) -> str:
 GENERATORS: Dict[str, Callable[[Path], str]] = {"demo": demo, "demo_time": demo_time, "tabular": tabular}
 
 
-def regions(text: str) -> Dict[str, str]:
-    """The README's generated regions, by name."""
-    return {match.group(1): match.group(2) or "" for match in REGION.finditer(text)}
-
-
-def rewrite(text: str, root: Path = ROOT) -> str:
-    return REGION.sub(
-        lambda m: f"<!-- figures: {m.group(1)} -->\n{GENERATORS[m.group(1)](root)}\n<!-- /figures -->", text
-    )
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="only report the figures that differ (exit 1)")
-    args = parser.parse_args(argv)
-    text = README.read_text()
-    new = rewrite(text)
-    if args.check:
-        differ = [name for name, quoted in regions(text).items() if regions(new)[name] != quoted]
-        for name in differ:
-            print(f"README figures {name!r} differ from their results file: run python docs/readme_figures.py")
-        return 1 if differ else 0
-    if new != text:
-        README.write_text(new)
-        print("README figures rewritten from the results files")
-    return 0
+    return figure_regions.main([README], GENERATORS, ROOT, "docs/readme_figures.py", argv)
 
 
 if __name__ == "__main__":

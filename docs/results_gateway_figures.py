@@ -12,14 +12,15 @@ environment (the tables are the recipe's own ``--report`` tables)::
 
 from __future__ import annotations
 
-import argparse
-import json
-import re
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs"))
+import figure_regions  # noqa: E402
+from figure_regions import load_results, regions  # noqa: E402,F401  (regions: the tests read a page through it)
+
 sys.path.insert(0, str(ROOT / "contrib" / "recipes" / "agentos"))
 DOCS = [ROOT / "docs" / "results_gateway.md", ROOT / "docs" / "agentlightning-1.0.md"]
 #: The two-arm demo run: `train_sql_gateway.py --preset demo`.
@@ -32,13 +33,6 @@ DEMO_KILLED_CONTROL_STEPS = Path("docs/results_gateway/demo/ungoverned/steps.jso
 QUICK_RESULTS = Path("docs/results_gateway/quick/results.json")
 #: Time to first token: `tests/benchmarks/bench_gateway_streaming.py`.
 STREAMING_RESULTS = Path("docs/results_gateway/streaming.json")
-
-#: A region's text never runs past its own end marker (an empty region must not swallow the next one).
-REGION = re.compile(r"<!-- figures: (\w+) -->\n(?:((?:(?!<!-- /figures -->).)*?)\n)?<!-- /figures -->", re.DOTALL)
-
-
-def _load(root: Path, path: Path) -> dict:
-    return json.loads((root / path).read_text())
 
 
 def _run(results: dict) -> List[str]:
@@ -90,10 +84,10 @@ def _arm_tables(results: dict) -> List[str]:
 def gateway_demo(root: Path = ROOT) -> str:
     from train_sql_gateway import step_table
 
-    results = _load(root, DEMO_RESULTS)
+    results = load_results(root, DEMO_RESULTS)
     lines = _run(results) + _arm_tables(results)
     if (root / DEMO_KILLED_CONTROL_STEPS).exists():
-        steps = _load(root, DEMO_KILLED_CONTROL_STEPS)
+        steps = load_results(root, DEMO_KILLED_CONTROL_STEPS)
         executed = sum(s["destructive_executed"] for s in steps)
         lines += [
             f"The same invocation's control arm, until it was killed in its step {len(steps) + 1} (its `steps.json`):",
@@ -104,13 +98,13 @@ def gateway_demo(root: Path = ROOT) -> str:
             "",
         ]
     if (root / DEMO_CONTROL_RESULTS).exists():
-        control = _load(root, DEMO_CONTROL_RESULTS)
+        control = load_results(root, DEMO_CONTROL_RESULTS)
         lines += ["The control arm, run again on its own:", ""] + _run(control) + _arm_tables(control)
     return "\n".join(lines).rstrip()
 
 
 def gateway_quick(root: Path = ROOT) -> str:
-    results = _load(root, QUICK_RESULTS)
+    results = load_results(root, QUICK_RESULTS)
     return "\n".join(_run(results) + _arm_tables(results)).rstrip()
 
 
@@ -119,7 +113,7 @@ def _spread(figure: Dict[str, float]) -> str:
 
 
 def streaming(root: Path = ROOT) -> str:
-    results = _load(root, STREAMING_RESULTS)
+    results = load_results(root, STREAMING_RESULTS)
     before, after = results["load_average_before"], results["load_average_after"]
     lines = [
         f"`{results['command']}`: {results['rounds']} rounds, {results['cpu']}, {results['environment']['cpus']} "
@@ -156,33 +150,8 @@ GENERATORS: Dict[str, Callable[[Path], str]] = {
 }
 
 
-def regions(text: str) -> Dict[str, str]:
-    return {m.group(1): m.group(2) or "" for m in REGION.finditer(text)}
-
-
-def rewrite(text: str, root: Path = ROOT) -> str:
-    return REGION.sub(
-        lambda m: f"<!-- figures: {m.group(1)} -->\n{GENERATORS[m.group(1)](root)}\n<!-- /figures -->", text
-    )
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when a figure differs from its results file")
-    args = parser.parse_args(argv)
-    status = 0
-    for doc in DOCS:
-        text = doc.read_text(encoding="utf-8")
-        new = rewrite(text)
-        if args.check:
-            for name, quoted in regions(text).items():
-                if quoted != GENERATORS[name](ROOT):
-                    print(f"{doc.name}: the figures {name!r} differ from their results file; run {__file__}")
-                    status = 1
-        elif new != text:
-            doc.write_text(new, encoding="utf-8")
-            print(f"{doc.name}: figures rewritten")
-    return status
+    return figure_regions.main(DOCS, GENERATORS, ROOT, "docs/results_gateway_figures.py", argv)
 
 
 if __name__ == "__main__":
