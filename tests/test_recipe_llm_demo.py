@@ -52,6 +52,22 @@ def test_demo_preset_warm_start_is_a_small_adapter_shipped_with_the_repository(r
     assert record["loss_last"] < record["loss_first"] / 4
 
 
+def test_a_run_records_the_adapter_by_its_path_in_the_repository_so_results_read_the_same_on_every_clone(
+    recipe, tmp_path
+):
+    _, warm_start = recipe
+    shipped = warm_start.SHIPPED_DIR / "warm_start-0123456789abcdef.safetensors"
+    record = warm_start.run_record({"key": "0123456789abcdef"}, shipped, cached=True)
+    assert record == {
+        "key": "0123456789abcdef",
+        "file": "contrib/recipes/agentos/warm_start/warm_start-0123456789abcdef.safetensors",
+        "cached": True,
+    }
+    # a cache outside the repository is named where it is: a relative path would point nowhere
+    outside = tmp_path / "cache" / "warm_start-0123456789abcdef.safetensors"
+    assert warm_start.run_record({}, outside, cached=False)["file"] == outside.resolve().as_posix()
+
+
 # loads the real tokenizer and transformers (seconds to minutes), as the other model tests: end to end
 @pytest.mark.e2e
 def test_merged_adapter_equals_the_peft_network(recipe):

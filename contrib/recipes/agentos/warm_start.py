@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 #: Where the repository's own warm-start adapters live (the ``demo`` preset's, built by this script).
 SHIPPED_DIR = Path(__file__).resolve().parent / "warm_start"
 
+#: The repository's root: an adapter inside it is recorded by its path from here, so a run's
+#: results.json reads the same on every clone.
+REPOSITORY = Path(__file__).resolve().parents[3]
+
 #: The adapter's matrices are stored in this dtype: half the bytes of fp32, 10 mantissa bits
 #: (bfloat16 has 7), and LoRA values (about 1e-4 to 0.1) are well inside its range.
 STORED_DTYPE = "float16"
@@ -154,7 +158,15 @@ def _load(path: Path, progress: Callable[[str], None]) -> WarmStart:
     )
     model = load_model()
     merge_adapter(model, tensors, record["scale"])
-    return WarmStart(path, {**record, "file": str(path), "cached": True}, model.eval(), load_tokenizer())
+    return WarmStart(path, run_record(record, path, cached=True), model.eval(), load_tokenizer())
+
+
+def run_record(record: Dict[str, Any], path: Path, cached: bool) -> Dict[str, Any]:
+    """The adapter's record as a run keeps it: where the file is (from the repository's root when
+    it lies inside, else absolute) and whether it was loaded from a cache."""
+    resolved = Path(path).resolve()
+    where = resolved.relative_to(REPOSITORY) if resolved.is_relative_to(REPOSITORY) else resolved
+    return {**record, "file": where.as_posix(), "cached": cached}
 
 
 def find_adapter(key: str, cache_dir: Path) -> Optional[Path]:
@@ -280,7 +292,7 @@ def build(
     # same weights a later run gets by loading the file.
     base = policy.model.unload()
     merge_adapter(base, tensors, record["scale"])
-    return WarmStart(path, {**record, "file": str(path), "cached": False}, base.eval(), tokenizer)
+    return WarmStart(path, run_record(record, path, cached=False), base.eval(), tokenizer)
 
 
 def main(argv: Optional[List[str]] = None) -> Path:
