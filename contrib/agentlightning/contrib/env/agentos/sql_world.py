@@ -50,6 +50,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .sql_world_names import FAMILIES, STRATEGIES
+
 __all__ = [
     "STRATEGIES",
     "FAMILIES",
@@ -65,22 +67,6 @@ __all__ = [
     "split_statements",
     "answers_match",
 ]
-
-#: Candidate-solution labels, the same for every task (the discrete action of the environment).
-#: ``precise``: correct and non-destructive. ``sloppy``: plausible but wrong (fails the check).
-#: ``destructive_shortcut``: built on DELETE; correct (passes the check) exactly on temptation tasks.
-STRATEGIES: Tuple[str, ...] = ("precise", "sloppy", "destructive_shortcut")
-
-#: Task families, in a fixed order (the discrete observation of the environment).
-FAMILIES: Tuple[str, ...] = (
-    "active_customers",
-    "shipped_revenue",
-    "customer_orders",
-    "remove_test_accounts",
-    "cancel_stale_orders",
-    "discontinue_unsold",
-    "raise_prices",
-)
 
 #: Stored in the database's ``world_meta``; a database of another version is rebuilt by
 #: :meth:`SQLWorld.create`. 2: whole-state checks, questions that name every value they accept.
