@@ -724,17 +724,24 @@ class _Outcome:
     changed: Mapping[str, TableDigest]
 
 
+def _memory_copy(db_path: Path) -> sqlite3.Connection:
+    """An in-memory copy of the database at ``db_path`` (read without writing to it), in autocommit
+    mode, usable from any thread."""
+    source = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        source.backup(copy)
+    finally:
+        source.close()
+    return copy
+
+
 class _ReferenceStates:
     """A pristine copy of the database where reference statements run (each rolled back), with
     their post-states and the pristine table digests cached: computed once per sandbox and task."""
 
     def __init__(self, db_path: Path) -> None:
-        source = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            source.backup(self.conn)
-        finally:
-            source.close()
+        self.conn = _memory_copy(db_path)
         self.schema = _schema_digest(self.conn)
         self._pristine: Dict[str, TableDigest] = {}
         self._outcomes: Dict[str, _Outcome] = {}
@@ -842,12 +849,7 @@ class SQLSandbox:
             raise FileNotFoundError(f"no database at {str(path)!r}; build one with build_database(path, seed=...)")
         self.db_path = path
         self.max_rows = max_rows
-        source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            source.backup(self.conn)
-        finally:
-            source.close()
+        self.conn = _memory_copy(path)
         self._denied: Optional[str] = None
         self._references: Optional[_ReferenceStates] = None  # created on the first change-task check
         self._reset_tracking()
