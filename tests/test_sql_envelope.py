@@ -60,6 +60,20 @@ def lite(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     conn.close()
 
 
+@pytest.fixture
+def other_db(tmp_path: Path) -> Path:
+    """Another SQLite file, to attach: inserting into its ``t`` deletes its ``precious`` rows (two)."""
+    path = tmp_path / "other.db"
+    other = sqlite3.connect(str(path))
+    other.executescript(
+        "CREATE TABLE t (a); CREATE TABLE precious (a); INSERT INTO precious VALUES (1), (2);"
+        "CREATE TRIGGER wipe AFTER INSERT ON t BEGIN DELETE FROM precious; END;"
+    )
+    other.commit()
+    other.close()
+    return path
+
+
 def keep_rows(conn: Any) -> int:
     return conn.execute("SELECT count(*) FROM keep").fetchone()[0]
 
@@ -84,22 +98,15 @@ def test_sqlite_trigger_delete_is_refused_by_the_authorizer_and_recorded_once(li
     assert lite.execute("SELECT count(*) FROM orders").fetchone()[0] == 1
 
 
-def test_sqlite_attached_database_trigger_is_refused(lite, tmp_path):
-    other = sqlite3.connect(str(tmp_path / "other.db"))
-    other.executescript(
-        "CREATE TABLE t (a); CREATE TABLE precious (a); INSERT INTO precious VALUES (1), (2);"
-        "CREATE TRIGGER wipe AFTER INSERT ON t BEGIN DELETE FROM precious; END;"
-    )
-    other.commit()
-    other.close()
+def test_sqlite_attached_database_trigger_is_refused(lite, other_db, tmp_path):
     kernel = kernel_for("sqlite", tmp_path)
     envelope = SQLEnvelope(kernel, lite)
     # ATTACH in the call itself: the other file's trigger runs in the compiled INSERT, and is refused
-    refused = refused_by_database(envelope, f"ATTACH '{tmp_path / 'other.db'}' AS o; INSERT INTO o.t VALUES (1)")
+    refused = refused_by_database(envelope, f"ATTACH '{other_db}' AS o; INSERT INTO o.t VALUES (1)")
     assert "DELETE o.precious (run by trigger wipe)" in refused.decision.reason
     assert lite.execute("SELECT count(*) FROM o.precious").fetchone()[0] == 2
     # attached by the application before the call: the same
-    lite.execute(f"ATTACH '{tmp_path / 'other.db'}' AS p")
+    lite.execute(f"ATTACH '{other_db}' AS p")
     refused = refused_by_database(envelope, "INSERT INTO p.t VALUES (1)")
     assert "DELETE p.precious (run by trigger wipe)" in refused.decision.reason
     assert lite.execute("SELECT count(*) FROM p.precious").fetchone()[0] == 2
@@ -381,21 +388,14 @@ def test_schema_aware_sqlite_counts_an_fts_command_insert_as_delete(lite, tmp_pa
     assert len(lite.execute("SELECT rowid FROM ft WHERE ft MATCH 'lamp OR mug OR box'").fetchall()) == 3
 
 
-def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text(lite, tmp_path):
-    other = sqlite3.connect(str(tmp_path / "other.db"))
-    other.executescript(
-        "CREATE TABLE t (a); CREATE TABLE precious (a); INSERT INTO precious VALUES (1), (2);"
-        "CREATE TRIGGER wipe AFTER INSERT ON t BEGIN DELETE FROM precious; END;"
-    )
-    other.commit()
-    other.close()
+def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text(lite, other_db):
     aware = SQLPolicy(deny=DENY, dialect="sqlite", database=lite)
-    found = aware.check_sql(f"ATTACH '{tmp_path / 'other.db'}' AS o; INSERT INTO o.t VALUES (1)")
+    found = aware.check_sql(f"ATTACH '{other_db}' AS o; INSERT INTO o.t VALUES (1)")
     assert found and "statement ATTACH (the attached file's triggers" in found[0].description
     trusting = SQLPolicy(deny=DENY, dialect="sqlite", database=lite, allow_statements=["ATTACH"])
-    assert not trusting.check_sql(f"ATTACH '{tmp_path / 'other.db'}' AS o")
+    assert not trusting.check_sql(f"ATTACH '{other_db}' AS o")
     # a file the connection has attached is read: its trigger counts
-    lite.execute(f"ATTACH '{tmp_path / 'other.db'}' AS o")
+    lite.execute(f"ATTACH '{other_db}' AS o")
     found = aware.check_sql("INSERT INTO o.t VALUES (1)")
     assert found and "DELETE statement denied (trigger wipe on t" in found[0].description
     assert lite.execute("SELECT count(*) FROM o.precious").fetchone()[0] == 2
