@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Callable, Iterator, List
 
 import pytest
 
@@ -401,22 +401,30 @@ def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text
     assert lite.execute("SELECT count(*) FROM o.precious").fetchone()[0] == 2
 
 
+def assert_schema_aware_blocks(
+    guard: Any, dialect: str, sql: str, never_ran: Callable[[], bool], harmless: List[str]
+) -> None:
+    """A kernel whose SQL policy reads the schema through ``guard`` (closed after) blocks ``sql`` as a
+    DELETE (it never ran: ``never_ran()``) and allows the ``harmless`` statements."""
+    try:
+        kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect=dialect, database=guard)])
+        decision = kernel.check("database_query", {"query": sql})
+        assert decision.blocked, sql
+        assert "DELETE statement denied (" in decision.reason, decision.reason
+        assert never_ran()
+        for statement in harmless:
+            assert kernel.check("database_query", {"query": statement}).allowed, statement
+    finally:
+        guard.close()
+
+
 # ---------------------------------------------------------------------------------------- database= mode, PostgreSQL
 @pytest.mark.parametrize("case", sorted(_PG_HIDDEN))
 def test_schema_aware_postgres_resolves_what_the_statement_reaches(pg_server, case):
-    sql = _PG_HIDDEN[case]
     dsn, pg = pg_server
+    harmless = ["SELECT name FROM people", "INSERT INTO people VALUES (5, 'x')"]
     guard = type(pg).connect(dsn, autocommit=True)
-    try:
-        kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect="postgres", database=guard)])
-        decision = kernel.check("database_query", {"query": sql})
-        assert decision.blocked, f"{case}: {sql}"
-        assert "DELETE statement denied (" in decision.reason, decision.reason
-        assert _pg_keep(pg) == 10  # blocked: it never ran
-        assert kernel.check("database_query", {"query": "SELECT name FROM people"}).allowed
-        assert kernel.check("database_query", {"query": "INSERT INTO people VALUES (5, 'x')"}).allowed
-    finally:
-        guard.close()
+    assert_schema_aware_blocks(guard, "postgres", _PG_HIDDEN[case], lambda: _pg_keep(pg) == 10, harmless)
 
 
 def test_schema_aware_postgres_sees_a_default_added_after_the_catalog_was_read(pg_server):
@@ -435,17 +443,10 @@ def test_schema_aware_postgres_sees_a_default_added_after_the_catalog_was_read(p
 # ---------------------------------------------------------------------------------------- database= mode, MariaDB
 @pytest.mark.parametrize("case", sorted(c for c in _MARIA_HIDDEN if c.startswith("view")))  # triggers: already
 def test_schema_aware_mariadb_resolves_what_the_statement_reaches(maria, case):
-    sql = _MARIA_HIDDEN[case]
     guard = type(maria)(unix_socket=maria.unix_socket, user="root", database=maria.db.decode(), autocommit=True)
-    try:
-        kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect="mysql", database=guard)])
-        decision = kernel.check("database_query", {"query": sql})
-        assert decision.blocked, f"{case}: {sql}"
-        assert "DELETE statement denied (" in decision.reason, decision.reason
-        assert _maria_keep(maria) == 5  # blocked: it never ran
-        assert kernel.check("database_query", {"query": "SELECT name FROM people"}).allowed
-    finally:
-        guard.close()
+    assert_schema_aware_blocks(
+        guard, "mysql", _MARIA_HIDDEN[case], lambda: _maria_keep(maria) == 5, ["SELECT name FROM people"]
+    )
 
 
 def test_postgres_connection_with_an_open_transaction_is_refused(pg, tmp_path):
