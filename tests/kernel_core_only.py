@@ -68,7 +68,12 @@ def is_kernel_core(relative_path: str) -> bool:
 class WithoutAgentLightning(importlib.abc.MetaPathFinder):
     """``agentlightning`` as a bare namespace package over the folders named ``agentlightning`` on
     ``sys.path`` (where this plugin's files are), and an ``ImportError`` for every other
-    ``agentlightning.*`` module than ``agentlightning.contrib.*``."""
+    ``agentlightning.*`` module than ``agentlightning.contrib.*``: a machine without agentlightning,
+    as this run and tests/test_kernel_core.py's fresh interpreters see it. ``hint`` ends the error's
+    message."""
+
+    def __init__(self, hint: str = "") -> None:
+        self.hint = hint
 
     def find_spec(self, name, path=None, target=None):
         if name == "agentlightning":
@@ -76,11 +81,8 @@ class WithoutAgentLightning(importlib.abc.MetaPathFinder):
             places = [os.path.join(entry or ".", "agentlightning") for entry in sys.path]
             spec.submodule_search_locations = [place for place in places if os.path.isdir(place)]
             return spec
-        if name.startswith("agentlightning.") and not name.startswith("agentlightning.contrib"):
-            raise ImportError(
-                f"agentlightning is not imported in the kernel-core run (blocked import of {name}); "
-                "a test that needs it belongs outside tests/kernel_core_only.py's list"
-            )
+        if name.startswith("agentlightning.") and not (name + ".").startswith("agentlightning.contrib."):
+            raise ImportError(f"agentlightning is not installed here (blocked import of {name}){self.hint}")
         return None
 
 
@@ -89,7 +91,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
     loaded = sorted(m for m in sys.modules if m == "agentlightning" or m.startswith("agentlightning."))
     if loaded:
         raise RuntimeError(f"agentlightning was imported before the kernel-core plugin started: {loaded[:5]}")
-    sys.meta_path.insert(0, WithoutAgentLightning())
+    sys.meta_path.insert(
+        0, WithoutAgentLightning("; in the kernel-core run, a test that needs it belongs outside this plugin's list")
+    )
 
 
 def pytest_configure(config):

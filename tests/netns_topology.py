@@ -25,9 +25,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Dict, List, TypeVar
+
+# The recipes' agl store helpers (the tests run the recipes' own code).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "contrib" / "recipes" / "agentos"))
+from agl_store_server import store_healthy, wait_until_healthy  # noqa: E402
 
 PREFIX = "aglhosts-"
 LAN = "10.47.0"  # the namespaces' own LAN: no route leads there from outside them, nor out of them
@@ -167,13 +170,11 @@ class Hosts:
         agl = Path(sys.executable).with_name("agl")
         argv = [str(agl), "store", "--host", self.addresses["store"], "--port", str(STORE_PORT)]
         process = self.popen("store", [*argv, "--log-level", "WARNING"], log=log, cwd=log.parent, env=env)
-        deadline = time.monotonic() + timeout
-        while not self.call_in("store", lambda: _answers(f"{self.store_url}/v1/agl/health")):
-            if process.poll() is not None:
-                raise RuntimeError(f"agl store exited with code {process.returncode}: {tail(log)}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"agl store did not answer at {self.store_url} within {timeout} s: {tail(log)}")
-            time.sleep(0.5)  # the server is still importing agentlightning
+
+        def answers() -> bool:
+            return self.call_in("store", lambda: store_healthy(self.store_url))
+
+        wait_until_healthy(process, answers, self.store_url, timeout, lambda: tail(log), poll_s=0.5)
         return process
 
     def call_in(self, host: str, function: Callable[[], T]) -> T:
@@ -244,14 +245,6 @@ class Hosts:
                 _ip("netns", "del", ns, check=False)
             except subprocess.SubprocessError:
                 pass
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def tail(path: Path, lines: int = 30) -> str:

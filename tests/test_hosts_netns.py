@@ -118,6 +118,22 @@ class Cluster:
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what}; progress {progress}\n{self.logs()}")
 
+    def drive_until_running_on(
+        self, host: str, prefix: str, sleep: float
+    ) -> Tuple[threading.Thread, Dict[str, Any], Dict[str, Any]]:
+        """With every runner host up, start the driver on 12 rollouts and wait until ``host`` runs one
+        of them (and two have finished): the driver, its live progress, and the progress then."""
+        for other in RUNNER_HOSTS:
+            self.ensure_running(other)
+        driver, progress = self.start_driver(prefix, count=12, sleep=sleep)
+        in_flight = self.wait_for(
+            f"{host} to run rollouts",
+            progress,
+            lambda p: p["running_by_host"].get(host, 0) >= 1 and p["finished"] >= 2,
+            120,
+        )
+        return driver, progress, in_flight
+
     def trail_files(self) -> List[Path]:
         return sorted(p for host in RUNNER_HOSTS for p in (self.host_dir(host) / "audit").glob("*.db"))
 
@@ -291,14 +307,7 @@ def _check_the_aftermath(cluster: Cluster, report: Dict[str, Any], progress: Dic
 
 @pytest.mark.e2e
 def test_a_runner_host_killed_with_kill_9_loses_nothing(cluster):
-    cluster.ensure_running("host-b")
-    driver, progress = cluster.start_driver("killed", count=12, sleep=2.0)
-    in_flight = cluster.wait_for(
-        "host-a to run rollouts",
-        progress,
-        lambda p: p["running_by_host"].get("host-a", 0) >= 1 and p["finished"] >= 2,
-        120,
-    )
+    driver, progress, in_flight = cluster.drive_until_running_on("host-a", "killed", sleep=2.0)
     assert cluster.hosts.kill_host("host-a"), "host-a had no process to kill"
     driver.join(timeout=160)
     assert progress.get("done"), f"not every rollout finished: {progress}\n{cluster.logs()}"
@@ -318,14 +327,7 @@ def test_a_runner_host_killed_with_kill_9_loses_nothing(cluster):
 
 @pytest.mark.e2e
 def test_a_runner_host_cut_off_for_20_s_delivers_its_trail_once_healed(cluster):
-    cluster.ensure_running("host-a")
-    driver, progress = cluster.start_driver("partition", count=12, sleep=3.0)
-    in_flight = cluster.wait_for(
-        "host-b to run rollouts",
-        progress,
-        lambda p: p["running_by_host"].get("host-b", 0) >= 1 and p["finished"] >= 2,
-        120,
-    )
+    driver, progress, in_flight = cluster.drive_until_running_on("host-b", "partition", sleep=3.0)
     # 20 s cut off: first silently (the LAN's port to it down: its calls hang until their time-outs),
     # then its own link down as well (its sends fail at once with "Network is unreachable").
     cluster.hosts.cut("host-b", silently=True)

@@ -19,25 +19,15 @@ import pytest
 
 import agentlightning.contrib.kernel.agentos as kernel_package
 
-BLOCKER = textwrap.dedent(
-    """
-    import importlib.abc, importlib.machinery, os, sys
-
-    class BlockAgentLightning(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == "agentlightning":
-                # a bare namespace package: where this plugin's files are, without agentlightning's __init__
-                spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
-                places = [os.path.join(p or ".", "agentlightning") for p in sys.path]
-                spec.submodule_search_locations = [place for place in places if os.path.isdir(place)]
-                return spec
-            if name.startswith("agentlightning.") and not (name + ".").startswith("agentlightning.contrib."):
-                raise ImportError(f"agentlightning is not installed here (blocked import of {name})")
-            return None
-
-    sys.meta_path.insert(0, BlockAgentLightning())
-    """
-)
+# Each fresh interpreter starts by installing the kernel-core run's own blocker (tests/kernel_core_only.py,
+# which imports nothing of agentlightning), found by its folder.
+BLOCKER = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from kernel_core_only import WithoutAgentLightning
+sys.meta_path.insert(0, WithoutAgentLightning())
+del sys.path[0]
+"""
 
 # The 0.3 side of the kernel package is one sub-room: agentlightning 0.3 spans, the reward span, store totals.
 LIGHTNING_03_ROOM = "agl03"

@@ -124,7 +124,7 @@ def test_each_recipes_command_line_is_generated_from_its_config_dataclass(monkey
     demo = train_sql_llm.parse_args(["--preset", "demo"])
     assert demo.arms == ("governed-penalty", "ungoverned")
     assert (demo.eval_greedy, demo.eval_samples) == (True, 1)
-    # the warm start's strategy names are the world's (spelt out in the recipe so --help stays fast)
+    # the recipe reads the world's names from their import-free file (so --help stays fast): the same names
     assert llm_config.SFT_STRATEGIES == STRATEGIES
     assert llm_config.TASK_FAMILIES == FAMILIES
     assert llm_config.LLMRecipeConfig().sft_strategies == STRATEGIES

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Callable, Iterator, List
 
 import pytest
 
@@ -60,6 +60,20 @@ def lite(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     conn.close()
 
 
+@pytest.fixture
+def other_db(tmp_path: Path) -> Path:
+    """Another SQLite file, to attach: inserting into its ``t`` deletes its ``precious`` rows (two)."""
+    path = tmp_path / "other.db"
+    other = sqlite3.connect(str(path))
+    other.executescript(
+        "CREATE TABLE t (a); CREATE TABLE precious (a); INSERT INTO precious VALUES (1), (2);"
+        "CREATE TRIGGER wipe AFTER INSERT ON t BEGIN DELETE FROM precious; END;"
+    )
+    other.commit()
+    other.close()
+    return path
+
+
 def keep_rows(conn: Any) -> int:
     return conn.execute("SELECT count(*) FROM keep").fetchone()[0]
 
@@ -84,22 +98,15 @@ def test_sqlite_trigger_delete_is_refused_by_the_authorizer_and_recorded_once(li
     assert lite.execute("SELECT count(*) FROM orders").fetchone()[0] == 1
 
 
-def test_sqlite_attached_database_trigger_is_refused(lite, tmp_path):
-    other = sqlite3.connect(str(tmp_path / "other.db"))
-    other.executescript(
-        "CREATE TABLE t (a); CREATE TABLE precious (a); INSERT INTO precious VALUES (1), (2);"
-        "CREATE TRIGGER wipe AFTER INSERT ON t BEGIN DELETE FROM precious; END;"
-    )
-    other.commit()
-    other.close()
+def test_sqlite_attached_database_trigger_is_refused(lite, other_db, tmp_path):
     kernel = kernel_for("sqlite", tmp_path)
     envelope = SQLEnvelope(kernel, lite)
     # ATTACH in the call itself: the other file's trigger runs in the compiled INSERT, and is refused
-    refused = refused_by_database(envelope, f"ATTACH '{tmp_path / 'other.db'}' AS o; INSERT INTO o.t VALUES (1)")
+    refused = refused_by_database(envelope, f"ATTACH '{other_db}' AS o; INSERT INTO o.t VALUES (1)")
     assert "DELETE o.precious (run by trigger wipe)" in refused.decision.reason
     assert lite.execute("SELECT count(*) FROM o.precious").fetchone()[0] == 2
     # attached by the application before the call: the same
-    lite.execute(f"ATTACH '{tmp_path / 'other.db'}' AS p")
+    lite.execute(f"ATTACH '{other_db}' AS p")
     refused = refused_by_database(envelope, "INSERT INTO p.t VALUES (1)")
     assert "DELETE p.precious (run by trigger wipe)" in refused.decision.reason
     assert lite.execute("SELECT count(*) FROM p.precious").fetchone()[0] == 2
@@ -381,42 +388,43 @@ def test_schema_aware_sqlite_counts_an_fts_command_insert_as_delete(lite, tmp_pa
     assert len(lite.execute("SELECT rowid FROM ft WHERE ft MATCH 'lamp OR mug OR box'").fetchall()) == 3
 
 
-def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text(lite, tmp_path):
-    other = sqlite3.connect(str(tmp_path / "other.db"))
-    other.executescript(
-        "CREATE TABLE t (a); CREATE TABLE precious (a); INSERT INTO precious VALUES (1), (2);"
-        "CREATE TRIGGER wipe AFTER INSERT ON t BEGIN DELETE FROM precious; END;"
-    )
-    other.commit()
-    other.close()
+def test_schema_aware_sqlite_reads_attached_files_and_refuses_attach_in_the_text(lite, other_db):
     aware = SQLPolicy(deny=DENY, dialect="sqlite", database=lite)
-    found = aware.check_sql(f"ATTACH '{tmp_path / 'other.db'}' AS o; INSERT INTO o.t VALUES (1)")
+    found = aware.check_sql(f"ATTACH '{other_db}' AS o; INSERT INTO o.t VALUES (1)")
     assert found and "statement ATTACH (the attached file's triggers" in found[0].description
     trusting = SQLPolicy(deny=DENY, dialect="sqlite", database=lite, allow_statements=["ATTACH"])
-    assert not trusting.check_sql(f"ATTACH '{tmp_path / 'other.db'}' AS o")
+    assert not trusting.check_sql(f"ATTACH '{other_db}' AS o")
     # a file the connection has attached is read: its trigger counts
-    lite.execute(f"ATTACH '{tmp_path / 'other.db'}' AS o")
+    lite.execute(f"ATTACH '{other_db}' AS o")
     found = aware.check_sql("INSERT INTO o.t VALUES (1)")
     assert found and "DELETE statement denied (trigger wipe on t" in found[0].description
     assert lite.execute("SELECT count(*) FROM o.precious").fetchone()[0] == 2
 
 
+def assert_schema_aware_blocks(
+    guard: Any, dialect: str, sql: str, never_ran: Callable[[], bool], harmless: List[str]
+) -> None:
+    """A kernel whose SQL policy reads the schema through ``guard`` (closed after) blocks ``sql`` as a
+    DELETE (it never ran: ``never_ran()``) and allows the ``harmless`` statements."""
+    try:
+        kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect=dialect, database=guard)])
+        decision = kernel.check("database_query", {"query": sql})
+        assert decision.blocked, sql
+        assert "DELETE statement denied (" in decision.reason, decision.reason
+        assert never_ran()
+        for statement in harmless:
+            assert kernel.check("database_query", {"query": statement}).allowed, statement
+    finally:
+        guard.close()
+
+
 # ---------------------------------------------------------------------------------------- database= mode, PostgreSQL
 @pytest.mark.parametrize("case", sorted(_PG_HIDDEN))
 def test_schema_aware_postgres_resolves_what_the_statement_reaches(pg_server, case):
-    sql = _PG_HIDDEN[case]
     dsn, pg = pg_server
+    harmless = ["SELECT name FROM people", "INSERT INTO people VALUES (5, 'x')"]
     guard = type(pg).connect(dsn, autocommit=True)
-    try:
-        kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect="postgres", database=guard)])
-        decision = kernel.check("database_query", {"query": sql})
-        assert decision.blocked, f"{case}: {sql}"
-        assert "DELETE statement denied (" in decision.reason, decision.reason
-        assert _pg_keep(pg) == 10  # blocked: it never ran
-        assert kernel.check("database_query", {"query": "SELECT name FROM people"}).allowed
-        assert kernel.check("database_query", {"query": "INSERT INTO people VALUES (5, 'x')"}).allowed
-    finally:
-        guard.close()
+    assert_schema_aware_blocks(guard, "postgres", _PG_HIDDEN[case], lambda: _pg_keep(pg) == 10, harmless)
 
 
 def test_schema_aware_postgres_sees_a_default_added_after_the_catalog_was_read(pg_server):
@@ -435,17 +443,10 @@ def test_schema_aware_postgres_sees_a_default_added_after_the_catalog_was_read(p
 # ---------------------------------------------------------------------------------------- database= mode, MariaDB
 @pytest.mark.parametrize("case", sorted(c for c in _MARIA_HIDDEN if c.startswith("view")))  # triggers: already
 def test_schema_aware_mariadb_resolves_what_the_statement_reaches(maria, case):
-    sql = _MARIA_HIDDEN[case]
     guard = type(maria)(unix_socket=maria.unix_socket, user="root", database=maria.db.decode(), autocommit=True)
-    try:
-        kernel = GovernanceKernel([SQLPolicy(deny=DENY, dialect="mysql", database=guard)])
-        decision = kernel.check("database_query", {"query": sql})
-        assert decision.blocked, f"{case}: {sql}"
-        assert "DELETE statement denied (" in decision.reason, decision.reason
-        assert _maria_keep(maria) == 5  # blocked: it never ran
-        assert kernel.check("database_query", {"query": "SELECT name FROM people"}).allowed
-    finally:
-        guard.close()
+    assert_schema_aware_blocks(
+        guard, "mysql", _MARIA_HIDDEN[case], lambda: _maria_keep(maria) == 5, ["SELECT name FROM people"]
+    )
 
 
 def test_postgres_connection_with_an_open_transaction_is_refused(pg, tmp_path):

@@ -20,7 +20,7 @@ from agentlightning.contrib.kernel.agentos.sql import generic
 
 from .sql_corpus import CORPUS
 from .test_adversarial_sql import PROPERTY_SETTINGS, safe_script, script_with_denied_statements
-from .test_sql_generic_walk import _realistic
+from .test_sql_generic_walk import _read_watching, _realistic
 
 DIALECTS = (None, "mysql", "mariadb", "sqlite", "tsql", "bigquery", "snowflake", "duckdb")
 #: The words the prefilters search for.
@@ -30,20 +30,12 @@ SEARCHED = sorted(generic._MARIADB_ONLY | {"REPLACE"})
 def _statements(texts: Iterable[str], dialects=DIALECTS) -> List[Tuple[list, str]]:
     """Every (tokens, upper source) the reader's ``statement`` is given with a source, for ``texts``."""
     seen: List[Tuple[list, str]] = []
-    original = generic._Reader.statement
 
-    def recording(self, tokens, upper: Optional[str] = None):
+    def record(tokens, upper: Optional[str] = None) -> None:
         if upper is not None:
             seen.append((list(tokens), upper))
-        return original(self, tokens, upper)
 
-    generic._Reader.statement = recording  # type: ignore[method-assign]
-    try:
-        for text in texts:
-            for dialect in dialects:
-                generic.read_generic(text, dialect)
-    finally:
-        generic._Reader.statement = original  # type: ignore[method-assign]
+    _read_watching("statement", record, texts, dialects)
     return seen
 
 

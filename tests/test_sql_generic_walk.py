@@ -14,7 +14,7 @@ import gc
 import random
 import sys
 from pathlib import Path
-from typing import Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 import pytest
 import sqlglot
@@ -52,34 +52,44 @@ def _check_tree(root: exp.Expression) -> int:
     return len(leaves)
 
 
+def _read_watching(method: str, seen: Callable[..., None], texts: Iterable[str], dialects) -> None:
+    """Read every text of ``texts`` in every dialect of ``dialects`` with the generic reader, every
+    call of its ``_Reader`` method ``method`` first showing its arguments to ``seen``."""
+    original = getattr(generic._Reader, method)
+
+    def watched(self, *args):
+        seen(*args)
+        return original(self, *args)
+
+    setattr(generic._Reader, method, watched)
+    try:
+        for text in texts:
+            for dialect in dialects:
+                generic.read_generic(text, dialect)
+    finally:
+        setattr(generic._Reader, method, original)
+
+
 def _check_trees(texts: Iterable[str], dialects=DIALECTS) -> Tuple[int, int]:
     """Check every tree the generic reader walks for ``texts`` in ``dialects`` (bodies, rewrites and
     inner statements included; each before the reader walks it and empties it, see
     ``generic._release``), and every statement sqlglot parses from them: (trees, leaves skipped)."""
     counts = [0, 0]
-    original = generic._Reader._tree
 
-    def check(root: exp.Expression) -> None:
+    def check(root: exp.Expression, *_kinds) -> None:
         counts[0] += 1
         counts[1] += _check_tree(root)
 
-    def recording(self, root, kinds):
-        check(root)
-        return original(self, root, kinds)
-
-    generic._Reader._tree = recording  # type: ignore[method-assign]
-    try:
-        for text in texts:
-            for dialect in dialects:
-                generic.read_generic(text, dialect)
-                try:
-                    parsed = [t for t in sqlglot.parse(text, read=dialect) if t is not None]
-                except (SqlglotError, RecursionError, ValueError):
-                    parsed = []
-                for tree in parsed:
-                    check(tree)
-    finally:
-        generic._Reader._tree = original  # type: ignore[method-assign]
+    texts = list(texts)
+    _read_watching("_tree", check, texts, dialects)
+    for text in texts:
+        for dialect in dialects:
+            try:
+                parsed = [t for t in sqlglot.parse(text, read=dialect) if t is not None]
+            except (SqlglotError, RecursionError, ValueError):
+                parsed = []
+            for tree in parsed:
+                check(tree)
     return counts[0], counts[1]
 
 

@@ -85,28 +85,20 @@ async def measure(workload: str, rounds: int, rollouts: int, tmp: Path, base: Op
     build_database(db, 0)
     r = random.Random(0)
     kernel = GovernanceKernel([policy()], recorder=tmp / f"audit-{workload}.db")
+
+    async def governed_arm(name: str, arm_kernel: GovernanceKernel):
+        return await start_arm(
+            name, AgentOSRunner(arm_kernel, log_violations=False), governed_tool(TOOL, run_sql), True, arm_kernel
+        )
+
     arms = [
         await start_arm("plain", agl.LitAgentRunner(agl.AgentOpsTracer()), run_sql, governed=False),
-        await start_arm(
-            "governed",
-            AgentOSRunner(kernel, log_violations=False),
-            governed_tool(TOOL, run_sql),
-            True,
-            kernel,
-        ),
+        await governed_arm("governed", kernel),
     ]
     if base is not None:  # the same runner and kernel, with the AuditTrail of the audit at commit ``base``
         before = GovernanceKernel([policy()])
         before.audit = trail_before(base)(open_flight_recorder(tmp / f"audit-{workload}-before.db"))
-        arms.append(
-            await start_arm(
-                "governed, audit before",
-                AgentOSRunner(before, log_violations=False),
-                governed_tool(TOOL, run_sql),
-                True,
-                before,
-            )
-        )
+        arms.append(await governed_arm("governed, audit before", before))
     try:
         warmup = tasks_for(workload, r, 10, str(db))
         for arm in arms:

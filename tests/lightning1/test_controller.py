@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Dict
 
 import pytest
 import yaml
@@ -42,6 +43,38 @@ def write_gateway_config(tmp_path: Path, port: int, governed: bool = True) -> Pa
     return path
 
 
+def run_the_script(url: str, hooks_file: str, model: ScriptedModel, databases: Dict[str, Path], register=True):
+    """Every question of :data:`SCRIPT` once, through 1.0's own rollout manager running the hooks of
+    ``hooks_file`` (loaded as 1.0's trainer loads them), each on its own new shop database
+    (``databases``; the harness logs beside it, ``<database>.jsonl``); ``register``: tell the
+    gateway the scripted ``model``'s address first. Returns the completed rollouts."""
+    hooks = load_hooks(hooks_file)  # what 1.0's trainer does with agentlightning.hooks
+    hooks.on_startup()
+    manager = AglRolloutManager(
+        agl_base_url=url,
+        agl_key="",
+        model=MODEL_NAME,
+        step=0,
+        poll_interval_seconds=0.5,
+        rollout_timeout_seconds=120,
+        hooks=hooks,
+        local_agent_class="gateway_sql_agent:GatewaySQLAgent",
+        local_env_map={"AGENTOS_TASK": "input"},
+    )
+    if register:
+        manager.register_model([model.endpoint])
+    for db in databases.values():
+        make_shop_db(db)
+    return manager.enqueue_and_wait_until_completed(
+        {
+            "question": list(SCRIPT),
+            "db_path": [str(databases[q]) for q in SCRIPT],
+            "log_path": [str(databases[q].with_suffix(".jsonl")) for q in SCRIPT],
+        },
+        is_train=True,
+    )
+
+
 @pytest.fixture
 def services(tmp_path, request):
     """``agentos-gateway`` and ``agl-controller``; with ``@pytest.mark.parametrize("services", [False],
@@ -62,32 +95,9 @@ def services(tmp_path, request):
 def test_governed_rollouts_through_the_controller_and_the_rollout_manager(services, tmp_path, monkeypatch):
     url, config = services
     monkeypatch.setenv("AGENTOS_GATEWAY_CONFIG", str(config))
-    hooks = load_hooks(hooks_module.__file__)  # what 1.0's trainer does with agentlightning.hooks
-    hooks.on_startup()
-    manager = AglRolloutManager(
-        agl_base_url=url,
-        agl_key="",
-        model=MODEL_NAME,
-        step=0,
-        poll_interval_seconds=0.5,
-        rollout_timeout_seconds=120,
-        hooks=hooks,
-        local_agent_class="gateway_sql_agent:GatewaySQLAgent",
-        local_env_map={"AGENTOS_TASK": "input"},
-    )
     databases = {q: tmp_path / f"{q}.db" for q in SCRIPT}
-    for db in databases.values():
-        make_shop_db(db)
     with ScriptedModel(SCRIPT) as model:
-        manager.register_model([model.endpoint])
-        completed = manager.enqueue_and_wait_until_completed(
-            {
-                "question": list(SCRIPT),
-                "db_path": [str(databases[q]) for q in SCRIPT],
-                "log_path": [str(tmp_path / f"{q}.jsonl") for q in SCRIPT],
-            },
-            is_train=True,
-        )
+        completed = run_the_script(url, hooks_module.__file__, model, databases)
     by_question = {c.input["question"]: c for c in completed}
     assert {q: c.rollout_state.value for q, c in by_question.items()} == {"drop": "succeeded", "read": "succeeded"}
 

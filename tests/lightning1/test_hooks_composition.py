@@ -12,19 +12,15 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
-from agentlightning.hooks import load_hooks
 from agentlightning.schemas import Event
-from agentlightning.verl.agl_rollout_manager import AglRolloutManager
 
 from agentlightning.contrib.gateway.agentos import DECISION_EVENT, GovernanceConfig
 from agentlightning.contrib.gateway.agentos import hooks as agentos_hooks
 from agentlightning.contrib.gateway.agentos.events import decision_event_data
 from agentlightning.contrib.kernel.agentos import GovernanceKernel, SQLPolicy
 
-from ..conftest import make_shop_db
-from .conftest import MODEL_NAME
 from .scripted_model import ScriptedModel
-from .test_controller import SCRIPT, services  # noqa: F401 (the gateway and controller fixture)
+from .test_controller import SCRIPT, run_the_script, services  # noqa: F401 (the gateway and controller fixture)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "agentlightning-1.0.md"
 
@@ -49,32 +45,8 @@ def test_the_users_own_reward_plus_the_penalty_is_trained_on(services, tmp_path,
     rewards = {}
     with ScriptedModel(SCRIPT) as model:  # one model server, registered once, for both managers
         for hooks_file in (documented, super_first):
-            hooks = load_hooks(str(hooks_file))  # what 1.0's trainer does with agentlightning.hooks
-            hooks.on_startup()
-            manager = AglRolloutManager(
-                agl_base_url=url,
-                agl_key="",
-                model=MODEL_NAME,
-                step=0,
-                poll_interval_seconds=0.5,
-                rollout_timeout_seconds=120,
-                hooks=hooks,
-                local_agent_class="gateway_sql_agent:GatewaySQLAgent",
-                local_env_map={"AGENTOS_TASK": "input"},
-            )
-            if hooks_file == documented:
-                manager.register_model([model.endpoint])
             databases = {q: tmp_path / f"{hooks_file.stem}-{q}.db" for q in SCRIPT}
-            for db in databases.values():
-                make_shop_db(db)
-            completed = manager.enqueue_and_wait_until_completed(
-                {
-                    "question": list(SCRIPT),
-                    "db_path": [str(databases[q]) for q in SCRIPT],
-                    "log_path": [str(tmp_path / f"{hooks_file.stem}-{q}.jsonl") for q in SCRIPT],
-                },
-                is_train=True,
-            )
+            completed = run_the_script(url, str(hooks_file), model, databases, register=hooks_file == documented)
             for rollout in completed:
                 assert rollout.rollout_state.value == "succeeded"
                 last = [

@@ -15,7 +15,7 @@ import statistics
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Awaitable, Callable, Dict, List, Tuple, TypeVar
 
 import psutil
 
@@ -30,7 +30,7 @@ from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_ATTEMPT_ID, A
 
 from .checks import audit_summary, cpu_seconds, file_sizes, log_lines, verify_rollouts
 from .memory import rss_report
-from .pool import WorkerPool, make_specs, wait_for
+from .pool import WorkerPool, WorkerSpec, make_specs, wait_for
 from .store_calls import (
     add_resources,
     collect_rollouts,
@@ -55,6 +55,36 @@ def fresh_dir(path: Path) -> Path:
     return path
 
 
+T = TypeVar("T")
+
+
+def on_store(url: str, work: Callable[[LightningStoreClient], Awaitable[T]]) -> T:
+    """``work`` run with a client of the store at ``url`` (closed after), in an event loop of its own."""
+
+    async def run() -> T:
+        store = LightningStoreClient(url)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+def start_runners(
+    run_dir: Path, scenario: str, server: StoreServer, names: List[str], **options: Any
+) -> Tuple[Path, List[WorkerSpec]]:
+    """A fresh directory ``run_dir/scenario`` and, in it, the specs of runner processes ``names`` on
+    the store of ``server`` (``options``: :func:`make_specs`'s)."""
+    directory = fresh_dir(Path(run_dir) / scenario)
+    return directory, make_specs(directory, server.url, names, **options)
+
+
+def audit_totals(audit: Dict[str, Any]) -> Dict[str, Any]:
+    """The audit summary without its per-rollout and per-attempt tables (reported as totals)."""
+    return {k: v for k, v in audit.items() if k not in ("blocked_by_rollout", "blocked_by_attempt")}
+
+
 # ----------------------------------------------------------------------------- 1. load
 def run_load(
     server: StoreServer,
@@ -71,10 +101,15 @@ def run_load(
     trace_memory: bool = False,
 ) -> Dict[str, Any]:
     """N runner processes drain ``rollouts`` tasks from the server; everything checked against the tasks."""
-    scenario = fresh_dir(Path(run_dir) / "load")
     names = [f"load-{i}" for i in range(workers)]
-    specs = make_specs(
-        scenario, server.url, names, sample_every=sample_every, poll_interval=poll_interval, trace_memory=trace_memory
+    scenario, specs = start_runners(
+        run_dir,
+        "load",
+        server,
+        names,
+        sample_every=sample_every,
+        poll_interval=poll_interval,
+        trace_memory=trace_memory,
     )
     tasks = make_tasks(rollouts, violating_fraction, seed=seed)
     print(f"[load] forking {workers} runner processes", flush=True)
@@ -88,36 +123,32 @@ def run_load(
     server_rss_start = psutil.Process(server.process.pid).memory_info().rss / 2**20
     loadavg_start = os.getloadavg()
 
-    async def drive() -> Dict[str, Any]:
-        store = LightningStoreClient(server.url)
-        try:
-            before = (await store.query_rollouts(limit=1)).total
-            await add_resources(store)
-            baseline = await finished_in_store(store)
-            t_enqueue = time.monotonic()
-            ids = await enqueue_tasks(store, tasks)
-            enqueue_s = time.monotonic() - t_enqueue
-            cpu_before = cpu_seconds(procs)
-            t0 = time.monotonic()
-            pool.release(names)
-            t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label="load")
-            cpu_after = cpu_seconds(procs)
-            return {
-                "store_rollouts_before": before,
-                "ids": ids,
-                "enqueue_s": enqueue_s,
-                "t0": t0,
-                "t1": t1,
-                "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_before if k in cpu_after},
-                "server_rss_mib_end": round(psutil.Process(server.process.pid).memory_info().rss / 2**20, 1),
-                "store_statistics_end": dict(await store.statistics()),
-                "loadavg_end": os.getloadavg(),
-            }
-        finally:
-            await store.close()
+    async def drive(store: LightningStoreClient) -> Dict[str, Any]:
+        before = (await store.query_rollouts(limit=1)).total
+        await add_resources(store)
+        baseline = await finished_in_store(store)
+        t_enqueue = time.monotonic()
+        ids = await enqueue_tasks(store, tasks)
+        enqueue_s = time.monotonic() - t_enqueue
+        cpu_before = cpu_seconds(procs)
+        t0 = time.monotonic()
+        pool.release(names)
+        t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label="load")
+        cpu_after = cpu_seconds(procs)
+        return {
+            "store_rollouts_before": before,
+            "ids": ids,
+            "enqueue_s": enqueue_s,
+            "t0": t0,
+            "t1": t1,
+            "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_before if k in cpu_after},
+            "server_rss_mib_end": round(psutil.Process(server.process.pid).memory_info().rss / 2**20, 1),
+            "store_statistics_end": dict(await store.statistics()),
+            "loadavg_end": os.getloadavg(),
+        }
 
     try:
-        timing = asyncio.run(drive())
+        timing = on_store(server.url, drive)
     finally:
         stopped = pool.stop(names)
     ids = timing["ids"]
@@ -127,23 +158,19 @@ def run_load(
         flush=True,
     )
 
-    async def check() -> Dict[str, Any]:
-        store = LightningStoreClient(server.url)
-        try:
-            t = time.monotonic()
-            collected = await collect_rollouts(store, ids)
-            stats_ids = await governance_stats(store, ids)
-            stats_all = await governance_stats(store) if timing["store_rollouts_before"] == 0 else None
-            return {
-                "collected": collected,
-                "stats_ids": stats_ids,
-                "stats_all": stats_all,
-                "check_s": time.monotonic() - t,
-            }
-        finally:
-            await store.close()
+    async def check(store: LightningStoreClient) -> Dict[str, Any]:
+        t = time.monotonic()
+        collected = await collect_rollouts(store, ids)
+        stats_ids = await governance_stats(store, ids)
+        stats_all = await governance_stats(store) if timing["store_rollouts_before"] == 0 else None
+        return {
+            "collected": collected,
+            "stats_ids": stats_ids,
+            "stats_all": stats_all,
+            "check_s": time.monotonic() - t,
+        }
 
-    checked = asyncio.run(check())
+    checked = on_store(server.url, check)
     tasks_by_id = dict(zip(ids, tasks))
     verdict = verify_rollouts(tasks_by_id, checked["collected"])
     audit = audit_summary(scenario / "audit")
@@ -168,7 +195,7 @@ def run_load(
         "spans": verdict,
         "governance_stats": checked["stats_ids"],
         "governance_stats_whole_store": checked["stats_all"],
-        "audit": {k: v for k, v in audit.items() if k not in ("blocked_by_rollout", "blocked_by_attempt")},
+        "audit": audit_totals(audit),
         "audit_one_blocked_record_per_violating_task": set(blocked_by_rollout) == violating_ids
         and all(n == 1 for n in blocked_by_rollout.values()),
         "audit_records_equal_checks": audit["records"] == verdict["expected_checks"] and audit["pending"] == 0,
@@ -201,10 +228,9 @@ def fault_sigkill(
     timeout: float = 180.0,
 ) -> Dict[str, Any]:
     """SIGKILL a runner process in the middle of a rollout; the others carry on."""
-    scenario = fresh_dir(Path(run_dir) / "sigkill")
     names = [f"kill-{i}" for i in range(workers)]
-    specs = make_specs(
-        scenario, server.url, names, first_worker_id=100, poll_interval=poll_interval, sample_every=10_000
+    scenario, specs = start_runners(
+        run_dir, "sigkill", server, names, first_worker_id=100, poll_interval=poll_interval, sample_every=10_000
     )
     kill_task = {
         "task_index": 0,
@@ -226,58 +252,54 @@ def fault_sigkill(
         f"[sigkill] {workers} runners ready; a task that blocks mid-rollout, then {rollouts} ordinary tasks", flush=True
     )
 
-    async def drive() -> Dict[str, Any]:
-        store = LightningStoreClient(server.url)
-        try:
-            await add_resources(store)
-            baseline = await finished_in_store(store)
-            (kill_id,) = await enqueue_tasks(store, [kill_task], config=config)
-            ids = await enqueue_tasks(store, tasks)
-            pool.release(names)
-            marker = scenario / "markers" / f"mid-rollout-{kill_id}.json"
-            await asyncio.to_thread(wait_for, marker.exists, 60.0, "the mid-rollout marker")
-            victim = json.loads(marker.read_text())
-            t_kill = time.monotonic()
-            name = victim["worker"]
-            pool.kill(name)
-            print(
-                f"[sigkill] SIGKILLed {name} (pid {victim['pid']}) inside rollout {kill_id}, "
-                f"attempt {victim['attempt_id']}",
-                flush=True,
-            )
-            transitions: List[Dict[str, Any]] = []
+    async def drive(store: LightningStoreClient) -> Dict[str, Any]:
+        await add_resources(store)
+        baseline = await finished_in_store(store)
+        (kill_id,) = await enqueue_tasks(store, [kill_task], config=config)
+        ids = await enqueue_tasks(store, tasks)
+        pool.release(names)
+        marker = scenario / "markers" / f"mid-rollout-{kill_id}.json"
+        await asyncio.to_thread(wait_for, marker.exists, 60.0, "the mid-rollout marker")
+        victim = json.loads(marker.read_text())
+        t_kill = time.monotonic()
+        name = victim["worker"]
+        pool.kill(name)
+        print(
+            f"[sigkill] SIGKILLed {name} (pid {victim['pid']}) inside rollout {kill_id}, "
+            f"attempt {victim['attempt_id']}",
+            flush=True,
+        )
+        transitions: List[Dict[str, Any]] = []
 
-            async def watch() -> None:
-                attempts = await store.query_attempts(kill_id)
-                state = [(a.sequence_id, a.status, a.worker_id) for a in attempts]
-                if not transitions or transitions[-1]["state"] != state:
-                    transitions.append({"t_after_kill_s": round(time.monotonic() - t_kill, 2), "state": state})
+        async def watch() -> None:
+            attempts = await store.query_attempts(kill_id)
+            state = [(a.sequence_id, a.status, a.worker_id) for a in attempts]
+            if not transitions or transitions[-1]["state"] != state:
+                transitions.append({"t_after_kill_s": round(time.monotonic() - t_kill, 2), "state": state})
 
-            t_done = await wait_finished(
-                store, [kill_id] + ids, baseline=baseline, timeout=timeout, label="sigkill", on_poll=watch
-            )
-            attempts = [
-                {"sequence_id": a.sequence_id, "attempt_id": a.attempt_id, "status": a.status, "worker_id": a.worker_id}
-                for a in await store.query_attempts(kill_id)
-            ]
-            killed_attempt_spans = [span_row(s) for s in await store.query_spans(kill_id, victim["attempt_id"])]
-            rollout = await store.get_rollout_by_id(kill_id)
-            return {
-                "kill_id": kill_id,
-                "ids": ids,
-                "victim": victim,
-                "t_kill": t_kill,
-                "t_done": t_done,
-                "transitions": transitions,
-                "attempts": attempts,
-                "killed_attempt_spans": killed_attempt_spans,
-                "kill_rollout_status": rollout.status if rollout else None,
-            }
-        finally:
-            await store.close()
+        t_done = await wait_finished(
+            store, [kill_id] + ids, baseline=baseline, timeout=timeout, label="sigkill", on_poll=watch
+        )
+        attempts = [
+            {"sequence_id": a.sequence_id, "attempt_id": a.attempt_id, "status": a.status, "worker_id": a.worker_id}
+            for a in await store.query_attempts(kill_id)
+        ]
+        killed_attempt_spans = [span_row(s) for s in await store.query_spans(kill_id, victim["attempt_id"])]
+        rollout = await store.get_rollout_by_id(kill_id)
+        return {
+            "kill_id": kill_id,
+            "ids": ids,
+            "victim": victim,
+            "t_kill": t_kill,
+            "t_done": t_done,
+            "transitions": transitions,
+            "attempts": attempts,
+            "killed_attempt_spans": killed_attempt_spans,
+            "kill_rollout_status": rollout.status if rollout else None,
+        }
 
     try:
-        run = asyncio.run(drive())
+        run = on_store(server.url, drive)
     finally:
         survivors = [n for n in names if pool.workers[n].exitcode is None]
         stopped = pool.stop(survivors)
@@ -285,47 +307,39 @@ def fault_sigkill(
     kill_id, ids = run["kill_id"], run["ids"]
     victim_process = pool.workers[victim["worker"]]
 
-    async def check() -> Dict[str, Any]:
-        store = LightningStoreClient(server.url)
-        try:
-            collected = await collect_rollouts(store, [kill_id] + ids)
-            stats = await governance_stats(store, [kill_id] + ids)
-            # What the store lost with the killed attempt is in the victim's FlightRecorder file.
-            adapter = FlightRecorderAdapter(scenario / "audit" / f"audit-{victim['worker']}.db")
-            reimported = await adapter.emit_to_store(store)
-            again = await adapter.emit_to_store(store)
-            adapter.close()
-            after = [span_row(s) for s in await store.query_spans(kill_id, victim["attempt_id"])]
-            # The killed attempt is unresponsive: a span would turn it back into running, so its records
-            # go to the audit rollout, marked with the rollout and attempt they were made in.
-            audit_rollouts = [
-                r for r in await store.query_rollouts() if (r.metadata or {}).get(AUDIT_ROLLOUT_METADATA_KEY)
-            ]
-            placed = [
-                span_row(s)
-                for r in audit_rollouts
-                for s in await store.query_spans(r.rollout_id)
-                if s.attributes.get(AGENT_OS_ROLLOUT_ID) == kill_id
-                and s.attributes.get(AGENT_OS_ATTEMPT_ID) == victim["attempt_id"]
-            ]
-            status_after = [
-                a.status for a in await store.query_attempts(kill_id) if a.attempt_id == victim["attempt_id"]
-            ]
-            stats_after = await governance_stats(store, [kill_id] + ids)
-            return {
-                "collected": collected,
-                "stats": stats,
-                "reimported": reimported,
-                "again": again,
-                "killed_attempt_after_import": after,
-                "audit_rollout_spans_of_killed_attempt": placed,
-                "killed_attempt_status_after_import": status_after[0] if status_after else None,
-                "stats_after": stats_after,
-            }
-        finally:
-            await store.close()
+    async def check(store: LightningStoreClient) -> Dict[str, Any]:
+        collected = await collect_rollouts(store, [kill_id] + ids)
+        stats = await governance_stats(store, [kill_id] + ids)
+        # What the store lost with the killed attempt is in the victim's FlightRecorder file.
+        adapter = FlightRecorderAdapter(scenario / "audit" / f"audit-{victim['worker']}.db")
+        reimported = await adapter.emit_to_store(store)
+        again = await adapter.emit_to_store(store)
+        adapter.close()
+        after = [span_row(s) for s in await store.query_spans(kill_id, victim["attempt_id"])]
+        # The killed attempt is unresponsive: a span would turn it back into running, so its records
+        # go to the audit rollout, marked with the rollout and attempt they were made in.
+        audit_rollouts = [r for r in await store.query_rollouts() if (r.metadata or {}).get(AUDIT_ROLLOUT_METADATA_KEY)]
+        placed = [
+            span_row(s)
+            for r in audit_rollouts
+            for s in await store.query_spans(r.rollout_id)
+            if s.attributes.get(AGENT_OS_ROLLOUT_ID) == kill_id
+            and s.attributes.get(AGENT_OS_ATTEMPT_ID) == victim["attempt_id"]
+        ]
+        status_after = [a.status for a in await store.query_attempts(kill_id) if a.attempt_id == victim["attempt_id"]]
+        stats_after = await governance_stats(store, [kill_id] + ids)
+        return {
+            "collected": collected,
+            "stats": stats,
+            "reimported": reimported,
+            "again": again,
+            "killed_attempt_after_import": after,
+            "audit_rollout_spans_of_killed_attempt": placed,
+            "killed_attempt_status_after_import": status_after[0] if status_after else None,
+            "stats_after": stats_after,
+        }
 
-    checked = asyncio.run(check())
+    checked = on_store(server.url, check)
     tasks_by_id = {kill_id: kill_task, **dict(zip(ids, tasks))}
     verdict = verify_rollouts(tasks_by_id, checked["collected"])
     audit = audit_summary(scenario / "audit")
@@ -384,7 +398,7 @@ def fault_sigkill(
         "governance_stats": checked["stats"],
         "governance_stats_unchanged_by_import": checked["stats"] == checked["stats_after"],
         "rollouts_by_surviving_workers": dict(other_workers_after_kill),
-        "audit": {k: v for k, v in audit.items() if k not in ("blocked_by_rollout", "blocked_by_attempt")},
+        "audit": audit_totals(audit),
         "world": world,
         "kill_task_insert_executions": executions.get(0, 0),
         "other_inserts_executed_once": all(executions.get(t["task_index"], 0) == 1 for t in tasks),
@@ -412,11 +426,11 @@ def fault_policies(
     """A policy that hangs and one that raises: every action blocked, nothing executed, runner goes on."""
     results = {}
     for offset, kind in enumerate(("hang", "raise")):
-        scenario = fresh_dir(Path(run_dir) / f"policy-{kind}")
         name = f"policy-{kind}"
-        (spec,) = make_specs(
-            scenario,
-            server.url,
+        scenario, (spec,) = start_runners(
+            run_dir,
+            name,
+            server,
             [name],
             kind=kind,
             first_worker_id=200 + offset,
@@ -428,23 +442,21 @@ def fault_policies(
         tasks = make_tasks(rollouts, violating_fraction, seed=seed + offset, start_index=10_000 * (offset + 1))
         pool.start([spec])
 
-        async def drive(tasks: List[Dict[str, Any]] = tasks, name: str = name, kind: str = kind) -> Dict[str, Any]:
-            store = LightningStoreClient(server.url)
-            try:
-                await add_resources(store)
-                baseline = await finished_in_store(store)
-                ids = await enqueue_tasks(store, tasks)
-                t0 = time.monotonic()
-                pool.release([name])
-                t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label=f"policy-{kind}")
-                collected = await collect_rollouts(store, ids)
-                stats = await governance_stats(store, ids)
-                return {"ids": ids, "wall": t1 - t0, "collected": collected, "stats": stats}
-            finally:
-                await store.close()
+        async def drive(
+            store: LightningStoreClient, tasks: List[Dict[str, Any]] = tasks, name: str = name, kind: str = kind
+        ) -> Dict[str, Any]:
+            await add_resources(store)
+            baseline = await finished_in_store(store)
+            ids = await enqueue_tasks(store, tasks)
+            t0 = time.monotonic()
+            pool.release([name])
+            t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label=f"policy-{kind}")
+            collected = await collect_rollouts(store, ids)
+            stats = await governance_stats(store, ids)
+            return {"ids": ids, "wall": t1 - t0, "collected": collected, "stats": stats}
 
         try:
-            run = asyncio.run(drive())
+            run = on_store(server.url, drive)
         finally:
             stopped = pool.stop([name], timeout=exit_timeout)[name]
 
@@ -479,7 +491,7 @@ def fault_policies(
             "spans": verdict,
             "fault_policy_violation_descriptions": dict(descriptions),
             "governance_stats": run["stats"],
-            "audit": {k: v for k, v in audit.items() if k not in ("blocked_by_rollout", "blocked_by_attempt")},
+            "audit": audit_totals(audit),
             "world": world,
             "statements_executed": sum(executions.values()),
             "threads": {k: samples.get(name, {}).get(k) for k in ("threads_first", "threads_last")},
@@ -514,37 +526,32 @@ def fault_store_restart(
     timeout: float = 600.0,
 ) -> Dict[str, Any]:
     """Terminate ``agl store`` mid-run, start it again on the same port, re-import the audit trail."""
-    scenario = fresh_dir(Path(run_dir) / "restart")
     names = [f"restart-{i}" for i in range(workers)]
-    specs = make_specs(
-        scenario, server.url, names, first_worker_id=300, poll_interval=poll_interval, sample_every=10_000
+    scenario, specs = start_runners(
+        run_dir, "restart", server, names, first_worker_id=300, poll_interval=poll_interval, sample_every=10_000
     )
     batch_a = make_tasks(rollouts_before, violating_fraction, seed=seed, start_index=100_000)
     batch_b = make_tasks(rollouts_after, violating_fraction, seed=seed + 1, start_index=200_000)
     pool.start(specs)
     logs = [spec.paths["log"] for spec in specs]
 
-    async def before_restart() -> Dict[str, Any]:
-        store = LightningStoreClient(server.url)
-        try:
-            await add_resources(store)
-            baseline = await finished_in_store(store)
-            ids = await enqueue_tasks(store, batch_a)
-            pool.release(names)
-            target = max(1, int(stop_at_fraction * len(ids)))
-            deadline = time.monotonic() + timeout
-            while (await finished_in_store(store)) - baseline < target:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("batch A did not get going")
-                await asyncio.sleep(0.05)
-            done = await count_finished(store, ids)
-            statistics_before = dict(await store.statistics())
-            return {"ids": ids, "finished_before_stop": done, "statistics_before": statistics_before}
-        finally:
-            await store.close()
+    async def before_restart(store: LightningStoreClient) -> Dict[str, Any]:
+        await add_resources(store)
+        baseline = await finished_in_store(store)
+        ids = await enqueue_tasks(store, batch_a)
+        pool.release(names)
+        target = max(1, int(stop_at_fraction * len(ids)))
+        deadline = time.monotonic() + timeout
+        while (await finished_in_store(store)) - baseline < target:
+            if time.monotonic() > deadline:
+                raise TimeoutError("batch A did not get going")
+            await asyncio.sleep(0.05)
+        done = await count_finished(store, ids)
+        statistics_before = dict(await store.statistics())
+        return {"ids": ids, "finished_before_stop": done, "statistics_before": statistics_before}
 
     try:
-        before = asyncio.run(before_restart())
+        before = on_store(server.url, before_restart)
         offsets = file_sizes(logs)
         t_stop = time.monotonic()
         stop_info = server.stop()
@@ -558,73 +565,65 @@ def fault_store_restart(
         alive_after = {n: pool.workers[n].exitcode is None for n in names}
         print(f"[restart] store back after {outage_s:.1f}s; runners alive: {alive_after}", flush=True)
 
-        async def after_restart() -> Dict[str, Any]:
-            store = LightningStoreClient(server.url)
-            try:
-                rollouts_in_new_store = (await store.query_rollouts(limit=1)).total
-                resources = await store.get_latest_resources()
-                statistics_new = dict(await store.statistics())
-                lost = {
-                    "rollouts_in_new_store": rollouts_in_new_store,
-                    "resources_in_new_store": resources is not None,
-                    "spans_of_a_finished_batch_a_rollout": len(await store.query_spans(before["ids"][0])),
-                    "store_before_stop": {k: before["statistics_before"].get(k) for k in STORE_TOTALS},
-                    "store_after_restart": {k: statistics_new.get(k) for k in STORE_TOTALS},
-                }
-                await add_resources(store)
-                baseline = await finished_in_store(store)
-                ids = await enqueue_tasks(store, batch_b)
-                t0 = time.monotonic()
-                t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label="restart/batch B")
-                return {"ids": ids, "lost": lost, "wall_b": t1 - t0}
-            finally:
-                await store.close()
+        async def after_restart(store: LightningStoreClient) -> Dict[str, Any]:
+            rollouts_in_new_store = (await store.query_rollouts(limit=1)).total
+            resources = await store.get_latest_resources()
+            statistics_new = dict(await store.statistics())
+            lost = {
+                "rollouts_in_new_store": rollouts_in_new_store,
+                "resources_in_new_store": resources is not None,
+                "spans_of_a_finished_batch_a_rollout": len(await store.query_spans(before["ids"][0])),
+                "store_before_stop": {k: before["statistics_before"].get(k) for k in STORE_TOTALS},
+                "store_after_restart": {k: statistics_new.get(k) for k in STORE_TOTALS},
+            }
+            await add_resources(store)
+            baseline = await finished_in_store(store)
+            ids = await enqueue_tasks(store, batch_b)
+            t0 = time.monotonic()
+            t1 = await wait_finished(store, ids, baseline=baseline, timeout=timeout, label="restart/batch B")
+            return {"ids": ids, "lost": lost, "wall_b": t1 - t0}
 
-        after = asyncio.run(after_restart())
+        after = on_store(server.url, after_restart)
         outage_logs = log_lines(logs, offsets)  # the outage and its aftermath, up to the end of batch B
     finally:
         stopped = pool.stop(names)
     ids_b = after["ids"]
 
-    async def reimport() -> Dict[str, Any]:
-        store = LightningStoreClient(server.url)
-        try:
-            collected = await collect_rollouts(store, ids_b)
-            stats_before_import = await governance_stats(store, ids_b)
-            t = time.monotonic()
-            adapters = adapters_for_directory(scenario / "audit", pattern="audit-*.db")
-            first = {a.path.name: await a.emit_to_store(store) for a in adapters}
-            import_s = time.monotonic() - t
-            second = {a.path.name: await a.emit_to_store(store) for a in adapters}
-            fresh_adapters = adapters_for_directory(scenario / "audit", pattern="audit-*.db")
-            fresh = {a.path.name: await a.emit_to_store(store) for a in fresh_adapters}
-            all_rollouts = list(await store.query_rollouts())
-            audit_spans: List[Dict[str, Any]] = []
-            placement: Counter = Counter()
-            for rollout in all_rollouts:
-                for span in await store.query_spans(rollout.rollout_id):
-                    if is_audit_span(span):
-                        row = span_row(span)
-                        audit_spans.append(row)
-                        in_audit_rollout = (rollout.metadata or {}).get("agentos.audit_rollout")
-                        placement["audit rollout" if in_audit_rollout else "batch B rollouts"] += 1
-            stats_after_import = await governance_stats(store, ids_b)
-            return {
-                "collected": collected,
-                "first": first,
-                "second": second,
-                "fresh": fresh,
-                "import_s": import_s,
-                "audit_spans": audit_spans,
-                "placement": dict(placement),
-                "stats_before": stats_before_import,
-                "stats_after": stats_after_import,
-                "rollouts_in_store": len(all_rollouts),
-            }
-        finally:
-            await store.close()
+    async def reimport(store: LightningStoreClient) -> Dict[str, Any]:
+        collected = await collect_rollouts(store, ids_b)
+        stats_before_import = await governance_stats(store, ids_b)
+        t = time.monotonic()
+        adapters = adapters_for_directory(scenario / "audit", pattern="audit-*.db")
+        first = {a.path.name: await a.emit_to_store(store) for a in adapters}
+        import_s = time.monotonic() - t
+        second = {a.path.name: await a.emit_to_store(store) for a in adapters}
+        fresh_adapters = adapters_for_directory(scenario / "audit", pattern="audit-*.db")
+        fresh = {a.path.name: await a.emit_to_store(store) for a in fresh_adapters}
+        all_rollouts = list(await store.query_rollouts())
+        audit_spans: List[Dict[str, Any]] = []
+        placement: Counter = Counter()
+        for rollout in all_rollouts:
+            for span in await store.query_spans(rollout.rollout_id):
+                if is_audit_span(span):
+                    row = span_row(span)
+                    audit_spans.append(row)
+                    in_audit_rollout = (rollout.metadata or {}).get("agentos.audit_rollout")
+                    placement["audit rollout" if in_audit_rollout else "batch B rollouts"] += 1
+        stats_after_import = await governance_stats(store, ids_b)
+        return {
+            "collected": collected,
+            "first": first,
+            "second": second,
+            "fresh": fresh,
+            "import_s": import_s,
+            "audit_spans": audit_spans,
+            "placement": dict(placement),
+            "stats_before": stats_before_import,
+            "stats_after": stats_after_import,
+            "rollouts_in_store": len(all_rollouts),
+        }
 
-    checked = asyncio.run(reimport())
+    checked = on_store(server.url, reimport)
     ids_a = before["ids"]
     verdict_b = verify_rollouts(dict(zip(ids_b, batch_b)), checked["collected"])
     audit = audit_summary(scenario / "audit")
@@ -662,7 +661,7 @@ def fault_store_restart(
         "batch_b_wall_s": round(after["wall_b"], 2),
         "batch_b_spans": verdict_b,
         "batch_b_rollouts_by_worker": verdict_b["rollouts_by_worker"],
-        "audit": {k: v for k, v in audit.items() if k not in ("blocked_by_rollout", "blocked_by_attempt")},
+        "audit": audit_totals(audit),
         "blocked_records_batch_a": sum(blocked_a.values()),
         "batch_a_violating_tasks": len(violating_a),
         "blocked_records_batch_a_only_violating_at_most_once": set(blocked_a) <= violating_a

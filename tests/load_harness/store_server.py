@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional
 
 # The recipes' agl store helpers (the tests run the recipes' own code).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "contrib" / "recipes" / "agentos"))
-from agl_store_server import agl_store_command, store_healthy  # noqa: E402
+from agl_store_server import agl_store_command, store_healthy, wait_until_healthy  # noqa: E402
 
 
 class StoreServer:
@@ -50,16 +50,14 @@ class StoreServer:
     def wait_healthy(self, timeout: float = 180.0) -> float:
         """Seconds from :meth:`launch` until ``/v1/agl/health`` answers."""
         assert self.process is not None and self._starting_since is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                log_tail = self.log_path.read_text()[-3000:]
-                raise RuntimeError(f"agl store exited with {self.process.returncode}: {log_tail}")
-            if self.healthy():
-                return time.monotonic() - self._starting_since
-            time.sleep(0.1)  # the server process is still importing agentlightning
-        self.close()
-        raise TimeoutError(f"agl store did not answer on {self.url} within {timeout}s")
+        try:
+            wait_until_healthy(
+                self.process, self.healthy, self.url, timeout, lambda: self.log_path.read_text()[-3000:], poll_s=0.1
+            )
+        except RuntimeError:
+            self.close()
+            raise
+        return time.monotonic() - self._starting_since
 
     def start(self, timeout: float = 180.0) -> float:
         self.launch()

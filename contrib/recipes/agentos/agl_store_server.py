@@ -8,7 +8,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import portpicker
 
@@ -31,6 +31,26 @@ def store_healthy(url: str) -> bool:
         return False
 
 
+def wait_until_healthy(
+    process: subprocess.Popen,
+    healthy: Callable[[], bool],
+    where: str,
+    timeout: float,
+    log: Callable[[], str],
+    poll_s: float = 0.2,
+) -> None:
+    """Return once ``healthy()``: the ``agl store`` that ``process`` runs answers at ``where``. A
+    ``RuntimeError`` ending with ``log()`` (where its output is, or the output's tail) if the process
+    exits first or ``timeout`` s pass."""
+    deadline = time.monotonic() + timeout
+    while not healthy():
+        if process.poll() is not None:
+            raise RuntimeError(f"agl store exited with code {process.returncode}; {log()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"agl store did not answer at {where} within {timeout} s; {log()}")
+        time.sleep(poll_s)  # the server is still importing agentlightning
+
+
 @contextlib.contextmanager
 def agl_store_server(log_path: Path, *, port: Optional[int] = None, timeout: float = 90.0) -> Iterator[str]:
     """Run ``agl store --host 127.0.0.1 --port <port>`` (a free port by default) for the ``with``
@@ -41,13 +61,7 @@ def agl_store_server(log_path: Path, *, port: Optional[int] = None, timeout: flo
     with open(log_path, "w") as log:
         process = subprocess.Popen(agl_store_command(port), stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + timeout
-        while not store_healthy(url):
-            if process.poll() is not None:
-                raise RuntimeError(f"agl store exited with code {process.returncode}; see {log_path}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"agl store did not answer {url}/v1/agl/health within {timeout} s; see {log_path}")
-            time.sleep(0.2)  # the server is still importing agentlightning
+        wait_until_healthy(process, lambda: store_healthy(url), url, timeout, lambda: f"see {log_path}")
         yield url
     finally:
         stop_process(process, timeout=15)

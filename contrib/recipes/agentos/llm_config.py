@@ -10,6 +10,7 @@ recipe (which runs in the 1.0 environment) do not wait for them.
 from __future__ import annotations
 
 import math
+import runpy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -22,20 +23,17 @@ DESCRIPTION = (
     "Governed RL of a real language model (SmolLM2-135M-Instruct) through Agent Lightning's LLM pipeline, on CPU."
 )
 
-#: The candidate statements every task carries (``sql_world.STRATEGIES``, spelt out here so that
-#: ``--help`` does not import Agent Lightning; ``warm_start`` checks they agree).
-SFT_STRATEGIES = ("precise", "sloppy", "destructive_shortcut")
-
-#: The world's task families (``sql_world.FAMILIES``, spelt out for the same reason).
-TASK_FAMILIES = (
-    "active_customers",
-    "shipped_revenue",
-    "customer_orders",
-    "remove_test_accounts",
-    "cancel_stale_orders",
-    "discontinue_unsold",
-    "raise_prices",
+#: The SQL world's names, read from their file (``sql_world_names.py``, which imports nothing) rather than
+#: imported from their package, so that ``--help`` does not import Agent Lightning.
+_WORLD_NAMES = runpy.run_path(
+    str(Path(__file__).resolve().parents[2] / "agentlightning" / "contrib" / "env" / "agentos" / "sql_world_names.py")
 )
+
+#: The candidate statements every task carries (``sql_world.STRATEGIES``).
+SFT_STRATEGIES: Tuple[str, ...] = _WORLD_NAMES["STRATEGIES"]
+
+#: The world's task families (``sql_world.FAMILIES``).
+TASK_FAMILIES: Tuple[str, ...] = _WORLD_NAMES["FAMILIES"]
 
 #: The recipe's arms (``train_sql_llm.REWARD_MODE`` gives each the reward it trains on).
 ARMS = ("governed-penalty", "governed-constrained", "ungoverned")

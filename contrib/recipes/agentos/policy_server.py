@@ -27,7 +27,7 @@ import queue
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional
 
@@ -58,6 +58,7 @@ class ServerStats:
         return self.generated_tokens / self.generation_seconds if self.generation_seconds > 0 else 0.0
 
 
+@dataclass(eq=False)
 class PolicyServer:
     """Serve a :class:`policy_model.PolicyModel` on ``http://host:port/v1``.
 
@@ -71,32 +72,25 @@ class PolicyServer:
         seed: base of the sampling seeds (batch ``i`` samples with ``seed + i``).
     """
 
-    def __init__(
-        self,
-        policy: Any,
-        model_name: str,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        max_batch: int = 16,
-        batch_window_s: float = 0.25,
-        max_new_tokens: int = 128,
-        seed: int = 0,
-    ) -> None:
-        if max_batch < 1 or max_new_tokens < 1:
+    policy: Any = field(repr=False)
+    model_name: str
+    _: KW_ONLY
+    host: str = "127.0.0.1"
+    port: int = 0
+    max_batch: int = 16
+    batch_window_s: float = 0.25
+    max_new_tokens: int = 128
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_batch < 1 or self.max_new_tokens < 1:
             raise ValueError("max_batch and max_new_tokens must be >= 1")
-        self.policy = policy
-        self.model_name = model_name
-        self.max_batch = max_batch
-        self.batch_window_s = batch_window_s
-        self.max_new_tokens = max_new_tokens
-        self.seed = seed
         self.lock = threading.Lock()
         self.stats = ServerStats()
         self._jobs: "queue.Queue[_Job]" = queue.Queue()
         self._stop = threading.Event()
         self._batch_index = 0
-        server = ThreadingHTTPServer((host, port), self._handler_class())
+        server = ThreadingHTTPServer((self.host, self.port), self._handler_class())
         server.daemon_threads = True
         self._http = server
         self._threads: List[threading.Thread] = []

@@ -56,7 +56,7 @@ from ..actions import NO_COST, Action, ActionContext, Decision
 from ..violations import GovernanceConfigError
 from .effects import SQLStatement
 from .policy import SQLPolicy
-from .schema import _autocommit, _database_of
+from .schema import _autocommit, _database_of, _rows_of
 
 __all__ = ["SQLEnvelope", "SQLRefused", "SQLEnvelopeResult", "ENVELOPE_NAME", "READ_KINDS", "TRANSACTION_KINDS"]
 
@@ -404,12 +404,7 @@ class SQLEnvelope:
 
     # ------------------------------------------------------------------ PostgreSQL
     def _rows(self, query: str) -> List[Tuple[Any, ...]]:
-        cursor = self.connection.cursor()
-        try:
-            cursor.execute(query)
-            return [tuple(r) for r in cursor.fetchall()]
-        finally:
-            cursor.close()
+        return _rows_of(self.connection, query)
 
     @contextlib.contextmanager
     def _transaction(self, begin: str) -> Iterator[None]:

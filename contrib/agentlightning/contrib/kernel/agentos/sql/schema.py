@@ -208,12 +208,7 @@ class Catalog:
 
     # ------------------------------------------------------------------ reading
     def _rows(self, query: str) -> List[Tuple[Any, ...]]:
-        cursor = self._conn.cursor()
-        try:
-            cursor.execute(query)
-            return [tuple(row) for row in cursor.fetchall()]
-        finally:
-            cursor.close()
+        return _rows_of(self._conn, query)
 
     def _add(self, table: str, event: str, consequence: Consequence) -> None:
         self._on_write.setdefault((table.lower(), event), []).append(consequence)
@@ -391,6 +386,16 @@ def _database_of(connection: Any) -> Optional[str]:
     if isinstance(connection, sqlite3.Connection):
         return "sqlite"
     return _DRIVER_DATABASES.get(type(connection).__module__.split(".", 1)[0])
+
+
+def _rows_of(connection: Any, query: str) -> List[Tuple[Any, ...]]:
+    """Every row ``query`` returns on a DB-API ``connection``, each a tuple (its cursor closed)."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute(query)
+        return [tuple(row) for row in cursor.fetchall()]
+    finally:
+        cursor.close()
 
 
 def _autocommit(connection: Any) -> Optional[bool]:
