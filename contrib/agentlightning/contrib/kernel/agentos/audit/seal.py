@@ -278,7 +278,7 @@ def _seal_of(row: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
 
 
 def _head_message(records: int, last_id: int, last_entry_hash: str, sealed_from: int) -> bytes:
-    return json.dumps(["head", SEAL_VERSION, records, last_id, last_entry_hash, sealed_from]).encode()
+    return _encode(["head", SEAL_VERSION, records, last_id, last_entry_hash, sealed_from]).encode()
 
 
 def sign_head(key: AuditKey, *, records: int, last_id: int, last_entry_hash: str, sealed_from: int) -> Dict[str, Any]:
