@@ -284,6 +284,13 @@ class AuditTrail:
     a lock for at most ``lock_timeout_s``, a disk for as long as its fsync takes (no thread can
     interrupt a system call); its action is not run before the fsync returns either way.
 
+    **Or by a writer thread** (``committer="thread"``): a check queues its record for the trail's
+    writer thread, which commits everything queued in one transaction and answers it; the check
+    waits for that commit just the same (durable before it runs). It costs a hand-off, two or more
+    context switches and more CPU per decision on a quiet disk; with other processes' fsyncs on
+    the same disk one writer's decisions were several times faster this way (measured in
+    ``docs/performance.md``; the mechanism is not established), hence the choice.
+
     **Fail closed, then recover.** A failed commit (disk full, read-only file system, I/O error,
     a lock held past ``lock_timeout_s``) raises :class:`AuditWriteError` for exactly the decisions
     in it, and the kernel blocks those actions. The trail is then in an *outage*: checks are
