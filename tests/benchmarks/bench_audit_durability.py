@@ -4,6 +4,7 @@ Run it on demand (pytest does not collect ``tests/benchmarks``)::
 
     python tests/benchmarks/bench_audit_durability.py                    # 1 and 8 threads
     python tests/benchmarks/bench_audit_durability.py --n 3000 --threads 1 8 --rounds 3 --base <commit>
+    python tests/benchmarks/bench_audit_durability.py --n 500 --rounds 3 --disk quiet contended
     python tests/benchmarks/bench_audit_durability.py --callgrind --n 200   # instructions per decision
 
 Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them alike:
@@ -15,7 +16,12 @@ Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them 
   record in the store of record's format.
 * ``before (<base>)`` -- ``AuditTrail`` of the audit at ``--base`` (its files loaded from git: ``audit/``
   or, before that room, ``audit*.py``), durable.
-* ``durable (default)`` / ``durable, sealed (key)`` -- this tree's ``AuditTrail``, ``synchronous=FULL``.
+* ``durable (default)`` / ``durable, writer thread`` / ``durable, sealed (key)`` -- this tree's
+  ``AuditTrail``, ``synchronous=FULL``: committing on the checking threads (the default), by its
+  writer thread (``committer="thread"``), and sealed with a key.
+
+``--disk quiet contended`` runs every row twice: as is, then while another process writes 4 KB
+and fsyncs it in a loop on the same file system (the disk shared with other jobs' fsyncs).
 
 Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
 blocked) whose ``T`` threads make ``--n`` checks in all, each recorded and committed before it
@@ -62,7 +68,7 @@ from callgrind_regions import instrument, region, run_counted  # noqa: E402
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder  # noqa: E402
 
-BASE = "1e76641"
+BASE = "ee006cb"
 KERNEL_PACKAGE = "agentlightning.contrib.kernel.agentos"
 KERNEL_DIR = "contrib/agentlightning/contrib/kernel/agentos"
 ROW_CHARS = 400  # about a record's tool_args here (the query, the envelope)
