@@ -36,8 +36,10 @@ _CHILD = textwrap.dedent(
     """
     import sys, threading
     from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy
-    path, threads = sys.argv[1], int(sys.argv[2])
-    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
+    from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder
+    path, threads, committer = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    trail = AuditTrail(open_flight_recorder(path), committer=committer)
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=trail)
     out = sys.stdout
     lock = threading.Lock()
 
@@ -70,12 +72,19 @@ def _decision_ids_in(path: Path) -> List[str]:
     return [json.loads(text)["agentos"]["decision_id"] for (text,) in rows]
 
 
+#: Where commits are made: on the checking threads (the default) or by the trail's writer thread.
+COMMITTERS = ["checks", "thread"]
+
+
+@pytest.mark.parametrize("committer", COMMITTERS)
 @pytest.mark.parametrize("threads", [1, 8])
-def test_every_answered_decision_survives_a_kill_9_right_after_its_check(tmp_path: Path, threads: int) -> None:
+def test_every_answered_decision_survives_a_kill_9_right_after_its_check(
+    tmp_path: Path, threads: int, committer: str
+) -> None:
     for attempt, answers_before_kill in enumerate((3, 60)):
         path = tmp_path / f"audit-{attempt}.db"
         child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(path), str(threads)],
+            [sys.executable, "-c", _CHILD, str(path), str(threads), committer],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -123,9 +132,10 @@ class _CountingTrail(AuditTrail):
             self.committed_in[decision_id] = self.groups
 
 
-def test_eight_threads_share_commits_and_wait_for_one_commit_at_most(tmp_path: Path) -> None:
+@pytest.mark.parametrize("committer", COMMITTERS)
+def test_eight_threads_share_commits_and_wait_for_one_commit_at_most(tmp_path: Path, committer: str) -> None:
     path = tmp_path / "audit.db"
-    trail = _CountingTrail(open_flight_recorder(path))
+    trail = _CountingTrail(open_flight_recorder(path), committer=committer)
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=trail)
     returned: Dict[str, List[str]] = {}
     unanswered: List[str] = []
@@ -161,6 +171,33 @@ def test_eight_threads_share_commits_and_wait_for_one_commit_at_most(tmp_path: P
         if group > trail.arrived_after[decision_id] + 2
     }
     assert not late, f"records committed later than the commit under way plus one: {late}"
+
+
+def test_the_writer_thread_commits_every_record_of_one_checking_thread(tmp_path: Path) -> None:
+    """``committer="thread"``: the check hands its record to the trail's writer thread and waits
+    for that commit; the checking thread itself commits nothing."""
+    path = tmp_path / "audit.db"
+    trail = _CountingTrail(open_flight_recorder(path), committer="thread")
+    committing: List[str] = []
+    commit = trail._commit
+
+    def noting_commit(work, outage_facts) -> None:
+        committing.append(threading.current_thread().name)
+        commit(work, outage_facts)
+
+    trail._commit = noting_commit  # type: ignore[method-assign]
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=trail)
+    for i in range(20):
+        decision = kernel.check(Action.sql("DROP TABLE t" if i % 5 == 4 else f"SELECT {i}"))
+        assert decision.decision_id in trail.committed_in  # committed before the check returned
+    assert set(committing) == {"agentos-audit-committer"} and len(committing) == 20
+    kernel.close()
+    assert verify_file(path)["valid"] and len(_decision_ids_in(path)) == 20
+
+
+def test_a_committer_that_is_neither_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="committer must be 'checks' or 'thread', got 'disk'"):
+        AuditTrail(open_flight_recorder(tmp_path / "audit.db"), committer="disk")
 
 
 def test_one_thread_commits_on_its_own_thread(tmp_path: Path) -> None:

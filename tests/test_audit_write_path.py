@@ -13,6 +13,8 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+import threading
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,7 +49,10 @@ def same_ids_and_clock(monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(uuid, "uuid4", next_id)
     monkeypatch.setattr(agent_os_recorder, "datetime", _Clock)
-    monkeypatch.setattr(audit_module, "datetime", _Clock)
+    # The trail draws its ids and times through its own functions (the same texts as uuid4 and
+    # datetime.now, tested below), so those are what it reads here.
+    monkeypatch.setattr(audit_module, "_uuid4_text", lambda: str(next_id()))
+    monkeypatch.setattr(audit_module, "_utc_now_iso", lambda: FIXED_TIME.isoformat())
 
     def restart() -> None:
         state["ids"] = itertools.count()
@@ -209,3 +214,68 @@ def test_a_blocked_row_has_its_reason_and_a_warned_one_its_violation(tmp_path: P
     assert [row["policy_verdict"] for row in rows] == ["allowed", "blocked"]
     assert rows[1]["violation_reason"] and "DROP" in rows[1]["violation_reason"]
     assert json.loads(rows[0]["tool_args"])["agentos"]["violations"][0]["policy_name"] == "Warn"
+
+
+def test_the_trails_ids_and_times_are_uuid4_and_datetime_now_texts() -> None:
+    for _ in range(2000):
+        text = audit_module._uuid4_text()
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    for _ in range(2000):
+        before = datetime.now(timezone.utc)
+        text = audit_module._utc_now_iso()
+        after = datetime.now(timezone.utc)
+        assert before <= datetime.fromisoformat(text) <= after
+        assert text == datetime.fromisoformat(text).isoformat()  # the same text isoformat gives that time
+
+
+def test_the_trails_time_of_a_whole_second_has_no_fraction(monkeypatch: pytest.MonkeyPatch) -> None:
+    for nanoseconds in (1_790_000_000_000_000_000, 1_790_000_000_000_001_000, 1_790_000_000_999_999_999):
+        monkeypatch.setattr(audit_module.time, "time_ns", lambda: nanoseconds)
+        expected = datetime.fromtimestamp(nanoseconds // 1000 / 1e6, timezone.utc)
+        expected = expected.replace(microsecond=nanoseconds // 1000 % 1_000_000)  # rounded down, as datetime.now
+        assert audit_module._utc_now_iso() == expected.isoformat()
+
+
+@pytest.mark.parametrize("args", [*ARGS, {"b": 1, "a": {"d": [1, {"c": None}]}}, {"x": object()}, {1: "a", "b": 2}])
+def test_the_prebuilt_encoder_writes_what_json_dumps_writes(args: Dict[str, Any]) -> None:
+    try:
+        expected = json.dumps(args, default=repr, sort_keys=True)
+    except TypeError:
+        expected = None
+    text = serialize_args(args)
+    if expected is None:
+        assert json.loads(text)["__unserializable__"] == "TypeError"
+    else:
+        assert text == expected
+
+
+class _Yielding:
+    """An argument JSON cannot encode whose ``repr`` lets other threads run (mid-encoding)."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def __repr__(self) -> str:
+        time.sleep(0)
+        return f"<yielding {self.number}>"
+
+
+def test_the_prebuilt_encoder_recovers_after_a_circular_argument_and_serves_threads_at_once() -> None:
+    circular: Dict[str, Any] = {}
+    circular["self"] = circular
+    assert json.loads(serialize_args(circular))["__unserializable__"] == "ValueError"
+    shared = {"query": "SELECT 1", "params": [[i, {"k": _Yielding(i)}] for i in range(50)]}
+    expected = json.dumps(shared, sort_keys=True, default=repr)
+    assert serialize_args({"a": 1}) == '{"a": 1}'  # the encoder that saw the circular reference was dropped
+    outputs: List[str] = []
+
+    def encode() -> None:
+        outputs.extend(serialize_args(shared) for _ in range(30))
+
+    threads = [threading.Thread(target=encode) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outputs == [expected] * 120  # one action's arguments encoded on several threads at once

@@ -4,6 +4,7 @@ Run it on demand (pytest does not collect ``tests/benchmarks``)::
 
     python tests/benchmarks/bench_audit_durability.py                    # 1 and 8 threads
     python tests/benchmarks/bench_audit_durability.py --n 3000 --threads 1 8 --rounds 3 --base <commit>
+    python tests/benchmarks/bench_audit_durability.py --n 500 --rounds 3 --disk quiet contended
     python tests/benchmarks/bench_audit_durability.py --callgrind --n 200   # instructions per decision
 
 Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them alike:
@@ -15,7 +16,12 @@ Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them 
   record in the store of record's format.
 * ``before (<base>)`` -- ``AuditTrail`` of the audit at ``--base`` (its files loaded from git: ``audit/``
   or, before that room, ``audit*.py``), durable.
-* ``durable (default)`` / ``durable, sealed (key)`` -- this tree's ``AuditTrail``, ``synchronous=FULL``.
+* ``durable (default)`` / ``durable, writer thread`` / ``durable, sealed (key)`` -- this tree's
+  ``AuditTrail``, ``synchronous=FULL``: committing on the checking threads (the default), by its
+  writer thread (``committer="thread"``), and sealed with a key.
+
+``--disk quiet contended`` runs every row twice: as is, then while another process writes 4 KB
+and fsyncs it in a loop on the same file system (the disk shared with other jobs' fsyncs).
 
 Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
 blocked) whose ``T`` threads make ``--n`` checks in all, each recorded and committed before it
@@ -62,7 +68,7 @@ from callgrind_regions import instrument, region, run_counted  # noqa: E402
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy  # noqa: E402
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder  # noqa: E402
 
-BASE = "1e76641"
+BASE = "ee006cb"
 KERNEL_PACKAGE = "agentlightning.contrib.kernel.agentos"
 KERNEL_DIR = "contrib/agentlightning/contrib/kernel/agentos"
 ROW_CHARS = 400  # about a record's tool_args here (the query, the envelope)
@@ -223,6 +229,7 @@ def counted(base: str, n: int) -> None:
     for name, make in (
         (f"before ({base}), durable", lambda p: before(open_flight_recorder(p))),
         ("durable (default)", lambda p: AuditTrail(open_flight_recorder(p))),
+        ("durable, writer thread", lambda p: AuditTrail(open_flight_recorder(p), committer="thread")),
         ("durable, sealed (key)", lambda p: AuditTrail(open_flight_recorder(p), key="k" * 64)),
     ):
         kernels[name] = GovernanceKernel([SQLPolicy(deny=["DROP"])])
@@ -273,6 +280,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2000, help="decisions per row and round")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--disk",
+        nargs="+",
+        choices=["quiet", "contended"],
+        default=["quiet"],
+        help="contended: another process writes and fsyncs a file in a loop on the same file system meanwhile",
+    )
     parser.add_argument("--dir", default=None, help="where the files go (default: a temp dir under the cwd)")
     parser.add_argument("--base", default=BASE, help="the commit whose AuditTrail is 'before'")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
@@ -291,67 +305,112 @@ def main() -> None:
     audits = {
         f"before ({args.base}), durable": lambda p: before(open_flight_recorder(p)),
         "durable (default)": lambda p: AuditTrail(open_flight_recorder(p)),
+        "durable, writer thread": lambda p: AuditTrail(open_flight_recorder(p), committer="thread"),
         "durable, sealed (key)": lambda p: AuditTrail(open_flight_recorder(p), key="k" * 64),
     }
     floors = {"SQLite floor, plain table": False, "SQLite floor, audit_log table": True}
     df = subprocess.run(["df", "-T", str(directory)], capture_output=True, text=True).stdout.splitlines()
     print(f"files in {directory} ({df[-1].split()[1] if df else 'file system unknown'}); load {os.getloadavg()}")
     figures: Dict[str, Dict[str, float]] = {}
-    for threads in args.threads:
-        names = ([*floors] if threads == 1 else []) + [*audits]
-        results: Dict[str, List[Dict[str, Any]]] = {name: [] for name in names}
-        for _ in range(args.rounds):
-            for name in names:
-                if name in floors:
-                    results[name].append(floor_row(directory, args.n, floors[name]))
-                else:
-                    results[name].append(audit_row(audits[name], directory, args.n, threads))
-        rows = []
-        for name, runs in results.items():
-            assert all(r["records"] == r["decisions"] for r in runs), f"{name}: records missing"
-            timed = sum(r.get("timed", r["decisions"]) for r in runs)
-            wall, cpu = sum(r["wall"] for r in runs), sum(r["cpu"] for r in runs)
-            allowed = sorted(x for r in runs for x in r["allowed"])
-            figure = {
-                "per_s": timed / wall,
-                "cpu_us": 1e6 * cpu / timed,
-                "median_us": statistics.median(allowed) / 1000 if allowed else float("nan"),
-                "p99_us": allowed[int(len(allowed) * 0.99)] / 1000 if allowed else float("nan"),
-                "switches": sum(r["switches"] for r in runs) / timed,
-            }
-            figures[f"{name} @{threads}"] = figure
-            rows.append(
-                [name, figure["per_s"], figure["cpu_us"], figure["switches"], figure["median_us"], figure["p99_us"]]
-            )
-        print(f"\n{threads} thread(s), {args.n} decisions x {args.rounds} rounds per row (1 in 10 blocked)")
-        print_table(
-            ["", "decisions/s", "CPU us/decision", "switches/decision", "median latency us", "p99 latency us"], rows
-        )
-    one = figures.get("durable (default) @1")
-    if one is not None:
-        print("\ntargets:")
-        for floor in floors:
-            base = figures[f"{floor} @1"]
-            print(
-                f"  one writer / {floor}: {one['per_s'] / base['per_s']:.2f}x; by median latency (a commit's, an "
-                f"allowed check's) {base['median_us'] / one['median_us']:.2f}x; CPU beyond its CPU per commit: "
-                f"{one['cpu_us'] - base['cpu_us']:+.0f} us per decision"
-            )
-        before_one = figures[f"before ({args.base}), durable @1"]
-        print(
-            f"  before / {floor}: {before_one['per_s'] / base['per_s']:.2f}x; by median latency "
-            f"{base['median_us'] / before_one['median_us']:.2f}x; CPU beyond: "
-            f"{before_one['cpu_us'] - base['cpu_us']:+.0f} us"
-        )
-        for threads in args.threads:
-            if threads != 1:
-                many = figures[f"durable (default) @{threads}"]
-                print(
-                    f"  {threads} threads / one writer: {many['per_s'] / one['per_s']:.2f}x; "
-                    f"CPU {many['cpu_us']:.0f} us per decision"
-                )
+    for disk in args.disk:
+        contender = start_contender(directory) if disk == "contended" else None
+        try:
+            for threads in args.threads:
+                measure(disk, threads, args, directory, floors, audits, figures)
+        finally:
+            if contender is not None:
+                contender.kill()
+                contender.wait()
+        summarize(disk, args, floors, figures)
+    print(f"\nload at the end {os.getloadavg()}")
     if args.json:
         Path(args.json).write_text(json.dumps({"load": os.getloadavg(), "figures": figures}, indent=1))
+
+
+#: Another process's durable writes: a 4 KB write and an fsync in a loop, on the same file system.
+CONTENDER = """
+import os, sys
+fd = os.open(os.path.join(sys.argv[1], "contender.bin"), os.O_WRONLY | os.O_CREAT, 0o644)
+block = os.urandom(4096)
+while True:
+    os.pwrite(fd, block, 0)
+    os.fsync(fd)
+"""
+
+
+def start_contender(directory: Path) -> subprocess.Popen:
+    contender = subprocess.Popen([sys.executable, "-c", CONTENDER, str(directory)])
+    time.sleep(0.5)  # its fsyncs under way before the first row
+    return contender
+
+
+def measure(
+    disk: str,
+    threads: int,
+    args: argparse.Namespace,
+    directory: Path,
+    floors: Dict[str, bool],
+    audits: Dict[str, Callable[[Path], Any]],
+    figures: Dict[str, Dict[str, float]],
+) -> None:
+    names = ([*floors] if threads == 1 else []) + [*audits]
+    results: Dict[str, List[Dict[str, Any]]] = {name: [] for name in names}
+    for _ in range(args.rounds):
+        for name in names:
+            if name in floors:
+                results[name].append(floor_row(directory, args.n, floors[name]))
+            else:
+                results[name].append(audit_row(audits[name], directory, args.n, threads))
+    rows = []
+    for name, runs in results.items():
+        assert all(r["records"] == r["decisions"] for r in runs), f"{name}: records missing"
+        timed = sum(r.get("timed", r["decisions"]) for r in runs)
+        wall, cpu = sum(r["wall"] for r in runs), sum(r["cpu"] for r in runs)
+        allowed = sorted(x for r in runs for x in r["allowed"])
+        figure = {
+            "per_s": timed / wall,
+            "cpu_us": 1e6 * cpu / timed,
+            "median_us": statistics.median(allowed) / 1000 if allowed else float("nan"),
+            "p99_us": allowed[int(len(allowed) * 0.99)] / 1000 if allowed else float("nan"),
+            "switches": sum(r["switches"] for r in runs) / timed,
+        }
+        figures[f"{name} @{threads} {disk}"] = figure
+        rows.append(
+            [name, figure["per_s"], figure["cpu_us"], figure["switches"], figure["median_us"], figure["p99_us"]]
+        )
+    print(
+        f"\n{disk} disk, {threads} thread(s), {args.n} decisions x {args.rounds} rounds per row (1 in 10 blocked); "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+    print_table(
+        ["", "decisions/s", "CPU us/decision", "switches/decision", "median latency us", "p99 latency us"], rows
+    )
+
+
+def summarize(
+    disk: str, args: argparse.Namespace, floors: Dict[str, bool], figures: Dict[str, Dict[str, float]]
+) -> None:
+    """The targets' ratios on ``disk``, for each trail that ran on it."""
+    floor = figures.get(f"SQLite floor, audit_log table @1 {disk}")
+    if floor is None:
+        return
+    print(f"\ntargets, {disk} disk (against the audit_log floor, {floor['per_s']:,.0f} commits/s):")
+    for name in ("durable (default)", "durable, writer thread", f"before ({args.base}), durable"):
+        one = figures.get(f"{name} @1 {disk}")
+        if one is None:
+            continue
+        line = (
+            f"  {name}: one writer {one['per_s'] / floor['per_s']:.2f}x the floor (by median latency "
+            f"{floor['median_us'] / one['median_us']:.2f}x), CPU {one['cpu_us']:.0f} us per decision"
+        )
+        for threads in args.threads:
+            many = figures.get(f"{name} @{threads} {disk}")
+            if threads != 1 and many is not None:
+                line += (
+                    f"; {threads} threads {many['per_s'] / one['per_s']:.2f}x one writer, "
+                    f"CPU {many['cpu_us']:.0f} us per decision"
+                )
+        print(line)
 
 
 if __name__ == "__main__":

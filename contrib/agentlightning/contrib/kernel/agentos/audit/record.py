@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from json import encoder as json_encoder
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..actions import Decision, Verdict
@@ -76,7 +78,7 @@ def serialize_args(args: Mapping[str, Any], max_chars: int = DEFAULT_MAX_ARGS_CH
     113
     """
     try:
-        text = _ARGS_ENCODER.encode(args)
+        text = _encode_args(args)
     except Exception as err:  # noqa: BLE001 - whatever the agent passed, the decision is recorded
         return json.dumps({"__unserializable__": type(err).__name__, "repr": _safe_repr(args)[:max_chars]})
     if len(text) <= max_chars:
@@ -98,8 +100,52 @@ def _safe_repr(value: Any) -> str:
         return f"<unrepresentable {type(value).__name__}: {type(err).__name__}>"
 
 
-#: ``json.dumps(args, default=_safe_repr, sort_keys=True)``, built once instead of per record.
-_ARGS_ENCODER = json.JSONEncoder(default=_safe_repr, sort_keys=True)
+def prebuilt_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode``, with the C encoder it builds on every call built once per thread.
+
+    ``JSONEncoder.encode`` makes a new C encoder object (and its dict of containers being encoded,
+    which finds circular references) for every text; for a record's few short texts that is most
+    of the encoding. The C encoder here is the one ``encode`` would build, with the same settings,
+    so the text and every error are the same. One per thread: the dict of containers being encoded
+    must not be shared by two threads encoding the same object (an action checked on two threads).
+    An encoder whose encoding raised is dropped, as ``encode`` drops its own.
+    """
+    make = json_encoder.c_make_encoder
+    if make is None or encoder.indent is not None or not encoder.ensure_ascii:
+        return encoder.encode  # no C encoder (or settings it does not take): the general path
+    local = threading.local()
+
+    def build() -> Callable[[Any, int], Any]:
+        markers: Optional[Dict[int, Any]] = {} if encoder.check_circular else None
+        return make(
+            markers,
+            encoder.default,
+            json_encoder.encode_basestring_ascii,
+            None,
+            encoder.key_separator,
+            encoder.item_separator,
+            encoder.sort_keys,
+            encoder.skipkeys,
+            encoder.allow_nan,
+        )
+
+    def encode(value: Any) -> str:
+        built = getattr(local, "encoder", None)
+        if built is None:
+            built = local.encoder = build()
+        try:
+            return "".join(built(value, 0))
+        except BaseException:
+            local.encoder = None
+            raise
+
+    return encode
+
+
+#: ``json.dumps(args, default=_safe_repr, sort_keys=True)``, its encoder built once.
+_encode_args = prebuilt_encoder(json.JSONEncoder(default=_safe_repr, sort_keys=True))
+#: ``json.dumps(value)``, its encoder built once.
+_encode = prebuilt_encoder(json.JSONEncoder())
 
 
 def governance_envelope(decision: Decision) -> Dict[str, Any]:
@@ -140,7 +186,7 @@ def tool_args_text(args_text: str, envelope: Dict[str, Any], original_args_text:
     >>> text == json.dumps(build_tool_args('{"q": 1}', dict(envelope), '{"q": 2}'))
     True
     """
-    envelope_text = json.dumps(envelope)
+    envelope_text = _encode(envelope)
     if original_args_text is not None:
         envelope_text = f'{envelope_text[:-1]}, "original_args": {original_args_text}}}'
     return f'{{"{ARGS_KEY}": {args_text}, "{ENVELOPE_KEY}": {envelope_text}}}'

@@ -50,6 +50,7 @@ from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Union
 
 from agent_os import FlightRecorder
 
+from .record import prebuilt_encoder
 from .signing import (
     HOST_HEAD_TABLE,
     KeyHistory,
@@ -121,6 +122,9 @@ UNKEYED_WARNING = (
     f"record and recompute every hash. Set {KEY_ENV} or {KEY_FILE_ENV} to seal records with a key kept "
     "outside the file"
 )
+#: ``json.dumps(value, separators=(",", ":"))`` and ``json.dumps(value)``, their encoders built once.
+_encode_compact = prebuilt_encoder(json.JSONEncoder(separators=(",", ":")))
+_encode = prebuilt_encoder(json.JSONEncoder())
 # An uninitialised FlightRecorder: only its pure hash functions are used, so verification follows
 # the formula the installed Agent OS writes with.
 _HASHER = FlightRecorder.__new__(FlightRecorder)
@@ -156,7 +160,7 @@ class AuditKey:
         self.source = source
 
     def mac(self, message: bytes) -> str:
-        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+        return hmac.digest(self._secret, message, "sha256").hex()  # hmac.new(...).hexdigest(), in one C call
 
     def __repr__(self) -> str:
         return f"AuditKey(key_id={self.key_id!r}, source={self.source!r})"
@@ -224,15 +228,42 @@ def entry_hash(row: Mapping[str, Any]) -> str:
     return _HASHER._compute_hash(data, row["previous_hash"])
 
 
+def hashed_part(row: Mapping[str, Any]) -> bytes:
+    """What both of Agent OS's hashes of ``row`` begin with (after the previous hash, in the chain
+    hash): the writer encodes it once for both. :func:`entry_hash_of` and :func:`content_hash_of`
+    are :func:`entry_hash` and :func:`content_hash` from it (the verifier uses Agent OS's own
+    functions, so a writer that drifted from them writes records that fail verification).
+
+    >>> row = {"trace_id": "t", "timestamp": "s", "agent_id": "a", "tool_name": "x", "tool_args": "{}",
+    ...        "policy_verdict": "allowed", "violation_reason": None, "result": None, "execution_time_ms": None,
+    ...        "previous_hash": None}
+    >>> part = hashed_part(row)
+    >>> entry_hash_of(None, part) == entry_hash(row), content_hash_of(part, row) == content_hash(row)
+    (True, True)
+    """
+    return f"{row['trace_id']}:{row['timestamp']}:{row['agent_id']}:{row['tool_name']}:{row['tool_args']}".encode()
+
+
+def entry_hash_of(previous_hash: Optional[str], part: bytes) -> str:
+    """:func:`entry_hash` of the row whose :func:`hashed_part` is ``part``, chained to ``previous_hash``."""
+    return hashlib.sha256(b"%s:%s:pending" % ((previous_hash or "genesis").encode(), part)).hexdigest()
+
+
+def content_hash_of(part: bytes, row: Mapping[str, Any]) -> str:
+    """:func:`content_hash` of ``row``, whose :func:`hashed_part` is ``part``."""
+    tail = f":{row['policy_verdict']}:{row['violation_reason']}:{row['result']}:{row['execution_time_ms']}"
+    return hashlib.sha256(part + tail.encode()).hexdigest()
+
+
 def record_seal(row: Mapping[str, Any], key: AuditKey) -> str:
     """The HMAC of every sealed column of ``row``, as stored."""
-    message = json.dumps([SEAL_VERSION] + [row.get(name) for name in SEALED_COLUMNS], separators=(",", ":"))
+    message = _encode_compact([SEAL_VERSION] + [row.get(name) for name in SEALED_COLUMNS])
     return key.mac(message.encode("utf-8", "surrogatepass"))
 
 
 def seal_metadata(row: Mapping[str, Any], key: AuditKey) -> str:
     """The ``metadata`` column of a sealed row."""
-    return json.dumps({SEAL_KEY: {"v": SEAL_VERSION, "key_id": key.key_id, "mac": record_seal(row, key)}})
+    return _encode({SEAL_KEY: {"v": SEAL_VERSION, "key_id": key.key_id, "mac": record_seal(row, key)}})
 
 
 def _seal_of(row: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
@@ -247,7 +278,7 @@ def _seal_of(row: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
 
 
 def _head_message(records: int, last_id: int, last_entry_hash: str, sealed_from: int) -> bytes:
-    return json.dumps(["head", SEAL_VERSION, records, last_id, last_entry_hash, sealed_from]).encode()
+    return _encode(["head", SEAL_VERSION, records, last_id, last_entry_hash, sealed_from]).encode()
 
 
 def sign_head(key: AuditKey, *, records: int, last_id: int, last_entry_hash: str, sealed_from: int) -> Dict[str, Any]:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import itertools
 import json
 import logging
+import operator
 import os
 import sqlite3
 import sys
 import threading
 import time
-import uuid
 import weakref
 from collections import OrderedDict
 from datetime import datetime, timezone
@@ -37,8 +38,9 @@ from .seal import (
     RECORD_COLUMNS,
     AuditKey,
     AuditKeyError,
-    content_hash,
-    entry_hash,
+    content_hash_of,
+    entry_hash_of,
+    hashed_part,
     head_problem,
     load_audit_key,
     read_head,
@@ -282,6 +284,13 @@ class AuditTrail:
     a lock for at most ``lock_timeout_s``, a disk for as long as its fsync takes (no thread can
     interrupt a system call); its action is not run before the fsync returns either way.
 
+    **Or by a writer thread** (``committer="thread"``): a check queues its record for the trail's
+    writer thread, which commits everything queued in one transaction and answers it; the check
+    waits for that commit just the same (durable before it runs). It costs a hand-off, two or more
+    context switches and more CPU per decision on a quiet disk; with other processes' fsyncs on
+    the same disk one writer's decisions were several times faster this way (measured in
+    ``docs/performance.md``; the mechanism is not established), hence the choice.
+
     **Fail closed, then recover.** A failed commit (disk full, read-only file system, I/O error,
     a lock held past ``lock_timeout_s``) raises :class:`AuditWriteError` for exactly the decisions
     in it, and the kernel blocks those actions. The trail is then in an *outage*: checks are
@@ -336,6 +345,7 @@ class AuditTrail:
         commit_timeout_s: float = 10.0,
         retry_backoff_s: Tuple[float, float] = (0.05, 2.0),
         synchronous: Optional[str] = None,
+        committer: str = "checks",
     ) -> None:
         if not isinstance(recorder, FlightRecorder):
             raise TypeError(
@@ -344,6 +354,9 @@ class AuditTrail:
             )
         if durability not in (DURABLE, QUEUED):
             raise ValueError(f"durability must be {DURABLE!r} or {QUEUED!r}, got {durability!r}")
+        if committer not in ("checks", "thread"):
+            raise ValueError(f"committer must be 'checks' or 'thread', got {committer!r}")
+        self._thread_commits = committer == "thread"
         for name, value in (
             ("max_args_chars", max_args_chars),
             ("max_queued", max_queued),
@@ -497,19 +510,21 @@ class AuditTrail:
         tool_args = tool_args_text(
             serialize_args(decision.action.args, self.max_args_chars), governance_envelope(decision), original
         )
-        payload = (
-            decision.decision_id,
-            decision.context.agent_id,
-            decision.action.tool_name,
+        blocked = decision.blocked
+        row = _draft_row(
+            _encodable(decision.context.agent_id),
+            _encodable(decision.action.tool_name),
             tool_args,
-            decision.reason if decision.blocked else None,
+            "blocked" if blocked else "allowed",
+            _encodable(decision.reason) if blocked else None,
         )
-        item = _Item("decision", payload, blocked=decision.blocked, waitable=True)
+        payload = (decision.decision_id, row)
+        item = _Item("decision", payload, blocked=blocked, waitable=True)
         with self._mutex:
             self._raise_if_unusable(item)
             item.waited = (
                 self.durability == DURABLE
-                or decision.blocked
+                or blocked
                 or self._outage is not None
                 or len(self._pending) >= self._max_queued
             )
@@ -524,7 +539,7 @@ class AuditTrail:
         if not self._pending:
             self._pending_since = time.monotonic()
         self._pending.append(item)
-        if item.waited:
+        if item.waited and not self._thread_commits:
             lead = not self._leading
             self._leading = True
             return lead  # else the leader answers it, or hands it the lead
@@ -723,7 +738,9 @@ class AuditTrail:
                 self._process(group, recovering)
         finally:
             with self._mutex:
-                successor = next((item for item in self._pending if item.waited and not item.abandoned), None)
+                successor = None
+                if not self._thread_commits:
+                    successor = next((item for item in self._pending if item.waited and not item.abandoned), None)
                 if successor is not None:
                     successor.lead = True
                     successor.release()  # its check wakes and leads the next commit
@@ -864,7 +881,7 @@ class AuditTrail:
         in_group: Dict[str, Dict[str, Any]] = {}
         try:
             if outage_facts is not None:
-                row = self._new_row(
+                row = self._chained(
                     previous,
                     OUTAGE_AGENT_ID,
                     OUTAGE_TOOL_NAME,
@@ -877,22 +894,17 @@ class AuditTrail:
                 previous = row["entry_hash"]
             for item in work:
                 if item.kind == "decision":
-                    decision_id, agent_id, tool_name, tool_args_json, reason = item.payload
-                    if reason is not None:
-                        verdict, reason = "blocked", _encodable(reason)
-                    elif item.abandoned:
-                        verdict, reason = "error", _NOT_RUN
-                    else:
-                        verdict = "allowed"
-                    row = self._new_row(
-                        previous, _encodable(agent_id), _encodable(tool_name), tool_args_json, verdict, reason
-                    )
-                    new_rows.append((decision_id if verdict == "allowed" else None, row))
+                    decision_id, row = item.payload
+                    if item.abandoned and not item.blocked:
+                        row["policy_verdict"], row["violation_reason"] = "error", _NOT_RUN
+                        row["content_hash"] = content_hash_of(row["part"], row)
+                    self._chain(row, previous)
+                    new_rows.append((decision_id if row["policy_verdict"] == "allowed" else None, row))
                     in_group[decision_id] = row
                     previous = row["entry_hash"]
                 elif item.kind == "rotation":
                     rotation = self.signer.rotation_args(item.payload, previous)
-                    row = self._new_row(
+                    row = self._chained(
                         previous, ROTATION_AGENT_ID, ROTATION_TOOL_NAME, json.dumps(rotation), "allowed", None
                     )
                     new_rows.append((None, row))
@@ -938,7 +950,7 @@ class AuditTrail:
         while len(self._awaiting_outcome) > self._max_pending_outcomes:
             self._awaiting_outcome.popitem(last=False)
 
-    def _new_row(
+    def _chained(
         self,
         previous: Optional[str],
         agent_id: str,
@@ -948,28 +960,20 @@ class AuditTrail:
         reason: Optional[str],
     ) -> Dict[str, Any]:
         """A new record's row, chained to ``previous``: hashed and (with a key) sealed."""
-        row = {
-            "trace_id": str(uuid.uuid4()),
-            "timestamp": datetime.now(timezone.utc).isoformat(),
-            "agent_id": agent_id,
-            "tool_name": tool_name,
-            "tool_args": tool_args_json,
-            "input_prompt": None,
-            "policy_verdict": verdict,
-            "violation_reason": reason,
-            "result": None,
-            "execution_time_ms": None,
-            "metadata": None,
-            "entry_hash": None,
-            "previous_hash": previous,
-            "content_hash": None,
-        }
-        row["entry_hash"] = entry_hash(row)  # over the row as first inserted (pending), as Agent OS chains it
-        self._finalize(row)
+        row = _draft_row(agent_id, tool_name, tool_args_json, verdict, reason)
+        self._chain(row, previous)
         return row
 
+    def _chain(self, row: Dict[str, Any], previous: Optional[str]) -> None:
+        """Link ``row`` (from :func:`_draft_row`) to ``previous`` (as Agent OS chains it: over the row as
+        first inserted, pending) and seal it."""
+        row["previous_hash"] = previous
+        row["entry_hash"] = entry_hash_of(previous, row["part"])
+        if self.key is not None:
+            row["metadata"] = seal_metadata(row, self.key)
+
     def _finalize(self, row: Dict[str, Any]) -> None:
-        row["content_hash"] = content_hash(row)
+        row["content_hash"] = content_hash_of(row["part"], row)
         if self.key is not None:
             row["metadata"] = seal_metadata(row, self.key)
 
@@ -1049,18 +1053,24 @@ class AuditTrail:
 #: One statement per pattern of NULL columns; SQLite's statement cache keeps each one compiled.
 _INSERTED_COLUMNS = tuple(name for name in RECORD_COLUMNS if name != "id")
 _UPDATED_COLUMNS = ("policy_verdict", "violation_reason", "result", "execution_time_ms", "metadata", "content_hash")
-_STATEMENTS: Dict[Tuple[str, Tuple[str, ...]], str] = {}
+_STATEMENTS: Dict[Tuple[str, Tuple[Any, ...]], str] = {}
+
+
+_inserted_values = operator.itemgetter(*_INSERTED_COLUMNS)
+_NONES = itertools.repeat(None)
 
 
 def _insert_statement(row: Dict[str, Any]) -> Tuple[str, Tuple[Any, ...]]:
     """The INSERT of ``row`` and its parameters: its columns that are not NULL."""
-    names = tuple(name for name in _INSERTED_COLUMNS if row[name] is not None)
-    sql = _STATEMENTS.get(("insert", names))
+    values = _inserted_values(row)
+    present = tuple(map(operator.is_not, values, _NONES))
+    sql = _STATEMENTS.get(("insert", present))
     if sql is None:
-        sql = _STATEMENTS[("insert", names)] = (
+        names = tuple(itertools.compress(_INSERTED_COLUMNS, present))
+        sql = _STATEMENTS[("insert", present)] = (
             f"INSERT INTO audit_log ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
         )
-    return sql, tuple(row[name] for name in names)
+    return sql, tuple(itertools.compress(values, present))
 
 
 def _update_statement(row: Dict[str, Any]) -> Tuple[str, Tuple[Any, ...]]:
@@ -1074,6 +1084,58 @@ def _update_statement(row: Dict[str, Any]) -> Tuple[str, Tuple[Any, ...]]:
 
 
 _LAST_RECORD = "SELECT id, entry_hash FROM audit_log ORDER BY id DESC LIMIT 1"
+
+
+def _utc_now_iso() -> str:
+    """``datetime.now(timezone.utc).isoformat()``, the same text (microseconds rounded down, none
+    shown when zero), with the date and time of day formatted once a second instead of per record."""
+    global _this_second
+    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    second = _this_second
+    if second[0] != seconds:
+        second = _this_second = (seconds, datetime.fromtimestamp(seconds, timezone.utc).isoformat()[: -len("+00:00")])
+    microseconds = nanoseconds // 1000
+    return f"{second[1]}.{microseconds:06d}+00:00" if microseconds else f"{second[1]}+00:00"
+
+
+_this_second: Tuple[int, str] = (-1, "")
+
+
+def _uuid4_text() -> str:
+    """``str(uuid.uuid4())``, the same random UUID text, without building a ``UUID`` object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # the RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def _draft_row(
+    agent_id: str, tool_name: str, tool_args_json: str, verdict: str, reason: Optional[str]
+) -> Dict[str, Any]:
+    """A new record's row as far as it does not depend on the chain (built by the check, before
+    its commit): its id, time and content hash. ``part`` (not a column) is the text both of Agent
+    OS's hashes begin with, encoded once; :meth:`AuditTrail._chain` adds the links and the seal."""
+    row = {
+        "trace_id": _uuid4_text(),
+        "timestamp": _utc_now_iso(),
+        "agent_id": agent_id,
+        "tool_name": tool_name,
+        "tool_args": tool_args_json,
+        "input_prompt": None,
+        "policy_verdict": verdict,
+        "violation_reason": reason,
+        "result": None,
+        "execution_time_ms": None,
+        "metadata": None,
+        "entry_hash": None,
+        "previous_hash": None,
+        "content_hash": None,
+    }
+    part = row["part"] = hashed_part(row)
+    row["content_hash"] = content_hash_of(part, row)
+    return row
+
 
 _NOT_RUN = "not run: the check gave up waiting for this record's commit (commit_timeout_s) and blocked the action"
 
