@@ -33,7 +33,7 @@ from agentlightning.contrib.kernel.agentos.agl03.spans import (
     violation_span_name,
 )
 from agentlightning.contrib.kernel.agentos.reward.config import shape_reward
-from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_PENALTY, AGENTOS_TOTAL_PENALTY
+from agentlightning.contrib.kernel.agentos.semconv import AGENT_OS_TOTAL_PENALTY, AGENTOS_PENALTY, AGENTOS_TOTAL_PENALTY
 
 #: The user's override of the default table (critical -100, high -50, medium -10, low -1), given once.
 USER_CONFIG = RewardConfig(critical_penalty=-200.0, high_penalty=-80.0, medium_penalty=-15.0, low_penalty=-2.0)
@@ -107,9 +107,9 @@ def test_only_a_penalty_table_prices_a_violation():
         SeverityTable.preset("costs").price(decision().violations[0])
 
 
-def _runner_rollout(shop_db, **runner_options):
-    """One real AgentOSRunner rollout of the scripted SQL agent running ``DROP TABLE users``; the
-    stored spans and the reward span's value."""
+def _runner_rollout(shop_db, governed=None, **runner_options):
+    """One real AgentOSRunner rollout of the scripted SQL agent running ``DROP TABLE users`` (on
+    ``governed``, default :func:`kernel`); the stored spans and the reward span's value."""
     import agentlightning as agl
     from agentlightning.emitter import find_final_reward
 
@@ -118,7 +118,7 @@ def _runner_rollout(shop_db, **runner_options):
     from .runner_agents import SQLAgent
 
     async def run():
-        runner = AgentOSRunner(kernel(), log_violations=False, **runner_options)
+        runner = AgentOSRunner(governed if governed is not None else kernel(), log_violations=False, **runner_options)
         store = InMemoryLightningStore()
         await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
         runner.init(SQLAgent())
@@ -165,3 +165,102 @@ def test_the_runner_refuses_a_table_that_is_not_a_penalty_table(table):
 
     with pytest.raises(TypeError, match="penalties must be a penalty table"):
         AgentOSRunner(kernel(), penalties=table)
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel holds the one table (issue 35): the violation, the decision and the audit record say
+# the kernel's price, and a room holding a second, different table is refused.
+
+SECOND_PRICE = pytest.mark.xfail(
+    strict=True, reason="issue 35: the violation, decision and audit record are priced by the default table"
+)
+USER_TABLE = USER_CONFIG.severity_penalties
+USER_PRICES = [-200.0, EXPLICIT]
+
+
+def priced_kernel(**options):
+    return GovernanceKernel([SQLPolicy(deny=["DROP"]), FlagsUsers()], **options)
+
+
+@SECOND_PRICE
+def test_a_kernel_prices_its_decisions_violations_and_their_audit_record_by_its_table(tmp_path):
+    from agentlightning.contrib.kernel.agentos.audit.reader import RecorderReader
+    from agentlightning.contrib.kernel.agentos.audit.record import violation_summary
+
+    recorder = tmp_path / "audit.db"
+    kernel = priced_kernel(penalties=USER_TABLE, recorder=str(recorder))
+    found = kernel.check("database_query", {"query": "DROP TABLE users"})
+    kernel.audit.close()
+    assert kernel.penalties is USER_TABLE
+    assert [v.penalty for v in found.violations] == USER_PRICES
+    assert found.total_penalty == sum(USER_PRICES)
+
+    (record,) = RecorderReader(str(recorder)).records()
+    assert [v["penalty"] for v in record.violations] == USER_PRICES
+    assert violation_summary(record.violations)[AGENT_OS_TOTAL_PENALTY] == sum(USER_PRICES)
+    read_back = [PolicyViolation.from_dict(v) for v in record.violations]
+    assert read_back == list(found.violations)
+    assert [USER_TABLE.price(v) for v in read_back] == USER_PRICES
+
+
+@SECOND_PRICE
+def test_a_kernel_prices_by_the_preset_penalty_table_by_default():
+    assert GovernanceKernel().penalties is SeverityTable.preset("penalties")
+
+
+@SECOND_PRICE
+@pytest.mark.parametrize("table", [SeverityTable.preset("costs"), {"critical": -200.0}, -200.0])
+def test_the_kernel_refuses_a_table_that_is_not_a_penalty_table(table):
+    with pytest.raises(ValueError, match=r"penalties must be a penalty table.*severity_penalties"):
+        GovernanceKernel(penalties=table)
+
+
+@SECOND_PRICE
+def test_the_reward_refuses_violations_a_kernel_priced_by_another_table():
+    found = priced_kernel().check("database_query", {"query": "DROP TABLE users"})
+    with pytest.raises(ValueError, match=r"GovernanceKernel\(penalties="):
+        shape_reward(0.0, found.violations, USER_CONFIG)
+    with pytest.raises(ValueError, match=r"GovernanceKernel\(penalties="):
+        USER_TABLE.price(found.violations[0])
+
+
+@SECOND_PRICE
+def test_a_runner_refuses_a_reward_table_its_kernel_does_not_price_by():
+    from agentlightning.contrib.reward.agentos import PolicyReward
+    from agentlightning.contrib.runner.agentos import AgentOSRunner
+
+    with pytest.raises(ValueError, match=r"critical=-200.0.*critical=-100.0.*GovernanceKernel\(penalties="):
+        AgentOSRunner(priced_kernel(), reward_fn=PolicyReward(None, config=USER_CONFIG))
+    with pytest.raises(ValueError, match=r"GovernanceKernel\(penalties="):
+        AgentOSRunner(priced_kernel(), penalties=USER_TABLE)
+
+
+@SECOND_PRICE
+def test_a_runner_builds_its_kernel_with_its_reward_functions_table(shop_db):
+    from agentlightning.contrib.reward.agentos import PolicyReward
+
+    config = RewardConfig(**{**vars(USER_CONFIG), "min_reward": None})
+    policies = [SQLPolicy(deny=["DROP"]), FlagsUsers()]
+    rollout, spans, _ = _runner_rollout(shop_db, governed=policies, reward_fn=PolicyReward(None, config=config))
+    assert [v.penalty for v in rollout.violations] == USER_PRICES
+    assert rollout.total_penalty == rollout.governance.reward.policy_penalty == sum(USER_PRICES)
+    assert [s.attributes[AGENTOS_PENALTY] for s in spans if is_violation_span(s)] == USER_PRICES
+
+
+@SECOND_PRICE
+def test_an_environment_refuses_a_table_its_kernel_does_not_price_by():
+    with pytest.raises(ValueError, match=r"GovernanceKernel\(penalties="):
+        GovernedEnvironment(priced_kernel(), config=EnvironmentConfig(penalties=USER_TABLE))
+
+
+@SECOND_PRICE
+def test_an_environment_builds_its_kernel_with_its_table():
+    env = GovernedEnvironment(
+        [SQLPolicy(deny=["DROP"]), FlagsUsers()], config=EnvironmentConfig(penalties=USER_TABLE, step_penalty=0.0)
+    )
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("DROP TABLE users")
+    assert env.kernel.penalties is USER_TABLE
+    assert [v.penalty for v in env.episode.steps[-1].decision.violations] == USER_PRICES
+    assert [v["penalty"] for v in info["violations"]] == USER_PRICES
+    assert reward == sum(USER_PRICES)
