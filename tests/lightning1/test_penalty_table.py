@@ -1,8 +1,8 @@
 """One penalty table prices a violation everywhere: the 1.0 gateway hooks' side.
 
 The gateway's configuration file overrides the table once (``governance.penalties``, the fields of
-a ``RewardConfig``); the hook's reward prices the attempt's violations with that table exactly as the
-kernel core's table does (the 0.3 rooms' side is ``tests/test_penalty_table.py``).
+a ``RewardConfig``); the gateway's kernel prices by it and the hook's reward prices the attempt's
+violations with that same table (the 0.3 rooms' side is ``tests/test_penalty_table.py``).
 """
 
 from __future__ import annotations
@@ -48,14 +48,15 @@ class Writer:
     "penalties, expected", [({}, [-100.0, EXPLICIT]), (USER_PENALTIES, [-200.0, EXPLICIT])], ids=["default", "user's"]
 )
 def test_the_gateway_hook_prices_a_violation_as_the_table_does(penalties, expected):
-    decision = GovernanceKernel([SQLPolicy(deny=["DROP"]), FlagsUsers()]).check(
-        "run_sql", {"query": "DROP TABLE users"}
-    )
     config = GovernanceConfig.from_mapping(
         {"recorder_dir": "unused", "policies": [{"sql": {}}], "penalties": {**penalties, "min_reward": None}}
     )
     assert config.reward == RewardConfig(**penalties, min_reward=None)  # the one config object
     table = config.reward.severity_penalties
+    decision = GovernanceKernel([SQLPolicy(deny=["DROP"]), FlagsUsers()], penalties=table).check(
+        "run_sql", {"query": "DROP TABLE users"}
+    )
+    assert [v.penalty for v in decision.violations] == expected
     assert [table.price(v) for v in decision.violations] == expected
 
     data = decision_event_data(decision, choice_index=0, tool_call_id=None)
@@ -71,12 +72,8 @@ def test_the_gateway_hook_prices_a_violation_as_the_table_does(penalties, expect
 
 
 # ---------------------------------------------------------------------------------------------
-# The kernel holds the one table (issue 35): the gateway's kernel prices by the configuration's
+# The kernel holds the one table: the gateway's kernel prices by the configuration's
 # table, and the hook refuses (fails closed on) violations a kernel priced by another one.
-
-SECOND_PRICE = pytest.mark.xfail(
-    strict=True, reason="issue 35: the gateway's kernel prices by the default table, whatever the configuration says"
-)
 
 
 def _hook_reward(config, decision):
@@ -89,7 +86,6 @@ def _hook_reward(config, decision):
     return reward
 
 
-@SECOND_PRICE
 def test_the_gateways_kernel_prices_by_the_configurations_table(tmp_path):
     config = GovernanceConfig.from_mapping(
         {"recorder_dir": str(tmp_path), "policies": [{"sql": {"deny": ["DROP"]}}], "penalties": USER_PENALTIES}
@@ -104,7 +100,6 @@ def test_the_gateways_kernel_prices_by_the_configurations_table(tmp_path):
     assert _hook_reward(config, decision)["agentos"]["policy_penalty"] == -200.0
 
 
-@SECOND_PRICE
 def test_the_hook_fails_closed_on_violations_a_kernel_priced_by_another_table():
     from agentlightning.contrib.gateway.agentos import REASON_HOOK_FAILED
 

@@ -44,6 +44,8 @@ __all__ = [
     "DEFAULT_SEVERITY_PENALTIES",
     "DEFAULT_SEVERITY_COSTS",
     "GovernanceConfigError",
+    "penalty_table",
+    "penalty_of",
     "constraint_cost",
     "finite_number",
     "penalty_number",
@@ -233,8 +235,12 @@ class SeverityTable(Mapping[Severity, float]):
 
     def price(self, violation: "PolicyViolation") -> float:
         """The penalty of ``violation`` by this penalty table: the explicit penalty its policy set,
-        else this table's entry for its severity. The one rule that prices a violation: the spans,
-        the reward, the environment and the 1.0 gateway's hooks all ask the table they are given.
+        else this table's entry for its severity. The one rule that prices a violation: the kernel
+        writes it on every violation it decides (:meth:`stamp`), and the reward, the environment
+        and the 1.0 gateway's hooks ask the table they hold, which must be their kernel's.
+
+        A violation has one price: one a kernel decided (``priced_by_kernel``) at another price
+        than this table's is refused, naming both and the fix, never priced a second time.
 
         >>> table = SeverityTable("penalty", critical=-200.0, high=-80.0, medium=-15.0, low=-2.0)
         >>> table.price(PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical"))
@@ -249,10 +255,30 @@ class SeverityTable(Mapping[Severity, float]):
             )
         try:  # read by its fields: a doctest run imports this module a second time, under another name
             explicit, penalty, severity = violation.penalty_is_explicit, violation.penalty, violation.severity
+            priced_by_kernel = violation.priced_by_kernel
         except AttributeError:
             got = f"{type(violation).__name__}: {violation!r}"
             raise TypeError(f"expected PolicyViolation objects, got {got}") from None
-        return float(penalty) if explicit else self[severity]
+        if explicit:
+            return float(penalty)
+        price = self[severity]
+        if priced_by_kernel and penalty != price:
+            raise GovernanceConfigError(
+                f"a {Severity.parse(severity).value} violation of {violation.policy_name} was priced {penalty} by the "
+                f"kernel that decided it, and this table says {price}: a violation has one price. Give the kernel "
+                f"this table, GovernanceKernel(penalties=config.severity_penalties, ...), or price with the "
+                f"kernel's (kernel.penalties); this table: {self!r}"
+            )
+        return price
+
+    def stamp(self, violation: "PolicyViolation") -> None:
+        """Write this table's price on ``violation`` as the kernel's (``priced_by_kernel``): its
+        explicit penalty stays, else ``penalty`` becomes this table's entry for its severity. The
+        kernel stamps every violation it decides, so the violation, its decision and its audit
+        record say the kernel's price."""
+        if not violation.penalty_is_explicit:
+            violation.penalty = self._values[violation.severity]
+        violation.priced_by_kernel = True
 
     def __getitem__(self, severity: Union[Severity, str]) -> float:
         return self._values[Severity.parse(severity)]
@@ -270,6 +296,36 @@ class SeverityTable(Mapping[Severity, float]):
 
 def _severity_table(kind: str, values: Mapping[str, float]) -> SeverityTable:
     return SeverityTable(kind, **values)
+
+
+def penalty_table(penalties: Any, name: str = "penalties") -> SeverityTable:
+    """``penalties`` if it is a penalty :class:`SeverityTable`; anything else is an error naming
+    ``name`` and how to build one.
+
+    >>> try:
+    ...     penalty_table({"critical": -200.0})
+    ... except GovernanceConfigError as error:
+    ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+    penalties must be a penalty table, e.g. RewardConfig(critical_penalty=-200).severity_penalties or
+    SeverityTable.preset('penalties'); got {'critical': -200.0}
+    """
+    if not isinstance(penalties, SeverityTable) or penalties.kind != "penalty":
+        raise GovernanceConfigError(
+            f"{name} must be a penalty table, e.g. RewardConfig(critical_penalty=-200).severity_penalties or "
+            f"SeverityTable.preset('penalties'); got {penalties!r}"
+        )
+    return penalties
+
+
+def penalty_of(violation: "PolicyViolation", penalties: Optional[SeverityTable] = None) -> float:
+    """The penalty of ``violation``: by ``penalties`` when given (:meth:`SeverityTable.price`, which
+    refuses a table other than the one of the kernel that priced it), else the price it carries.
+
+    >>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
+    >>> penalty_of(drop), penalty_of(drop, SeverityTable("penalty", critical=-9.0, high=0, medium=0, low=0))
+    (-100.0, -9.0)
+    """
+    return float(violation.penalty) if penalties is None else penalties.price(violation)  # type: ignore[arg-type]
 
 
 #: Default penalty per violation, in reward space (negative), by severity.
@@ -426,7 +482,8 @@ def _read_time(record: Mapping[str, Any]) -> Optional[datetime]:
 
 
 def _read_penalty(record: Mapping[str, Any]) -> Optional[float]:
-    # A penalty that followed from the severity is left to follow from it again.
+    # The explicit penalty is the constructor's; a kernel's price is set after it (from_dict), and
+    # a penalty that followed from the severity alone is left to follow from it again.
     return record.get("penalty") if record.get("penalty_is_explicit") else None
 
 
@@ -442,7 +499,10 @@ class PolicyViolation:
     (flagged in ``penalty_is_explicit``). What it costs is the business of a penalty table:
     :meth:`SeverityTable.price` (the explicit penalty, else the table's entry for the severity), the
     one rule every room prices with. Without an explicit one, ``penalty`` holds the price by the
-    default table (:data:`DEFAULT_SEVERITY_PENALTIES`), as the audit record keeps it.
+    default table (:data:`DEFAULT_SEVERITY_PENALTIES`) until a kernel decides the violation: the
+    kernel then writes its own table's price (``GovernanceKernel(penalties=...)``) and sets
+    ``priced_by_kernel``, so the violation, its decision and its audit record say one price, and
+    a table that disagrees with it is refused rather than heard as a second one.
     ``action_blocked`` defaults to ``violation_type == BLOCKED``.
 
     Each field's metadata declares how it is recorded and shown in spans (:class:`RecordedField`):
@@ -490,6 +550,7 @@ class PolicyViolation:
         ),
     )
     penalty_is_explicit: bool = field(init=False, default=False, metadata=recorded(required=False))
+    priced_by_kernel: bool = field(init=False, default=False, metadata=recorded(required=False, check=_boolean))
 
     def __post_init__(self) -> None:
         self.violation_type = ViolationType.parse(self.violation_type)
@@ -538,7 +599,12 @@ class PolicyViolation:
                 value = declared.read(data) if declared.read is not None else data.get(item.name)
                 if value is not None:  # not recorded: the field's default
                     arguments[item.name] = value
-        return cls(**arguments)
+        violation = cls(**arguments)
+        if data.get("priced_by_kernel") is True:  # the price its kernel wrote, read as written
+            if not violation.penalty_is_explicit:
+                violation.penalty = penalty_number("penalty", data["penalty"])
+            violation.priced_by_kernel = True
+        return violation
 
     def span_attributes(self) -> Dict[str, Any]:
         """The ``agentos.*`` attributes the violation's span shows of it, in field order.
