@@ -11,6 +11,7 @@ table is refused. The 1.0 gateway hooks' side is ``tests/lightning1/test_penalty
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
@@ -252,3 +253,17 @@ def test_an_environment_builds_its_kernel_with_its_table():
     assert [v.penalty for v in env.episode.steps[-1].decision.violations] == USER_PRICES
     assert [v["penalty"] for v in info["violations"]] == USER_PRICES
     assert reward == sum(USER_PRICES)
+
+
+def test_a_reward_without_a_config_prices_by_its_kernels_table():
+    from agentlightning.contrib.reward.agentos import PolicyReward
+
+    priced = kernel(penalties=USER_TABLE)
+    reward_fn = PolicyReward(priced)
+    assert reward_fn.config.severity_penalties == USER_TABLE
+    found = priced.check("database_query", {"query": "DROP TABLE users"})
+    assert reward_fn.score(SimpleNamespace(success=False, violations=found.violations)).policy_penalty == sum(
+        USER_PRICES
+    )
+    with pytest.raises(ValueError, match=r"critical=-200.0.*critical=-100.0.*GovernanceKernel\(penalties="):
+        PolicyReward(kernel(), config=USER_CONFIG)

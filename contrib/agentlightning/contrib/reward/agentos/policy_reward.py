@@ -88,14 +88,12 @@ class PolicyReward:
         if config is not None and not isinstance(config, RewardConfig):
             raise TypeError(f"config must be a RewardConfig, got {type(config).__name__}")
         if config is None and isinstance(kernel, GovernanceKernel):  # the kernel's table, its one price
-            table = kernel.penalties
-            config = RewardConfig(**{f"{severity.value}_penalty": entry for severity, entry in table.items()})
-        table = config.severity_penalties if config is not None else None
-        self._kernel = as_kernel(kernel, penalties=table) if kernel is not None else None
+            config = RewardConfig(**{f"{level.value}_penalty": entry for level, entry in kernel.penalties.items()})
         if lagrangian is not None and not isinstance(lagrangian, LagrangianPenalty):
             raise TypeError(f"lagrangian must be a LagrangianPenalty, got {type(lagrangian).__name__}")
         self.base_reward_fn = base_reward_fn or default_base_reward
         self.config = config or RewardConfig()
+        self._kernel = as_kernel(kernel, penalties=self.config.severity_penalties) if kernel is not None else None
         if lagrangian is not None and self.config.multiplicative:
             raise GovernanceConfigError(
                 "lagrangian= prices violations additively; it cannot be combined with RewardConfig(multiplicative=True)"
