@@ -686,9 +686,7 @@ class GovernanceKernel:
         audit = self.audit
         fields = {"action": action, "verdict": verdict, "context": context, "decision_id": decision_id}
         if violations:
-            stamp = self._penalties.stamp
-            for violation in violations:  # the decision's own copies: priced once, here
-                stamp(violation)
+            self._penalties.stamp(violations)  # the decision's own copies: priced once, here
             fields["violations"] = tuple(violations)
         if verdict is _BLOCKED:
             fields["signals"] = self._send_signals(violations, context)

@@ -99,6 +99,10 @@ class Severity(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    # Hashed as the str it equals (``Severity.CRITICAL == "critical"``), so a table keyed by either
+    # finds it; Enum's own hash (of the member's name) would not, and runs as Python code.
+    __hash__ = str.__hash__
+
 
 _SEVERITY_RANK = {Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3, Severity.CRITICAL: 4}
 
@@ -271,14 +275,16 @@ class SeverityTable(Mapping[Severity, float]):
             )
         return price
 
-    def stamp(self, violation: "PolicyViolation") -> None:
-        """Write this table's price on ``violation`` as the kernel's (``priced_by_kernel``): its
-        explicit penalty stays, else ``penalty`` becomes this table's entry for its severity. The
-        kernel stamps every violation it decides, so the violation, its decision and its audit
-        record say the kernel's price."""
-        if not violation.penalty_is_explicit:
-            violation.penalty = self._values[violation.severity]
-        violation.priced_by_kernel = True
+    def stamp(self, violations: Iterable["PolicyViolation"]) -> None:
+        """Write this table's price on each of ``violations`` as the kernel's (``priced_by_kernel``):
+        an explicit penalty stays, else ``penalty`` becomes this table's entry for the severity. The
+        kernel stamps the violations of every decision, so the violation, its decision and its
+        audit record say the kernel's price."""
+        prices = self._values
+        for violation in violations:
+            if not violation.penalty_is_explicit:
+                violation.penalty = prices[violation.severity]
+            violation.priced_by_kernel = True
 
     def __getitem__(self, severity: Union[Severity, str]) -> float:
         return self._values[Severity.parse(severity)]
