@@ -97,9 +97,11 @@ def test_critical_does_not_terminate_when_configured_and_other_severities_scale(
                 else ([self.violation("low finding", severity="low")] if "low" in q else [])
             )
 
-    kernel = GovernanceKernel([SQLPolicy(deny=DENY, severities={"DELETE": "high"}), Noisy(mode="warn")])
     config = EnvironmentConfig(
         terminate_on_critical=False, violation_penalty=-2.0, step_penalty=-0.5, success_bonus=3.0
+    )
+    kernel = GovernanceKernel(  # the kernel holds the environment's table: a violation has one price
+        [SQLPolicy(deny=DENY, severities={"DELETE": "high"}), Noisy(mode="warn")], penalties=config.severity_penalties
     )
     env = GovernedEnvironment(kernel, config=config, executor=sqlite_executor(shop_db))
     env.reset(seed=0)

@@ -84,8 +84,12 @@ def test_policy_penalty_uses_the_table_and_honours_explicit_penalties(kernel):
     drop, delete = _violations(kernel, "DROP TABLE users", "DELETE FROM orders")
     explicit = PolicyViolation("warned", "Custom", "slow query", "high", penalty=-3.0)
     implicit_high = PolicyViolation("warned", "Custom", "slow query", "high")
+    unjudged_drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")  # no kernel priced it
     assert policy_penalty([drop, delete]) == -200.0
-    assert policy_penalty([drop, explicit, implicit_high], critical_penalty=-200.0, high_penalty=-80.0) == -283.0
+    unjudged = [unjudged_drop, explicit, implicit_high]
+    assert policy_penalty(unjudged, critical_penalty=-200.0, high_penalty=-80.0) == -283.0
+    with pytest.raises(GovernanceConfigError, match=r"priced -100.0 by the kernel.*says -200.0.*one price"):
+        policy_penalty([drop], critical_penalty=-200.0)  # its kernel's price stands: never a second one
     assert policy_penalty([]) == 0.0
     with pytest.raises(TypeError, match="expected PolicyViolation"):
         policy_penalty(["DROP"])
@@ -173,15 +177,16 @@ def test_bad_inputs_are_named(kernel):
 
 
 def test_factory_exact_numbers(kernel):
+    severity_penalties = {"CRITICAL": -200.0, "high": -80.0, "medium": -15.0, "low": -2.0}
+    table = RewardConfig(critical_penalty=-200.0, high_penalty=-80.0, medium_penalty=-15.0, low_penalty=-2.0)
+    priced = GovernanceKernel(kernel.policies, penalties=table.severity_penalties)
     reward_fn = create_policy_reward(
-        kernel,
-        base_reward_fn=lambda r: 0.5,
-        severity_penalties={"CRITICAL": -200.0, "high": -80.0, "medium": -15.0, "low": -2.0},
-        clean_bonus=10.0,
-        min_reward=None,
+        priced, base_reward_fn=lambda r: 0.5, severity_penalties=severity_penalties, clean_bonus=10.0, min_reward=None
     )
-    assert reward_fn(_rollout(kernel, "SELECT 1")) == 10.5
-    assert reward_fn(_rollout(kernel, "DROP TABLE t")) == -199.5
+    assert reward_fn(_rollout(priced, "SELECT 1")) == 10.5
+    assert reward_fn(_rollout(priced, "DROP TABLE t")) == -199.5
+    with pytest.raises(GovernanceConfigError, match=r"GovernanceKernel\(penalties="):
+        create_policy_reward(kernel, severity_penalties=severity_penalties)  # its kernel prices by another table
     assert create_policy_reward(kernel, multiplicative=True)(_rollout(kernel, "DROP TABLE t")) == 0.5
     with pytest.raises(GovernanceConfigError, match="unknown severity 'severe'"):
         create_policy_reward(kernel, severity_penalties={"severe": -1.0})

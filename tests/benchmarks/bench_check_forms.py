@@ -13,7 +13,9 @@ regions count, an empty region's count subtracted, divided by the calls in the r
 * ``repeated`` -- ``kernel.check`` of a text already judged, through each public form:
   ``check(tool, dict)``, ``check(action)`` of a prebuilt :class:`Action`, ``check(Action.sql(q))``
   building the action in the call, and ``check(tool, dict)`` with two arguments; a kernel of one
-  ``SQLPolicy``. The target is 15,000 instructions for every form.
+  ``SQLPolicy``. The target is 15,000 instructions for every form. ``repeated: check(tool, dict),
+  blocked`` is the first form for destructive texts the policy blocks (``bench_kernel_decisions``'
+  workload): the decision's violations are priced by the kernel's table on every check.
 * ``extra SQLPolicy`` -- a first-seen check (every text new to the kernel and to the shared
   analysis caches, which are emptied before each call, the emptying inside the region for every
   row alike) with one ``SQLPolicy`` on the database tool, then with 1 and 4 more ``SQLPolicy``
@@ -46,6 +48,7 @@ sys.path.insert(0, str(HERE))
 
 import sqlglot  # noqa: E402
 from bench_common import print_table  # noqa: E402
+from bench_kernel_decisions import build_workload  # noqa: E402
 from bench_text_to_sql import _generic_queries, call_and_join_queries  # noqa: E402
 from callgrind_regions import instrument, on_valgrind, region, run_counted  # noqa: E402
 from diff_hot_path import ROOT, load  # noqa: E402
@@ -89,6 +92,11 @@ def rows(package: Any, n: int, seed: int) -> List[Row]:
             repeated_warm,
             None,
         )
+    )
+    blocked = [q.sql for q in build_workload(4 * n + 280, 1) if q.kind.should_block][: n + 20]
+    blocked, blocked_warm = blocked[:n], blocked[n:]
+    out.append(
+        ("repeated: check(tool, dict), blocked", lambda t: one.check(TOOL, {"query": t}), blocked, blocked_warm, None)
     )
 
     # ------------------------------------------------------------------ first-seen, extra SQLPolicy

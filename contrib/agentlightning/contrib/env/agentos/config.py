@@ -37,13 +37,17 @@ class EnvironmentConfig:
         reward = task_reward + step_penalty + sum(penalties.price(v) for v in violations)
                  (+ success_bonus when the step is clean and successful)
 
-    where ``penalties`` is the kernel's penalty table that prices a violation in every room (its
-    policy's explicit penalty, else the table's entry for its severity). By default it is the
-    reference's: ``violation_penalty`` x ``SEVERITY_SCALE`` (critical x10, high x5, medium and low
-    x1, so a low violation costs -10 where ``RewardConfig``'s default table says -1). To price the
-    environment's violations as your reward, spans and gateway do, give that one table:
-    ``EnvironmentConfig(penalties=RewardConfig(critical_penalty=-200).severity_penalties)``.
-    Penalties are zero or negative, the bonus zero or positive; the reward is not clamped.
+    where ``penalties`` is the kernel's penalty table, the one that prices a violation in every room
+    (its policy's explicit penalty, else the table's entry for its severity; the kernel writes that
+    price on the violation and its audit record). A table the config gives (``penalties``, or a
+    ``violation_penalty`` other than the reference's -10, scaled by ``SEVERITY_SCALE``: critical
+    x10, high x5, medium and low x1) must be the kernel's: an environment that builds its kernel
+    (from policies or a ``KernelSpace``) builds it with that table, by default the reference's
+    ``-10 x SEVERITY_SCALE`` (a low violation costs -10 where ``RewardConfig``'s default table says
+    -1); one given a ``GovernanceKernel`` of another table refuses it, naming the fix
+    (``GovernanceKernel(penalties=config.severity_penalties)``); with no table given, the given
+    kernel's table is the environment's. Penalties are zero or negative, the bonus zero or
+    positive; the reward is not clamped.
 
     * ``max_steps``: steps per episode before the episode is truncated (``truncated=True``).
     * ``terminate_on_critical``: a critical violation ends the episode (``terminated=True``).
@@ -128,6 +132,20 @@ class EnvironmentConfig:
                     "EnvironmentConfig: give penalties (the table) or violation_penalty (scaled by severity), "
                     f"not both; got penalties={self.penalties!r} and violation_penalty={self.violation_penalty}"
                 )
+
+    @property
+    def given_penalties(self) -> Optional[SeverityTable]:
+        """The table this config gives: ``penalties``, or ``violation_penalty`` x :data:`SEVERITY_SCALE`
+        when ``violation_penalty`` is not the reference's default; None: none given (the kernel's).
+
+        >>> EnvironmentConfig().given_penalties is None
+        True
+        >>> EnvironmentConfig(violation_penalty=-2.0).given_penalties["high"]
+        -10.0
+        """
+        if self.penalties is None and self.violation_penalty == _DEFAULT_VIOLATION_PENALTY:
+            return None
+        return self.severity_penalties
 
     @property
     def severity_penalties(self) -> SeverityTable:

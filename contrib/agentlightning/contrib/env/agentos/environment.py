@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import random
@@ -72,18 +73,19 @@ class GovernedEnvironment(gym.Env):
     (default: returns the action, as the reference). Then the reward is
     :meth:`EnvironmentConfig.shape` (the kernel's one reward formula, ``shape_governed_reward``)::
 
-        reward = task_reward + step_penalty + sum(config.severity_penalties.price(v) for v in violations)
+        reward = task_reward + step_penalty + sum(kernel.penalties.price(v) for v in violations)
                  + (success_bonus if the step is clean and successful)
 
-    with the config's penalty table (by default ``violation_penalty`` scaled critical x10, high x5,
-    medium and low x1; a policy's explicit penalty wins, as in every room); ``task_reward = reward_fn(state, action,
-    result)`` (default 1.0 when ``result`` is not None) for an executed step, 0 for a blocked one
-    or one whose executor raised (the error is in ``info["error"]``). A step is *successful* when
-    it executed without error, had no violation at all and earned ``task_reward > 0``; an episode
-    is successful when one of its steps was and it was not ended by a critical violation. How an
-    episode ends is :meth:`EnvironmentConfig.ending`; ``max_steps`` truncates it here, not in a
-    ``gymnasium.wrappers.TimeLimit``, because the end of an episode closes its books (kernel
-    rollout state, recording, ``info["termination"]``) and a termination on the last step wins.
+    with the kernel's penalty table, which the config's must be (a violation has one price: see
+    :class:`EnvironmentConfig`; a policy's explicit penalty wins, as in every room); ``task_reward =
+    reward_fn(state, action, result)`` (default 1.0 when ``result`` is not None) for an executed
+    step, 0 for a blocked one or one whose executor raised (the error is in ``info["error"]``). A
+    step is *successful* when it executed without error, had no violation at all and earned
+    ``task_reward > 0``; an episode is successful when one of its steps was and it was not ended by
+    a critical violation. How an episode ends is :meth:`EnvironmentConfig.ending`; ``max_steps``
+    truncates it here, not in a ``gymnasium.wrappers.TimeLimit``, because the end of an episode
+    closes its books (kernel rollout state, recording, ``info["termination"]``) and a termination on
+    the last step wins.
 
     ``info["cost"]`` is the step's constraint cost (``constraint_cost`` of its violations,
     critical 10, high 5, medium and low 1), as safety-gymnasium reports it.
@@ -130,7 +132,6 @@ class GovernedEnvironment(gym.Env):
         render_mode: Optional[str] = None,
     ) -> None:
         super().__init__()
-        self.kernel: GovernanceKernel = as_kernel(kernel)
         if config is None:
             config = EnvironmentConfig()
         if not isinstance(config, EnvironmentConfig):
@@ -138,6 +139,12 @@ class GovernedEnvironment(gym.Env):
                 f"config must be an EnvironmentConfig, got {type(config).__name__}; "
                 "build one with EnvironmentConfig(max_steps=...)"
             )
+        table = config.given_penalties
+        if table is None and not isinstance(kernel, GovernanceKernel):
+            table = config.severity_penalties  # a kernel built here prices as the reference's environment
+        self.kernel: GovernanceKernel = as_kernel(kernel, penalties=table)
+        if config.severity_penalties != self.kernel.penalties:  # no table given: the kernel's is the one
+            config = dataclasses.replace(config, penalties=self.kernel.penalties)
         self.config = config
         callables = (
             ("task_generator", task_generator),

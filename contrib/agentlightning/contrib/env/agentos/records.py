@@ -16,27 +16,28 @@ from agentlightning.contrib.kernel.agentos import Decision, PolicyViolation
 from agentlightning.contrib.kernel.agentos.outcome import GovernanceOutcome
 from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 from agentlightning.contrib.kernel.agentos.views import forwarded
-from agentlightning.contrib.kernel.agentos.violations import DEFAULT_SEVERITY_PENALTIES, SeverityTable
+from agentlightning.contrib.kernel.agentos.violations import SeverityTable, penalty_of
 
 __all__ = ["StepRecord", "EpisodeRecord", "EpisodeMetrics", "violation_info"]
 
 
-def violation_info(violation: PolicyViolation, penalties: SeverityTable = DEFAULT_SEVERITY_PENALTIES) -> Dict[str, Any]:
+def violation_info(violation: PolicyViolation, penalties: Optional[SeverityTable] = None) -> Dict[str, Any]:
     """A violation as plain data for ``info["violations"]`` (no timestamp, so equal steps give equal
-    infos), its ``penalty`` priced by the environment's table ``penalties``.
+    infos), its ``penalty`` priced by the environment's table ``penalties`` (its kernel's; None: the
+    price the kernel wrote on it).
 
     >>> v = PolicyViolation("blocked", "SQLPolicy", "DROP statement denied: DROP TABLE t", "critical")
     >>> violation_info(v)["severity"], violation_info(v)["penalty"]
     ('critical', -100.0)
     """
     info = {key: value for key, value in violation.to_dict().items() if key not in _NOT_IN_INFO}
-    info["penalty"] = penalties.price(violation)
+    info["penalty"] = penalty_of(violation, penalties)
     return info
 
 
 #: Record fields left out of ``info``: the time differs between equal steps, and whether the
-#: penalty was set by the policy is the reward's business.
-_NOT_IN_INFO = ("timestamp", "penalty_is_explicit")
+#: penalty was set by the policy or written by the kernel is the reward's business.
+_NOT_IN_INFO = ("timestamp", "penalty_is_explicit", "priced_by_kernel")
 
 
 @dataclass
@@ -93,8 +94,8 @@ class EpisodeRecord:
     truncated: bool = False
     termination: Optional[str] = None
     finished: bool = field(default=False, repr=False)  #: metrics and recording have taken it into account
-    #: The penalty table that priced the episode's violations (its spans show the same prices).
-    penalties: SeverityTable = field(default_factory=lambda: DEFAULT_SEVERITY_PENALTIES, repr=False)
+    #: The penalty table that priced the episode's violations: its kernel's (its spans show the same prices).
+    penalties: Optional[SeverityTable] = field(default=None, repr=False)
 
     @property
     def done(self) -> bool:

@@ -2,7 +2,9 @@
 
 It sits beside Agent Lightning 1.0's own server configuration (``host``, ``port``, ``key``,
 ``default_proxy``) in one file, and is read by the gateway (policies, recorder, text actions)
-and by the hooks (the penalty table, a :class:`RewardConfig` of the kernel core)::
+and by the hooks (the penalty table, a :class:`RewardConfig` of the kernel core). The gateway's
+kernel prices violations by that table (``build_kernel``), so the decision events, the audit
+records and the hooks' reward say one price::
 
     governance:
       recorder_dir: ./agentos_audit        # one FlightRecorder file per gateway process
@@ -278,11 +280,17 @@ class GovernanceConfig:
         return built
 
     def build_kernel(self) -> GovernanceKernel:
-        """A kernel with the configured policies and a FlightRecorder file of its own in ``recorder_dir``
+        """A kernel with the configured policies, the penalty table of ``governance.penalties`` (the one the
+        hooks' reward prices by) and a FlightRecorder file of its own in ``recorder_dir``
         (``gateway-<pid>-<n>.db``: a recorder file has one writer, so two gateways in one process get two files)."""
         self.recorder_dir.mkdir(parents=True, exist_ok=True)
         recorder = self.recorder_dir / f"gateway-{os.getpid()}-{next(_KERNELS_IN_THIS_PROCESS)}.db"
-        return GovernanceKernel(self.build_policies(), recorder=recorder, policy_timeout_s=self.policy_timeout_s)
+        return GovernanceKernel(
+            self.build_policies(),
+            recorder=recorder,
+            policy_timeout_s=self.policy_timeout_s,
+            penalties=self.reward.severity_penalties,
+        )
 
 
 def _python_policies(spec: Any, where: str) -> List[Policy]:

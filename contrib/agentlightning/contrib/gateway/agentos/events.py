@@ -49,8 +49,9 @@ def decision_event_data(
     """The data of a :data:`DECISION_EVENT`: the decision, its violations as the audit record holds them
     (``source``: ``tool_call``, ``text``, or ``response`` for a whole response withheld, ``choice_index`` None).
 
-    No price: a violation carries its severity and any explicit penalty, and the hooks price it
-    with the penalty table of the configuration (``governance.penalties``), as every room does."""
+    A violation carries its severity, any explicit penalty and the price the gateway's kernel wrote
+    on it by the configuration's table (``governance.penalties``); the hooks price it with that
+    same table, and a table that disagrees with the kernel's price is refused (the hook fails closed)."""
     return {
         "decision_id": decision.decision_id,
         "audit_id": decision.audit_id,

@@ -374,7 +374,8 @@ class Decision:
     """The kernel's decision about one action.
 
     ``action`` is what may execute (a policy may have rewritten it; see ``original_action``).
-    ``total_penalty`` is the sum of the violations' penalties (zero or negative). ``notes`` are
+    ``total_penalty`` is the sum of the violations' penalties (zero or negative), each the price
+    the deciding kernel's penalty table (``GovernanceKernel(penalties=)``) wrote on it. ``notes`` are
     what the policies consulted say about the tool without finding a violation (a check skipped
     by configuration, :meth:`.policies.Policy.note_for`); they are recorded with the decision.
     """

@@ -44,7 +44,7 @@ from .memo import NOTHING_FOUND, Memo, Plan, is_pure
 from .policies import CONFIGURATION_CHANGES, CostControlPolicy, Policy
 from .policy_thread import call_on_daemon_thread, drained
 from .sql import SQLPolicy
-from .violations import GovernanceConfigError, PolicyViolation, Severity, ViolationType
+from .violations import GovernanceConfigError, PolicyViolation, Severity, SeverityTable, ViolationType, penalty_table
 
 __all__ = ["GovernanceKernel", "as_kernel"]
 
@@ -196,6 +196,10 @@ class GovernanceKernel:
     * ``signals`` maps a severity to an Agent OS signal dispatched to the agent on a blocked
       action at that severity (e.g. ``{"critical": "SIGSTOP"}``); none by default, so an agent in
       training sees the policy error and can learn from it.
+    * ``penalties`` is the one penalty table (a ``SeverityTable`` of kind ``"penalty"``; default
+      ``SeverityTable.preset("penalties")``): every violation the kernel decides carries its price
+      (a policy's explicit penalty wins), so the violation, ``Decision.total_penalty`` and the audit
+      record say it, and the rooms above (runner, reward, environment, gateway) price by it.
 
     >>> kernel = GovernanceKernel([SQLPolicy(deny=["DROP", "DELETE"]), CostControlPolicy(max_cost_usd=100)])
     >>> kernel.check("database_query", {"query": "DROP TABLE users"}).verdict
@@ -213,6 +217,7 @@ class GovernanceKernel:
         policy_timeout_s: float = 1.0,
         error_severity: Union[Severity, str] = Severity.HIGH,
         signals: Optional[Mapping[Any, Any]] = None,
+        penalties: Optional[SeverityTable] = None,
     ) -> None:
         if policy is not None:  # the reference API spells it KernelSpace(policy=[...])
             if policies:
@@ -229,6 +234,7 @@ class GovernanceKernel:
             )
         self.policy_timeout_s = float(policy_timeout_s)
         self.error_severity = Severity.parse(error_severity)
+        self._penalties = SeverityTable.preset("penalties") if penalties is None else penalty_table(penalties)
         self._gc_pauses = gc_clock()
         self.signal_map = _parse_signals(signals)
         self.audit: Optional[AuditTrail] = None if recorder is None else _audit_trail(recorder)
@@ -280,6 +286,11 @@ class GovernanceKernel:
             self._policies = checked
             self._rewriters = _rewriters(checked)
             CONFIGURATION_CHANGES[0] += 1  # every check forgets what it worked out before this
+
+    @property
+    def penalties(self) -> SeverityTable:
+        """The penalty table every violation this kernel decides is priced by (fixed at construction)."""
+        return self._penalties
 
     @property
     def policy_names(self) -> List[str]:
@@ -675,6 +686,7 @@ class GovernanceKernel:
         audit = self.audit
         fields = {"action": action, "verdict": verdict, "context": context, "decision_id": decision_id}
         if violations:
+            self._penalties.stamp(violations)  # the decision's own copies: priced once, here
             fields["violations"] = tuple(violations)
         if verdict is _BLOCKED:
             fields["signals"] = self._send_signals(violations, context)
@@ -816,24 +828,37 @@ class GovernanceKernel:
         return f"GovernanceKernel(policies={self.policy_names}, recorder={audit!r})"
 
 
-def as_kernel(obj: Any) -> GovernanceKernel:
+def as_kernel(obj: Any, *, penalties: Optional[SeverityTable] = None) -> GovernanceKernel:
     """Accept what users hand a runner or environment as "the kernel".
 
     A :class:`GovernanceKernel` is returned as is; an ``agent_os.KernelSpace`` is adopted with
     :meth:`GovernanceKernel.from_kernel_space`; a list of policies builds a kernel. Anything
     else is a ``TypeError`` naming what was passed.
 
+    ``penalties`` is the penalty table the caller prices by (None: the kernel's): a kernel built
+    here gets it, and a given kernel must already price by it (a violation has one price), else
+    the error names both tables and the fix.
+
     >>> as_kernel([SQLPolicy(deny=["DROP"])]).policy_names
     ['SQLPolicy']
     """
+    if penalties is not None:
+        penalties = penalty_table(penalties)
     if isinstance(obj, GovernanceKernel):
+        if penalties is not None and penalties != obj.penalties:
+            raise GovernanceConfigError(
+                f"the penalty table given, {penalties!r}, differs from the one the kernel prices its violations "
+                f"by, {obj.penalties!r}: a violation has one price. Build the kernel with the table, "
+                f"GovernanceKernel(penalties=config.severity_penalties, ...), or leave the table out to price by "
+                f"the kernel's"
+            )
         return obj
     if isinstance(obj, KernelSpace):
-        return GovernanceKernel.from_kernel_space(obj)
+        return GovernanceKernel.from_kernel_space(obj, penalties=penalties)
     if isinstance(obj, Policy):
-        return GovernanceKernel([obj])
+        return GovernanceKernel([obj], penalties=penalties)
     if isinstance(obj, (list, tuple)) and all(isinstance(p, Policy) for p in obj):
-        return GovernanceKernel(obj)
+        return GovernanceKernel(obj, penalties=penalties)
     raise TypeError(
         f"expected a GovernanceKernel, an agent_os.KernelSpace or a list of policies, got "
         f"{type(obj).__module__}.{type(obj).__name__}; build one with GovernanceKernel([SQLPolicy(...), ...])"

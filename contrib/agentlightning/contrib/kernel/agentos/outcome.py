@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from .actions import Decision
 from .reward.formula import GovernedReward
-from .violations import DEFAULT_SEVERITY_PENALTIES, PolicyViolation, SeverityTable, constraint_cost
+from .violations import PolicyViolation, SeverityTable, constraint_cost, penalty_of
 
 __all__ = ["GovernanceOutcome"]
 
@@ -32,8 +32,8 @@ class GovernanceOutcome:
 
     ``input_blocked`` says whether the task itself was blocked (so the agent never acted on it);
     ``reward`` is the :class:`GovernedReward` written for the attempt, if a reward function ran;
-    ``penalties`` is the penalty table its violations are priced by (the one its spans and reward
-    use; None: the default table).
+    ``penalties`` is the penalty table its violations are priced by (its kernel's, the one its
+    spans and reward use; None: the price each violation's kernel wrote on it).
     """
 
     decisions: Tuple[Decision, ...] = ()
@@ -52,9 +52,8 @@ class GovernanceOutcome:
 
     @property
     def total_penalty(self) -> float:
-        """The sum of the violations' penalties by the outcome's table (zero or negative, reward space)."""
-        table = self.penalties if self.penalties is not None else DEFAULT_SEVERITY_PENALTIES
-        return float(sum(table.price(v) for v in self.violations))
+        """The sum of the violations' penalties (zero or negative, reward space), by :func:`penalty_of`."""
+        return float(sum(penalty_of(v, self.penalties) for v in self.violations))
 
     @property
     def governed(self) -> bool:

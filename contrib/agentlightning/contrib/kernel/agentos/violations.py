@@ -44,6 +44,8 @@ __all__ = [
     "DEFAULT_SEVERITY_PENALTIES",
     "DEFAULT_SEVERITY_COSTS",
     "GovernanceConfigError",
+    "penalty_table",
+    "penalty_of",
     "constraint_cost",
     "finite_number",
     "penalty_number",
@@ -96,6 +98,10 @@ class Severity(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    # Hashed as the str it equals (``Severity.CRITICAL == "critical"``), so a table keyed by either
+    # finds it; Enum's own hash (of the member's name) would not, and runs as Python code.
+    __hash__ = str.__hash__
 
 
 _SEVERITY_RANK = {Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3, Severity.CRITICAL: 4}
@@ -233,8 +239,12 @@ class SeverityTable(Mapping[Severity, float]):
 
     def price(self, violation: "PolicyViolation") -> float:
         """The penalty of ``violation`` by this penalty table: the explicit penalty its policy set,
-        else this table's entry for its severity. The one rule that prices a violation: the spans,
-        the reward, the environment and the 1.0 gateway's hooks all ask the table they are given.
+        else this table's entry for its severity. The one rule that prices a violation: the kernel
+        writes it on every violation it decides (:meth:`stamp`), and the reward, the environment
+        and the 1.0 gateway's hooks ask the table they hold, which must be their kernel's.
+
+        A violation has one price: one a kernel decided (``priced_by_kernel``) at another price
+        than this table's is refused, naming both and the fix, never priced a second time.
 
         >>> table = SeverityTable("penalty", critical=-200.0, high=-80.0, medium=-15.0, low=-2.0)
         >>> table.price(PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical"))
@@ -249,10 +259,32 @@ class SeverityTable(Mapping[Severity, float]):
             )
         try:  # read by its fields: a doctest run imports this module a second time, under another name
             explicit, penalty, severity = violation.penalty_is_explicit, violation.penalty, violation.severity
+            priced_by_kernel = violation.priced_by_kernel
         except AttributeError:
             got = f"{type(violation).__name__}: {violation!r}"
             raise TypeError(f"expected PolicyViolation objects, got {got}") from None
-        return float(penalty) if explicit else self[severity]
+        if explicit:
+            return float(penalty)
+        price = self[severity]
+        if priced_by_kernel and penalty != price:
+            raise GovernanceConfigError(
+                f"a {Severity.parse(severity).value} violation of {violation.policy_name} was priced {penalty} by the "
+                f"kernel that decided it, and this table says {price}: a violation has one price. Give the kernel "
+                f"this table, GovernanceKernel(penalties=config.severity_penalties, ...), or price with the "
+                f"kernel's (kernel.penalties); this table: {self!r}"
+            )
+        return price
+
+    def stamp(self, violations: Iterable["PolicyViolation"]) -> None:
+        """Write this table's price on each of ``violations`` as the kernel's (``priced_by_kernel``):
+        an explicit penalty stays, else ``penalty`` becomes this table's entry for the severity. The
+        kernel stamps the violations of every decision, so the violation, its decision and its
+        audit record say the kernel's price."""
+        prices = self._values
+        for violation in violations:
+            if not violation.penalty_is_explicit:
+                violation.penalty = prices[violation.severity]
+            violation.priced_by_kernel = True
 
     def __getitem__(self, severity: Union[Severity, str]) -> float:
         return self._values[Severity.parse(severity)]
@@ -270,6 +302,36 @@ class SeverityTable(Mapping[Severity, float]):
 
 def _severity_table(kind: str, values: Mapping[str, float]) -> SeverityTable:
     return SeverityTable(kind, **values)
+
+
+def penalty_table(penalties: Any, name: str = "penalties") -> SeverityTable:
+    """``penalties`` if it is a penalty :class:`SeverityTable`; anything else is an error naming
+    ``name`` and how to build one.
+
+    >>> try:
+    ...     penalty_table({"critical": -200.0})
+    ... except GovernanceConfigError as error:
+    ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+    penalties must be a penalty table, e.g. RewardConfig(critical_penalty=-200).severity_penalties or
+    SeverityTable.preset('penalties'); got {'critical': -200.0}
+    """
+    if not isinstance(penalties, SeverityTable) or penalties.kind != "penalty":
+        raise GovernanceConfigError(
+            f"{name} must be a penalty table, e.g. RewardConfig(critical_penalty=-200).severity_penalties or "
+            f"SeverityTable.preset('penalties'); got {penalties!r}"
+        )
+    return penalties
+
+
+def penalty_of(violation: "PolicyViolation", penalties: Optional[SeverityTable] = None) -> float:
+    """The penalty of ``violation``: by ``penalties`` when given (:meth:`SeverityTable.price`, which
+    refuses a table other than the one of the kernel that priced it), else the price it carries.
+
+    >>> drop = PolicyViolation("blocked", "SQLPolicy", "DROP denied", "critical")
+    >>> penalty_of(drop), penalty_of(drop, SeverityTable("penalty", critical=-9.0, high=0, medium=0, low=0))
+    (-100.0, -9.0)
+    """
+    return float(violation.penalty) if penalties is None else penalties.price(violation)  # type: ignore[arg-type]
 
 
 #: Default penalty per violation, in reward space (negative), by severity.
@@ -426,7 +488,8 @@ def _read_time(record: Mapping[str, Any]) -> Optional[datetime]:
 
 
 def _read_penalty(record: Mapping[str, Any]) -> Optional[float]:
-    # A penalty that followed from the severity is left to follow from it again.
+    # The explicit penalty is the constructor's; a kernel's price is set after it (from_dict), and
+    # a penalty that followed from the severity alone is left to follow from it again.
     return record.get("penalty") if record.get("penalty_is_explicit") else None
 
 
@@ -442,7 +505,10 @@ class PolicyViolation:
     (flagged in ``penalty_is_explicit``). What it costs is the business of a penalty table:
     :meth:`SeverityTable.price` (the explicit penalty, else the table's entry for the severity), the
     one rule every room prices with. Without an explicit one, ``penalty`` holds the price by the
-    default table (:data:`DEFAULT_SEVERITY_PENALTIES`), as the audit record keeps it.
+    default table (:data:`DEFAULT_SEVERITY_PENALTIES`) until a kernel decides the violation: the
+    kernel then writes its own table's price (``GovernanceKernel(penalties=...)``) and sets
+    ``priced_by_kernel``, so the violation, its decision and its audit record say one price, and
+    a table that disagrees with it is refused rather than heard as a second one.
     ``action_blocked`` defaults to ``violation_type == BLOCKED``.
 
     Each field's metadata declares how it is recorded and shown in spans (:class:`RecordedField`):
@@ -490,6 +556,7 @@ class PolicyViolation:
         ),
     )
     penalty_is_explicit: bool = field(init=False, default=False, metadata=recorded(required=False))
+    priced_by_kernel: bool = field(init=False, default=False, metadata=recorded(required=False, check=_boolean))
 
     def __post_init__(self) -> None:
         self.violation_type = ViolationType.parse(self.violation_type)
@@ -538,7 +605,12 @@ class PolicyViolation:
                 value = declared.read(data) if declared.read is not None else data.get(item.name)
                 if value is not None:  # not recorded: the field's default
                     arguments[item.name] = value
-        return cls(**arguments)
+        violation = cls(**arguments)
+        if data.get("priced_by_kernel") is True:  # the price its kernel wrote, read as written
+            if not violation.penalty_is_explicit:
+                violation.penalty = penalty_number("penalty", data["penalty"])
+            violation.priced_by_kernel = True
+        return violation
 
     def span_attributes(self) -> Dict[str, Any]:
         """The ``agentos.*`` attributes the violation's span shows of it, in field order.

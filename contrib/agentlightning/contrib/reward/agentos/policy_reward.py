@@ -7,7 +7,7 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from agentlightning.contrib.kernel.agentos import GovernanceConfigError, Severity, as_kernel
+from agentlightning.contrib.kernel.agentos import GovernanceConfigError, GovernanceKernel, Severity, as_kernel
 from agentlightning.contrib.kernel.agentos.agl03.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans
 from agentlightning.contrib.kernel.agentos.keywords import unknown_keyword_error
@@ -40,12 +40,17 @@ class PolicyReward:
 
     Args:
         kernel: the reference's first argument, checked (a ``GovernanceKernel``, an
-            ``agent_os.KernelSpace``, a list of policies, or ``None``) and otherwise unused: the
-            reward reads the violations the rollout carries, whichever kernel found them. The
-            ``kernel`` attribute is deprecated for that reason.
+            ``agent_os.KernelSpace``, a list of policies, or ``None``): the reward reads the
+            violations the rollout carries, and a ``GovernanceKernel`` given must price them by
+            ``config``'s table (a violation has one price; else the error names both tables and
+            the fix, ``GovernanceKernel(penalties=config.severity_penalties)``). The ``kernel``
+            attribute is deprecated: scoring never uses it.
         base_reward_fn: ``rollout -> float``; default :func:`default_base_reward` (the agent's
             own reward if it gave one, else 1.0 on success and 0.0 otherwise).
-        config: a :class:`RewardConfig` (default: the reference defaults).
+        config: a :class:`RewardConfig` (default: the reference defaults, with the penalty
+            table of ``kernel`` when it is a ``GovernanceKernel``). Its table prices the
+            violations; one a kernel priced otherwise is refused, never priced twice
+            (:meth:`SeverityTable.price`).
         lagrangian: a :class:`LagrangianPenalty`; when given, the penalty is ``-lambda * cost``
             instead of the per-severity table.
 
@@ -78,15 +83,17 @@ class PolicyReward:
             raise unknown_keyword_error(
                 type(self).__name__, next(iter(unknown)), ["kernel", "base_reward_fn", "config", "lagrangian"]
             )
-        self._kernel = as_kernel(kernel) if kernel is not None else None
         if base_reward_fn is not None and not callable(base_reward_fn):
             raise TypeError(f"base_reward_fn must be callable (rollout -> float), got {type(base_reward_fn).__name__}")
         if config is not None and not isinstance(config, RewardConfig):
             raise TypeError(f"config must be a RewardConfig, got {type(config).__name__}")
+        if config is None and isinstance(kernel, GovernanceKernel):  # the kernel's table, its one price
+            config = RewardConfig(**{f"{level.value}_penalty": entry for level, entry in kernel.penalties.items()})
         if lagrangian is not None and not isinstance(lagrangian, LagrangianPenalty):
             raise TypeError(f"lagrangian must be a LagrangianPenalty, got {type(lagrangian).__name__}")
         self.base_reward_fn = base_reward_fn or default_base_reward
         self.config = config or RewardConfig()
+        self._kernel = as_kernel(kernel, penalties=self.config.severity_penalties) if kernel is not None else None
         if lagrangian is not None and self.config.multiplicative:
             raise GovernanceConfigError(
                 "lagrangian= prices violations additively; it cannot be combined with RewardConfig(multiplicative=True)"

@@ -57,6 +57,7 @@ from agentlightning.contrib.kernel.agentos.agl03.reward_span import reward_core_
 from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans
 from agentlightning.contrib.kernel.agentos.keywords import unknown_keyword_error
 from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
+from agentlightning.contrib.kernel.agentos.violations import penalty_table
 
 # `from . import agents`, never `from .agents import ...`: AgentOps' import monitor reads the latter as the
 # OpenAI Agents SDK and uninstruments OpenAI when this package is imported after an AgentOps tracer started
@@ -257,18 +258,20 @@ def _check_keywords(callee: str, runner_kwargs: Dict[str, Any]) -> None:
             raise unknown_keyword_error(callee, name, valid)
 
 
-def _penalty_table(penalties: Optional[SeverityTable], reward_fn: Any) -> SeverityTable:
-    """The one penalty table of the runner's spans: the one given, else the reward function's
-    (``reward_fn.config.severity_penalties``, read by attribute: the runner does not import the
-    reward room), else the default; a table of another kind is refused."""
+def _given_penalty_table(penalties: Optional[SeverityTable], reward_fn: Any) -> Optional[SeverityTable]:
+    """The penalty table the runner is given, which its kernel must price by: ``penalties``, and
+    the reward function's (``reward_fn.config.severity_penalties``, read by attribute: the runner
+    does not import the reward room); both given must be one table. None: the kernel's."""
+    rewards = getattr(getattr(reward_fn, "config", None), "severity_penalties", None)
+    rewards = rewards if isinstance(rewards, SeverityTable) else None
     if penalties is None:
-        penalties = getattr(getattr(reward_fn, "config", None), "severity_penalties", None)
-        if not isinstance(penalties, SeverityTable):
-            return SeverityTable.preset("penalties")
-    if not isinstance(penalties, SeverityTable) or penalties.kind != "penalty":
-        raise TypeError(
-            f"penalties must be a penalty table, e.g. RewardConfig(critical_penalty=-200).severity_penalties or "
-            f"SeverityTable.preset('penalties'); got {penalties!r}"
+        return rewards
+    penalties = penalty_table(penalties)
+    if rewards is not None and rewards != penalties:
+        raise GovernanceConfigError(
+            f"penalties={penalties!r} and the reward function's table, {rewards!r}, differ: a violation has one "
+            f"price. Give one table: leave penalties out, or pass it as the reward's "
+            f"(RewardConfig(critical_penalty=..., ...))"
         )
     return penalties
 
@@ -314,11 +317,14 @@ class AgentOSRunner(LitAgentRunner[Any]):
             evidence is its record in the keyed audit trail, which the adapter can import.
             ``"all"``: also a check span per allowed decision (written in one store call when the
             attempt ends), for a dashboard or algorithm that reads every decision from the store.
-        penalties: the penalty table (a ``SeverityTable`` of kind ``"penalty"``) the check and
-            violation spans price violations by. Default: the table of ``reward_fn``'s
-            ``config.severity_penalties`` when it has one (a ``PolicyReward``: read by that
-            attribute, since the runner does not import the reward room), else the default table;
-            so the spans say what the reward charges.
+        penalties: the penalty table (a ``SeverityTable`` of kind ``"penalty"``) violations are
+            priced by. The kernel holds it (``GovernanceKernel(penalties=...)``): a runner that
+            builds its kernel (from policies or a ``KernelSpace``) builds it with this table, or
+            with ``reward_fn``'s ``config.severity_penalties`` when it has one (a ``PolicyReward``:
+            read by that attribute, since the runner does not import the reward room); a kernel
+            given must already price by them, else the error names both tables and the fix.
+            Default: the kernel's table. So the violation, its audit record, the spans and the
+            reward say one price.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
 
     The agent (``init(agent)``) is a ``LitAgent`` or a plain function ``fn(task)`` (see
@@ -363,7 +369,6 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 f"and one governance summary per attempt) or {CHECK_SPANS_ALL!r} (also a span per allowed decision), "
                 f"got {check_spans!r}; every decision is in the audit trail either way"
             )
-        self.kernel = as_kernel(kernel)
         flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations}
         for name, value in flags.items():
             if not isinstance(value, bool):
@@ -381,7 +386,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 f"reward_fn must be callable (rollout -> reward), e.g. PolicyReward(kernel); "
                 f"got {type(reward_fn).__name__}"
             )
-        penalties = _penalty_table(penalties, reward_fn)
+        self.kernel = as_kernel(kernel, penalties=_given_penalty_table(penalties, reward_fn))
         if tracer is not None and not isinstance(tracer, Tracer):
             raise TypeError(f"tracer must be an agentlightning Tracer, got {type(tracer).__name__}")
         _quiet_agentops()
@@ -397,7 +402,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.audit_dir = audit_dir
         self.reward_fn = reward_fn
         self.check_spans = check_spans
-        self.penalties = penalties
+        self.penalties = self.kernel.penalties
         self._counts = {
             "total_rollouts": 0,
             "total_violations": 0,

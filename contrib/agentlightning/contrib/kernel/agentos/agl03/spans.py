@@ -35,7 +35,6 @@ from agentlightning.utils.otel import (
 )
 
 from ..actions import Decision
-from ..reward.formula import penalty_from_table
 from ..semconv import (
     AGENTOS_AGENT_ID,
     AGENTOS_CHECK_TAG,
@@ -56,7 +55,7 @@ from ..semconv import (
     VIOLATION_SPAN_NAME,
 )
 from ..sql.effects import snippet
-from ..violations import DEFAULT_SEVERITY_PENALTIES, SeverityTable
+from ..violations import SeverityTable, penalty_of
 
 __all__ = [
     "annotation_span",
@@ -93,24 +92,20 @@ def check_span_name(decision: Decision) -> str:
     return f"{CHECK_SPAN_NAME}: {decision.verdict.value} {tool}"
 
 
-def _table(penalties: Optional[SeverityTable]) -> SeverityTable:
-    return DEFAULT_SEVERITY_PENALTIES if penalties is None else penalties
-
-
 def violation_span_name(decision: Decision, index: int, *, penalties: Optional[SeverityTable] = None) -> str:
     """``agentos.violation: <policy> (<severity>) penalty <p>, <blocked|not blocked>``, the penalty
-    priced by the table ``penalties`` (default: the default table), as the reward prices it."""
+    the price its kernel wrote on it (checked against ``penalties`` when given: :func:`penalty_of`)."""
     violation = decision.violations[index]
     outcome = "blocked" if violation.action_blocked else "not blocked"
     policy = snippet(violation.policy_name, _MAX_NAME_PART_CHARS)
     return (
         f"{VIOLATION_SPAN_NAME}: {policy} ({violation.severity.value}) "
-        f"penalty {readable_number(_table(penalties).price(violation))}, {outcome}"
+        f"penalty {readable_number(penalty_of(violation, penalties))}, {outcome}"
     )
 
 
 def check_span_attributes(decision: Decision, *, penalties: Optional[SeverityTable] = None) -> Dict[str, Any]:
-    """Attributes of the span recording one kernel check; its total penalty priced by ``penalties``."""
+    """Attributes of the span recording one kernel check; its total penalty as :func:`violation_span_attributes`."""
     return {
         AGENTOS_KIND: KIND_CHECK,
         AGENTOS_DECISION_ID: decision.decision_id,
@@ -118,7 +113,7 @@ def check_span_attributes(decision: Decision, *, penalties: Optional[SeverityTab
         AGENTOS_TOOL_NAME: decision.action.tool_name,
         AGENTOS_AGENT_ID: decision.context.agent_id,
         AGENTOS_VIOLATION_COUNT: len(decision.violations),
-        AGENTOS_TOTAL_PENALTY: penalty_from_table(decision.violations, _table(penalties)),
+        AGENTOS_TOTAL_PENALTY: float(sum(penalty_of(v, penalties) for v in decision.violations)),
         AGENTOS_SIGNALS: ",".join(decision.signals),
         **make_tag_attributes([AGENTOS_CHECK_TAG]),
     }
@@ -128,8 +123,8 @@ def violation_span_attributes(
     decision: Decision, index: int, *, penalties: Optional[SeverityTable] = None
 ) -> Dict[str, Any]:
     """Attributes of the span recording violation ``index`` of ``decision``: where it was found,
-    then the violation's own (:meth:`PolicyViolation.span_attributes`), its penalty priced by the
-    table ``penalties`` (default: the default table), as the reward prices it."""
+    then the violation's own (:meth:`PolicyViolation.span_attributes`), its penalty the price its
+    kernel wrote on it (checked against ``penalties`` when given: :func:`penalty_of`)."""
     violation = decision.violations[index]
     return {
         AGENTOS_KIND: KIND_VIOLATION,
@@ -138,7 +133,7 @@ def violation_span_attributes(
         AGENTOS_TOOL_NAME: decision.action.tool_name,
         AGENTOS_AGENT_ID: decision.context.agent_id,
         **violation.span_attributes(),  # as its fields declare (PolicyViolation.span_attributes)
-        AGENTOS_PENALTY: _table(penalties).price(violation),
+        AGENTOS_PENALTY: penalty_of(violation, penalties),
         **make_tag_attributes([AGENTOS_VIOLATION_TAG, f"{AGENTOS_SEVERITY}:{violation.severity.value}"]),
         **make_link_attributes({AGENTOS_DECISION_ID: decision.decision_id}),
     }
