@@ -307,18 +307,16 @@ def _plain_calls_known(raw_tree: str) -> Optional[bool]:
     curated list): True, or False when one is not (the text is then walked); None when the text
     has no ``"FuncCall"`` at all (the walk's own test for visiting every node).
 
-    One split at ``"FuncCall"``: a call is where the text before ends with ``{`` and the text
-    after starts with ``:`` (``{"FuncCall":``); elsewhere it is a string's value."""
-    pieces = raw_tree.split('"FuncCall"')
-    if len(pieces) == 1:
-        return None
-    before = pieces[0]
-    for call in pieces[1:]:
-        if call[:1] == ":" and before[-1:] == "{":
-            name = _PLAIN_CALL_NAME.match(call, 1)
-            if name is None or not _known_call(name.group(1)):
-                return False
-        before = call
+    One split at ``{"FuncCall":``, which is a call and nothing else: a string value holds ``"``
+    only escaped, so the text ``"FuncCall"`` there (a column named so) is never after a ``{`` and
+    before a ``:``, and the walk's test is asked only of text with no call."""
+    calls = raw_tree.split('{"FuncCall":')
+    if len(calls) == 1:
+        return True if '"FuncCall"' in raw_tree else None
+    for call in calls[1:]:
+        name = _PLAIN_CALL_NAME.match(call)
+        if name is None or not _known_call(name.group(1)):
+            return False
     return True
 
 
