@@ -110,7 +110,8 @@ def count_child(tree: Path, n: int, dialect: Optional[str]) -> None:
     Action, ActionContext = actions.Action, actions.ActionContext
     GovernanceKernel, SQLPolicy = kernel_package.GovernanceKernel, kernel_package.SQLPolicy
     r = random.Random(0)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-first-seen-parts-", dir="."))
+    scratch = tempfile.TemporaryDirectory(prefix="bench-first-seen-parts-", dir=".")
+    tmp = Path(scratch.name)
 
     policy = SQLPolicy(deny=DENY, dialect=dialect)
     context = ActionContext()
@@ -178,6 +179,7 @@ def count_child(tree: Path, n: int, dialect: Optional[str]) -> None:
     asyncio.run(measure())
     plain_kernel.close()
     audited_kernel.close()
+    scratch.cleanup()
 
 
 def instructions(tree: Path, n: int, dialect: Optional[str]) -> Dict[str, float]:
