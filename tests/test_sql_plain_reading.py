@@ -127,7 +127,7 @@ def test_plain_reading_equals_the_walk_on_queries_with_calls_and_joins(seed: int
     assert taken == 60  # calls of the curated functions, in pg_catalog or unqualified: every one
 
 
-def test_the_nesting_bound_is_never_below_the_depth_of_the_tree() -> None:
+def test_the_nesting_bounds_are_never_below_the_depth_of_the_tree() -> None:
     import json
 
     def depth(value: object) -> int:
@@ -147,7 +147,7 @@ def test_the_nesting_bound_is_never_below_the_depth_of_the_tree() -> None:
             deepest = depth(json.loads(raw_tree))
         except (pg_parser.ParseError, RecursionError):  # not SQL, or too deep to load here
             continue
-        assert postgres._nesting_bound(raw_tree, 0, len(raw_tree)) >= deepest, text
+        assert all(bound >= deepest for bound in postgres._nesting_bounds(raw_tree, 0, len(raw_tree))), text
 
 
 def test_every_statement_node_type_ends_in_stmt() -> None:

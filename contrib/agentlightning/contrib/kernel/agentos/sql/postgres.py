@@ -21,7 +21,7 @@ import functools
 import json
 import re
 import sys
-from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import orjson
 from pglast import parser as pg_parser
@@ -307,18 +307,16 @@ def _plain_calls_known(raw_tree: str) -> Optional[bool]:
     curated list): True, or False when one is not (the text is then walked); None when the text
     has no ``"FuncCall"`` at all (the walk's own test for visiting every node).
 
-    One split at ``"FuncCall"``: a call is where the text before ends with ``{`` and the text
-    after starts with ``:`` (``{"FuncCall":``); elsewhere it is a string's value."""
-    pieces = raw_tree.split('"FuncCall"')
-    if len(pieces) == 1:
-        return None
-    before = pieces[0]
-    for call in pieces[1:]:
-        if call[:1] == ":" and before[-1:] == "{":
-            name = _PLAIN_CALL_NAME.match(call, 1)
-            if name is None or not _known_call(name.group(1)):
-                return False
-        before = call
+    One split at ``{"FuncCall":``, which is a call and nothing else: a string value holds ``"``
+    only escaped, so the text ``"FuncCall"`` there (a column named so) is never after a ``{`` and
+    before a ``:``, and the walk's test is asked only of text with no call."""
+    calls = raw_tree.split('{"FuncCall":')
+    if len(calls) == 1:
+        return True if '"FuncCall"' in raw_tree else None
+    for call in calls[1:]:
+        name = _PLAIN_CALL_NAME.match(call)
+        if name is None or not _known_call(name.group(1)):
+            return False
     return True
 
 
@@ -394,17 +392,22 @@ _LEAF_NODES = ('{"String":{', '{"ColumnRef":{', '{"A_Const":{', '{"RangeVar":{')
 _LEAF_NESTING = 4
 
 
-def _nesting_bound(raw_tree: str, start: int, end: int) -> int:
-    """How deeply the ``{`` of ``raw_tree[start:end]`` nest, at most, counted in C: every ``{``
-    but those of the leaf nodes (:data:`_LEAF_NODES`), of which a path down the tree holds at
-    most :data:`_LEAF_NESTING`. Most of a tree's ``{`` are its leaves' (each column is a
+def _nesting_bounds(raw_tree: str, start: int, end: int) -> Iterator[int]:
+    """Bounds on how deeply the ``{`` of ``raw_tree[start:end]`` nest, each counted in C: every
+    ``{``; then, one type of leaf node (:data:`_LEAF_NODES`) after the other, every ``{`` but
+    those of the leaves counted so far, of which a path down the tree holds
+    at most :data:`_LEAF_NESTING`. Most of a tree's ``{`` are its leaves' (each column is a
     ``ColumnRef`` and two ``String``), which a count of every ``{`` takes as nested in each other.
-    The patterns are libpg_query's own keys: a query's text cannot put them into the JSON text
-    (a string value holds ``"`` only escaped)."""
-    leaves = 0
+    Each bound costs a scan of the text, so the reader stops at the first one that leaves the walk
+    room (the leaf most trees hold most of, ``String``, is counted first). The patterns are
+    libpg_query's own keys: a query's text cannot put them into the JSON text (a string value
+    holds ``"`` only escaped)."""
+    bound = raw_tree.count("{", start, end)
+    yield bound
+    bound += _LEAF_NESTING
     for leaf in _LEAF_NODES:
-        leaves += raw_tree.count(leaf, start, end)
-    return raw_tree.count("{", start, end) - 2 * leaves + _LEAF_NESTING
+        bound -= 2 * raw_tree.count(leaf, start, end)
+        yield bound
 
 
 def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
@@ -427,16 +430,12 @@ def _read_plain(text: str, raw_tree: str) -> Optional[SQLAnalysis]:
     # list is a ``List`` node) or as numbers, so on any path down the tree a list is followed by a
     # dict or ends it: a statement's depth is at most twice how deeply its ``{`` nest, plus one
     # (and the statement list, the statement and its wrapper above it). Their number bounds their
-    # nesting and costs one count; where that bound is too high, the tighter one of
-    # :func:`_nesting_bound` is taken.
-    most = 0
+    # nesting; where it is too high, the tighter bounds of :func:`_nesting_bounds` are taken.
     for statement in plain:
-        braces = raw_tree.count("{", statement[1], statement[3])
-        if braces > most:
-            most = braces
-    if not _room_for_the_walk(most):
-        most = max(_nesting_bound(raw_tree, statement[1], statement[3]) for statement in plain)
-        if not _room_for_the_walk(most):
+        for bound in _nesting_bounds(raw_tree, statement[1], statement[3]):
+            if _room_for_the_walk(bound):
+                break
+        else:
             return None
     encoded = None if text.isascii() else text.encode("utf-8")
     statements: List[SQLStatement] = []
