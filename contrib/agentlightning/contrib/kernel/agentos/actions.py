@@ -227,14 +227,17 @@ class Action:
         return shared
 
 
-def content_key(tool_name: Any, arguments: Any, cost: Any) -> Optional[Tuple[Any, ...]]:
+def content_key(tool_name: str, arguments: Any, cost: Any) -> Optional[Tuple[Any, ...]]:
     """The key a kernel remembers a call by (see ``memo``): its tool name, its cost, and every
     argument's name and value in order, when all of them are plain ``str`` (one type: equal means
-    the same); else None, and the call is not remembered.
+    the same); else None, and the call is not remembered. Every call, of one argument or many,
+    is read by the one loop below. ``tool_name`` is a plain ``str`` already (both callers made sure:
+    the kernel's check of a call by name, an action's own constructor).
 
-    ``arguments`` is a ``dict`` (a caller's, read once, here: a name's type is checked before it is
-    looked up, so no key's own ``__hash__`` runs) or an action's frozen ones. The cost is a plain
-    float in an action's range, not -0.0 (equal to 0.0, it would be handed an action of the other sign).
+    ``arguments`` is a ``dict`` (a caller's, read once, here: every name's and value's type is
+    checked before the key is hashed, so no key's own ``__hash__`` runs) or an action's frozen
+    ones. The cost is a plain float in an action's range, not -0.0 (equal to 0.0, it would be
+    handed an action of the other sign).
 
     >>> content_key("database_query", {"query": "SELECT 1", "database": "shop"}, NO_COST)
     ('database_query', 0.0, 'query', 'SELECT 1', 'database', 'shop')
@@ -242,24 +245,19 @@ def content_key(tool_name: Any, arguments: Any, cost: Any) -> Optional[Tuple[Any
     True
     """
     if (
-        type(tool_name) is not str
-        or (type(arguments) is not dict and type(arguments) is not FrozenArgs)
+        (type(arguments) is not dict and type(arguments) is not FrozenArgs)
         or cost is not NO_COST
         and not (type(cost) is float and 0.0 <= cost < _INFINITY and (cost != 0.0 or math.copysign(1.0, cost) > 0))
     ):
         return None
+    key = [tool_name, cost]
     try:
-        if len(arguments) == 1:  # the common call, read without the general copy below
-            (name,) = arguments
-            value = arguments[name] if type(name) is str else None
-            return (tool_name, cost, name, value) if type(value) is str else None
-        key = [tool_name, cost]
         for name, value in arguments.items():  # one pass over the caller's dict
             if type(name) is not str or type(value) is not str:
                 return None
             key.append(name)
             key.append(value)
-    except (ValueError, RuntimeError, KeyError):  # the caller's dict changed while it was read
+    except RuntimeError:  # the caller's dict changed size while it was read
         return None
     return tuple(key)
 
@@ -329,6 +327,11 @@ _DEFAULT_CONTEXT = ActionContext()
 _current_context: contextvars.ContextVar[ActionContext] = contextvars.ContextVar(
     "agentos_action_context", default=_DEFAULT_CONTEXT
 )
+
+
+#: ``_current_context.get``, bound once: another module's ``_current_context.get()`` would bind the
+#: method anew on every call (CPython compiles a method call on an imported name as an attribute read).
+_context_in_force = _current_context.get
 
 
 def current_context() -> ActionContext:

@@ -30,7 +30,7 @@ from .actions import (
     ActionContext,
     Decision,
     Verdict,
-    _current_context,
+    _context_in_force,
     action_of_key,
     content_key,
     current_context,
@@ -56,9 +56,6 @@ MAX_DISPATCHERS = 1024
 
 _ALLOWED, _BLOCKED = Verdict.ALLOWED, Verdict.BLOCKED
 _new_object = object.__new__
-#: Sets an instance's dict: the ``__dict__`` slot's own setter, the one object.__setattr__(obj,
-#: "__dict__", ...) reaches after looking the slot up on the type.
-_set_instance_dict = next(c.__dict__["__dict__"] for c in Decision.__mro__ if "__dict__" in c.__dict__).__set__
 
 
 def _fresh(violation: PolicyViolation) -> PolicyViolation:
@@ -351,31 +348,31 @@ class GovernanceKernel:
             # 1. The snapshot: a remembered call's frozen action (a caller's Action is its own),
             #    else one built from what the memo's key read, else from the call.
             if type(action) is str:
-                key = content_key(action, args, cost_usd)
+                key, given = content_key(action, args, cost_usd), None
             elif isinstance(action, Action):
                 if args is not None:
                     raise TypeError("pass args only together with a tool name, not with an Action")
                 # A subclass's own properties could tell the memo one thing and the policies another.
-                key = action._content_key if type(action) is Action else None
+                key, given = (action._content_key if type(action) is Action else None), action
             else:
-                key = None
+                key = given = None
             entry = memo.calls.get(key)
             if entry is not None:
                 snapshot, plan, remembered = entry
-                if type(action) is not str:
-                    snapshot = action  # the caller's own, of the same content (and so no refusal)
+                if given is not None:
+                    snapshot = given  # the caller's own, of the same content (and so no refusal)
                 refusal = None
             else:
                 plan = remembered = None
-                if isinstance(action, Action):
-                    snapshot = action
+                if given is not None:
+                    snapshot = given
                 elif key is not None:
                     snapshot = action_of_key(key)
                 else:
                     snapshot = Action.of_call(action, {} if args is None else args, cost_usd)
                 refusal = snapshot.refusal  # arguments that could not be snapshot: nothing to judge
             if context is None:
-                context = _current_context.get()
+                context = _context_in_force()
             elif type(context) is not ActionContext and not isinstance(context, ActionContext):
                 raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
             if refusal is None:
@@ -424,7 +421,7 @@ class GovernanceKernel:
         if not isinstance(action, Action):
             raise TypeError(f"refuse takes an Action, got {type(action).__name__}")
         if context is None:
-            context = _current_context.get()
+            context = _context_in_force()
         elif not isinstance(context, ActionContext):
             raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
         started = perf_counter()
@@ -677,14 +674,19 @@ class GovernanceKernel:
     ) -> Decision:
         """The kernel's one constructor of a :class:`Decision`, and its record.
 
-        Every field is made here, so none is checked, and stored as the instance's dict at once
-        (the frozen dataclass's ``__init__`` would set each field with ``object.__setattr__``). A
-        field still at its default (no finding, no signal, no rewrite, no audit, no note) is left
-        out of that dict: the dataclass keeps the default on the class, where every read finds it.
+        Every field is made here, so none is checked, and stored in the new instance's own dict (the
+        frozen dataclass's ``__init__`` would set each with ``object.__setattr__``, and a dict set as
+        the instance's is one more to fill). A field still at its default (no finding, no signal, no
+        rewrite, no audit, no note) is left out: the class keeps the default, where every read finds it.
         """
         decision_id = self._id_prefix + hex(next(self._id_counter))
         audit = self.audit
-        fields = {"action": action, "verdict": verdict, "context": context, "decision_id": decision_id}
+        decision = _new_object(Decision)
+        fields = decision.__dict__
+        fields["action"] = action
+        fields["verdict"] = verdict
+        fields["context"] = context
+        fields["decision_id"] = decision_id
         if violations:
             self._penalties.stamp(violations)  # the decision's own copies: priced once, here
             fields["violations"] = tuple(violations)
@@ -696,9 +698,7 @@ class GovernanceKernel:
             fields["audit_id"] = decision_id
         if notes:
             fields["notes"] = notes
-        decision = _new_object(Decision)
         fields["elapsed_us"] = (perf_counter() - started) * 1e6
-        _set_instance_dict(decision, fields)
         return decision if audit is None else self._record(decision)
 
     def _send_signals(self, violations: Sequence[PolicyViolation], context: ActionContext) -> Tuple[str, ...]:
@@ -764,7 +764,7 @@ class GovernanceKernel:
             if not isinstance(action, Action):
                 action = Action.of_call(action, {} if args is None else args, cost_usd)
             if not isinstance(context, ActionContext):
-                context = _current_context.get()
+                context = _context_in_force()
             self.refuse(action, "the check was interrupted (KeyboardInterrupt) before a verdict", context=context)
         except Exception:  # noqa: BLE001 - the interrupt is what the caller must see
             logger.exception("the interrupted check could not be recorded")

@@ -15,7 +15,6 @@ function) is derived from that one value, so no two of them can disagree.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
@@ -82,13 +81,16 @@ class GovernanceOutcome:
          'violations_by_policy': {'SQLPolicy': 1}, 'input_blocked': False, 'cost': 10.0, 'reward': None}
         """
         violations = self.violations
+        by_policy: Dict[str, int] = {}
+        for violation in violations:  # a plain count: a collections.Counter costs many times the count itself
+            by_policy[violation.policy_name] = by_policy.get(violation.policy_name, 0) + 1
         return {
             "checks": len(self.decisions),
             "violations": len(violations),
             "blocked_actions": sum(d.blocked for d in self.decisions),
             "total_penalty": self.total_penalty,
             "signals": list(self.signals),
-            "violations_by_policy": dict(Counter(v.policy_name for v in violations)),
+            "violations_by_policy": by_policy,
             "input_blocked": self.input_blocked,
             "cost": self.cost,
             "reward": self.reward.to_dict() if self.reward is not None else None,

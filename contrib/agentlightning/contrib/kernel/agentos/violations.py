@@ -659,6 +659,11 @@ def missing_fields(record: Mapping[str, Any]) -> List[str]:
     return [name for name, declared in VIOLATION_FIELDS.items() if declared.required and name not in record]
 
 
+#: :data:`DEFAULT_SEVERITY_COSTS` read once into a dict (the table is immutable): every rollout's
+#: summary prices its violations, and a table read as a mapping parses each severity it is asked for.
+_DEFAULT_COST_WEIGHTS: Dict[Severity, float] = dict(DEFAULT_SEVERITY_COSTS)
+
+
 def constraint_cost(violations: Iterable["PolicyViolation"], weights: Optional[Mapping[Any, float]] = None) -> float:
     """The constraint cost of a set of violations: the sum of their severities' weights (>= 0).
 
@@ -674,7 +679,7 @@ def constraint_cost(violations: Iterable["PolicyViolation"], weights: Optional[M
     >>> constraint_cost([])
     0.0
     """
-    table = dict(DEFAULT_SEVERITY_COSTS)
+    table = _DEFAULT_COST_WEIGHTS.copy()
     for key, weight in (weights or {}).items():
         number = finite_float(weight)
         if number is None or number < 0:

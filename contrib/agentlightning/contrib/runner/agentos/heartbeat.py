@@ -69,12 +69,19 @@ async def attempt_is_live(store: LightningStore, rollout_id: str, attempt_id: st
 
 async def attempt_state(store: LightningStore, rollout_id: str, attempt_id: str) -> Tuple[bool, str, Optional[str]]:
     """(whether ``attempt_id`` is still the rollout's live attempt, what the store says of it, the
-    attempt's own status in the store, None if the store does not have it)."""
-    attempts = await store.query_attempts(rollout_id)
-    own = next((a for a in attempts if a.attempt_id == attempt_id), None)
-    if own is None or not attempts:
+    attempt's own status in the store, None if the store does not have it).
+
+    The rollout's latest attempt is read first: when it is this one, it says everything. Every
+    attempt of the rollout is read only when it is not, for this one's own status (a superseded
+    attempt may still say ``running``, which the runner puts back)."""
+    latest = await store.get_latest_attempt(rollout_id)
+    if latest is not None and latest.attempt_id == attempt_id:
+        own = latest
+    else:
+        attempts = await store.query_attempts(rollout_id) if latest is not None else []
+        own = next((a for a in attempts if a.attempt_id == attempt_id), None)
+    if own is None or latest is None:
         return False, "the store has no such attempt", None
-    latest = attempts[-1]
     if latest.attempt_id != attempt_id:
         return False, f"superseded by attempt {latest.attempt_id} ({latest.status})", own.status
     if own.status not in LIVE_ATTEMPT_STATUSES:
