@@ -138,6 +138,8 @@ class _Channel(asyncio.BufferedProtocol):
         self.frame = _LENGTH  # the size of the frame being read (its length prefix first)
 
     def get_buffer(self, sizehint: int) -> memoryview:
+        if self.start == self.end and len(self.buffer) > _BUFFER_BYTES:  # a large reply's room is given back
+            self.buffer, self.start, self.end = bytearray(_BUFFER_BYTES), 0, 0
         if self.start:  # what is left of a frame moves to the front
             left = self.end - self.start
             self.buffer[:left] = self.buffer[self.start : self.end]
