@@ -20,7 +20,7 @@ import threading
 import traceback
 from typing import Any
 
-from .check_pool import _receive, _send
+from .check_pool import _LENGTH, MAX_MESSAGE_BYTES, _decode, _Malformed, _receive, _send
 from .events import decision_event_data
 from .govern import GatewayDecision, UnreadableAction, govern_response
 
@@ -37,6 +37,7 @@ def serve(sock: socket.socket, per_worker: int) -> None:
         _send(sock, ("failed", f"{type(error).__name__}: {error}"), None)
         return
     reading, sending = threading.Lock(), threading.Lock()
+    incoming = sock.makefile("rb")  # buffered: a request's length and body in one read of the socket
 
     def judge(request_id: int, response: Any, upstream_path: str, context: Any, text: Any) -> None:
         try:
@@ -51,7 +52,7 @@ def serve(sock: socket.socket, per_worker: int) -> None:
         while True:
             with reading:
                 try:
-                    request = _receive(sock, None)
+                    request = _next_request(incoming)
                 except (EOFError, ConnectionResetError):  # the gateway closed the socket (or is gone)
                     return
             judge(*request)
@@ -71,6 +72,20 @@ def serve(sock: socket.socket, per_worker: int) -> None:
             thread.join()
     finally:
         kernel.close()
+
+
+def _next_request(incoming: Any) -> Any:
+    size = int.from_bytes(_read_exactly(incoming, _LENGTH), "big")
+    if size > MAX_MESSAGE_BYTES:
+        raise _Malformed(f"a request of {size} bytes (at most {MAX_MESSAGE_BYTES})")
+    return _decode(_read_exactly(incoming, size))
+
+
+def _read_exactly(incoming: Any, size: int) -> bytes:
+    data = incoming.read(size)
+    if len(data) < size:
+        raise EOFError
+    return data
 
 
 def _or_exit(function: Any, *args: Any) -> None:
