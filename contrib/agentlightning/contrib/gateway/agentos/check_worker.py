@@ -2,13 +2,10 @@
 
 It receives the gateway's ``governance`` section, builds its kernel (its own trail file), says it is
 ready with the file's path, then judges each response it is sent with :func:`~.govern.govern_response`
-and replies, tagged with the request's id, with the governed response and each decision's event
-data, or why the response is unreadable. Every decision is committed to its trail before the reply
-is sent. It exits when the gateway closes the socket (or dies).
-
-``per_worker`` threads each read a request, judge it and reply, then read the next (one at a time
-on each side of the socket): one computes while another waits for its record's commit, and no
-request passes from a reading thread to a checking one.
+(``per_worker`` at once, on threads: one computes while another waits for its commit) and replies,
+tagged with the request's id, with the governed response and each decision's event data, or why the
+response is unreadable. Every decision is committed to its trail before the reply is sent. It exits when the
+gateway closes the socket (or dies).
 """
 
 from __future__ import annotations
@@ -18,9 +15,10 @@ import socket
 import sys
 import threading
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .check_pool import _LENGTH, MAX_MESSAGE_BYTES, _decode, _Malformed, _receive, _send
+from .check_pool import _receive, _send
 from .events import decision_event_data
 from .govern import GatewayDecision, UnreadableAction, govern_response
 
@@ -36,8 +34,7 @@ def serve(sock: socket.socket, per_worker: int) -> None:
     except Exception as error:  # noqa: BLE001 - the gateway reports it and refuses to start
         _send(sock, ("failed", f"{type(error).__name__}: {error}"), None)
         return
-    reading, sending = threading.Lock(), threading.Lock()
-    incoming = sock.makefile("rb")  # buffered: a request's length and body in one read of the socket
+    sending = threading.Lock()
 
     def judge(request_id: int, response: Any, upstream_path: str, context: Any, text: Any) -> None:
         try:
@@ -48,44 +45,20 @@ def serve(sock: socket.socket, per_worker: int) -> None:
         with sending:
             _send(sock, (request_id, reply), None)
 
-    def checks() -> None:
-        while True:
-            with reading:
-                try:
-                    request = _next_request(incoming)
-                except (EOFError, ConnectionResetError):  # the gateway closed the socket (or is gone)
-                    return
-            judge(*request)
-
     try:
         try:
             _send(sock, ("ready", str(kernel.audit.recorder.db_path)), None)
         except OSError:  # the gateway gave up on this worker (or stopped) before it was ready
             return
-        threads = [
-            threading.Thread(target=_or_exit, args=(checks,), name=f"agentos-check-{n}", daemon=True)
-            for n in range(per_worker)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        with ThreadPoolExecutor(max_workers=per_worker, thread_name_prefix="agentos-check") as checks:
+            while True:
+                try:
+                    request = _receive(sock, None)
+                except EOFError:
+                    return
+                checks.submit(_or_exit, judge, *request)
     finally:
         kernel.close()
-
-
-def _next_request(incoming: Any) -> Any:
-    size = int.from_bytes(_read_exactly(incoming, _LENGTH), "big")
-    if size > MAX_MESSAGE_BYTES:
-        raise _Malformed(f"a request of {size} bytes (at most {MAX_MESSAGE_BYTES})")
-    return _decode(_read_exactly(incoming, size))
-
-
-def _read_exactly(incoming: Any, size: int) -> bytes:
-    data = incoming.read(size)
-    if len(data) < size:
-        raise EOFError
-    return data
 
 
 def _or_exit(function: Any, *args: Any) -> None:
