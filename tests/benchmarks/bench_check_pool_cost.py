@@ -35,6 +35,7 @@ import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
+import shutil  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -175,6 +176,7 @@ def main() -> None:
 
     asyncio.run(serve())
     layer.close()
+    shutil.rmtree(work, ignore_errors=True)  # the trails of a measurement are not kept
     if regions is not None:
         time.sleep(1)  # the workers' last dumps
         counted = regions.read_regions(args.callgrind)  # this process's too, with its --callgrind-out-file there
