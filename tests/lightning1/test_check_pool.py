@@ -202,3 +202,51 @@ def test_a_check_worker_starts_without_importing_1_0s_server():
     )
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert imported.strip() == "[]"
+
+
+def test_replies_larger_than_the_channel_buffer_and_more_checks_than_places_arrive_whole(tmp_path, monkeypatch):
+    """The gateway reads replies into a buffer (64 KiB to start with): a reply of several megabytes grows it, and
+    each check gets its own reply whatever the reads cut; a third check waits for one of the worker's two places."""
+    import asyncio
+
+    from agentlightning.contrib.gateway.agentos import GovernanceConfig
+    from agentlightning.contrib.gateway.agentos.check_pool import CheckPool
+    from agentlightning.contrib.kernel.agentos import ActionContext
+
+    monkeypatch.setenv("AGENTOS_AUDIT_KEY", AUDIT_KEY)
+    monkeypatch.delenv("AGENTOS_AUDIT_KEY_FILE", raising=False)
+    governance = GovernanceConfig.from_mapping(
+        {"recorder_dir": str(tmp_path), "policies": [{"sql": {"deny": ["DROP"], "tools": ["run_sql"]}}]}
+    )
+    pool = CheckPool(governance, 1, deadline_s=120.0)
+    texts = [f"{i}" * (3_000_000 if i == 1 else 10) for i in range(3)]  # one large reply between two small ones
+
+    def response(i: int) -> dict:
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "run_sql", "arguments": call_query(i)}}
+        message = {"role": "assistant", "content": texts[i], "tool_calls": [call]}
+        return {"id": f"r{i}", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+
+    async def judge_all() -> list:
+        return await asyncio.gather(
+            *(
+                pool.govern(response(i), "chat/completions", ActionContext(agent_id="t", rollout_id=f"ro-{i}"), None)
+                for i in range(3)
+            )
+        )
+
+    try:
+        results = asyncio.run(judge_all())
+    finally:
+        pool.close()  # after its loop has ended, as a gateway's close() is
+    for i, (governed, events) in enumerate(results):
+        message = governed["choices"][0]["message"]
+        assert message["content"] == texts[i] and json.loads(message["tool_calls"][0]["function"]["arguments"]) == {
+            "query": f"SELECT {i}"
+        }
+        assert [(e["verdict"], e["tool_call_id"]) for e in events] == [("allowed", f"c{i}")]
+    (trail,) = pool.trails
+    assert verify_file(trail, key=AUDIT_KEY)["valid"] and len(trail_records(trail)) == 3
+
+
+def call_query(i: int) -> str:
+    return json.dumps({"query": f"SELECT {i}"})

@@ -16,7 +16,10 @@ pid, a new file; a hash chain is never continued by another process).
 Workers are started with ``python -m`` of this module (not ``fork``: a trail refuses a forked
 writer, and the gateway has threads), and import the kernel core and :mod:`.govern` only, not
 1.0's server. Requests and replies are pickles with a length prefix on a socket pair; a worker's
-reply carries each decision as its event data (plain dicts: unpickled cheaply in the gateway).
+reply carries each decision as its event data (plain dicts: unpickled cheaply in the gateway). On
+the gateway's side each socket is an asyncio transport with a :class:`_Channel` protocol: a request
+is one ``write``, replies are parsed from a buffer the socket is read into, and the socket stays
+registered with the event loop (no future, no reader added and removed, per read).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = ["CheckFailed", "CheckPool", "available_cores"]
 #: A reply larger than this is malformed (a governed response is the model's response, rewritten).
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _LENGTH = 8
+_BUFFER_BYTES = 64 * 1024  # a channel's read buffer to start with (it grows for a larger reply)
 
 
 def available_cores() -> int:
@@ -62,9 +66,14 @@ class _Malformed(Exception):
 
 
 def _send(sock: socket.socket, message: Any, deadline: Optional[float]) -> None:
+    if deadline is not None:
+        sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+    sock.sendall(_frame(message))
+
+
+def _frame(message: Any) -> bytes:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 1e-3))
-    sock.sendall(len(data).to_bytes(_LENGTH, "big") + data)
+    return len(data).to_bytes(_LENGTH, "big") + data
 
 
 def _read(sock: socket.socket, size: int, deadline: Optional[float]) -> bytes:
@@ -104,13 +113,67 @@ class _Worker:
     trail: Optional[Path] = None  # known once the worker has said it is ready
     waiting: Dict[int, asyncio.Future] = field(default_factory=dict)  # its checks in flight, by request id
     fate: Optional[str] = None  # why the pool gave it up
-    sending: Optional[asyncio.Lock] = None  # one message at a time on its socket
-    reader: Optional["asyncio.Task[None]"] = None
+    transport: Optional[asyncio.Transport] = None  # its socket on the event loop, once the pool uses it there
+    connecting: Optional[asyncio.Future] = None
 
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
+        if self.transport is not None:
+            try:
+                self.transport.abort()  # the loop stops watching the socket, then closes it
+                return
+            except RuntimeError:  # the loop has ended: nothing watches the socket any more
+                pass
         self.sock.close()
+
+
+class _Channel(asyncio.BufferedProtocol):
+    """The gateway's end of a worker's socket: each complete frame (length, pickle) read is handed to the pool."""
+
+    def __init__(self, pool: "CheckPool", worker: _Worker) -> None:
+        self.pool, self.worker = pool, worker
+        self.buffer = bytearray(_BUFFER_BYTES)
+        self.start = self.end = 0  # the bytes read and not yet parsed: buffer[start:end]
+        self.frame = _LENGTH  # the size of the frame being read (its length prefix first)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self.start == self.end and len(self.buffer) > _BUFFER_BYTES:  # a large reply's room is given back
+            self.buffer, self.start, self.end = bytearray(_BUFFER_BYTES), 0, 0
+        if self.start:  # what is left of a frame moves to the front
+            left = self.end - self.start
+            self.buffer[:left] = self.buffer[self.start : self.end]
+            self.start, self.end = 0, left
+        if self.end == len(self.buffer):  # a frame larger than the buffer: room for all of it
+            self.buffer.extend(bytes(max(self.frame, 2 * len(self.buffer)) - len(self.buffer)))
+        return memoryview(self.buffer)[self.end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.end += nbytes
+        try:
+            while self.end - self.start >= _LENGTH:
+                size = int.from_bytes(self.buffer[self.start : self.start + _LENGTH], "big")
+                if size > MAX_MESSAGE_BYTES:
+                    raise _Malformed(f"a message of {size} bytes (at most {MAX_MESSAGE_BYTES})")
+                stop = self.start + _LENGTH + size
+                if stop > self.end:
+                    self.frame = _LENGTH + size
+                    return
+                message = _decode(self.buffer[self.start + _LENGTH : stop])
+                self.start, self.frame = stop, _LENGTH
+                self.pool._deliver(self.worker, message)
+                if self.worker.fate is not None:
+                    return
+        except (_Malformed, CheckFailed) as error:
+            fate = str(error) if isinstance(error, CheckFailed) else self.pool._fate(self.worker, error)
+            self.pool._give_up(self.worker, fate)
+
+    def eof_received(self) -> bool:
+        return False  # the transport closes; connection_lost says the worker is gone
+
+    def connection_lost(self, error: Optional[Exception]) -> None:
+        if self.worker.fate is None:
+            self.pool._give_up(self.worker, self.pool._fate(self.worker, error or EOFError()))
 
 
 class CheckPool:
@@ -206,16 +269,12 @@ class CheckPool:
         worker.waiting[request_id] = answer
         try:
             async with asyncio.timeout(self.deadline_s):
-                async with worker.sending:
-                    await _send_async(worker.sock, (request_id, response, upstream_path, context, text))
+                worker.transport.write(_frame((request_id, response, upstream_path, context, text)))
                 reply = await answer
         except TimeoutError:
             if answer.done() and not answer.cancelled() and answer.exception() is not None:
                 raise answer.exception() from None  # the worker failed just as the deadline passed
             self._give_up(worker, f"worker {worker.process.pid} gave no answer within its deadline and was killed")
-            raise CheckFailed(f"the governance check failed: {worker.fate}") from None
-        except OSError as error:  # the request could not be sent: the worker is gone
-            self._give_up(worker, self._fate(worker, error))
             raise CheckFailed(f"the governance check failed: {worker.fate}") from None
         finally:
             worker.waiting.pop(request_id, None)
@@ -257,10 +316,25 @@ class CheckPool:
                 if turn in self._turns:
                     self._turns.remove(turn)
                 self._next_turn()  # a place this caller did not take goes to the next one
-        if worker.reader is None:
-            worker.sending = asyncio.Lock()
-            worker.reader = asyncio.get_running_loop().create_task(self._read_replies(worker))
+        if worker.transport is None:
+            try:
+                await self._connect(worker)
+            except OSError as error:  # its socket could not be watched: the worker is no use
+                self._give_up(worker, self._fate(worker, error))
+                raise CheckFailed(f"the governance check failed: {worker.fate}") from None
         return worker
+
+    async def _connect(self, worker: _Worker) -> None:
+        """Put ``worker``'s socket on the running loop (once: the callers that chose it meanwhile wait for it)."""
+        if worker.connecting is None:
+            worker.connecting = asyncio.ensure_future(
+                asyncio.get_running_loop().create_unix_connection(lambda: _Channel(self, worker), sock=worker.sock)
+            )
+        transport, _ = await asyncio.shield(worker.connecting)
+        worker.transport = transport
+        if worker.fate is not None:  # given up while it was being connected
+            transport.abort()
+            raise CheckFailed(f"the governance check failed: {worker.fate}")
 
     def _next_turn(self) -> None:
         if self._turns and self._free() is not None:
@@ -268,20 +342,19 @@ class CheckPool:
             if not turn.done():
                 turn.set_result(None)
 
-    async def _read_replies(self, worker: _Worker) -> None:
-        """Hands each of ``worker``'s replies to the check waiting for it; gives the worker up at the first
-        message that is not a reply to a check in flight, or when it goes."""
-        try:
-            while True:
-                message = await _receive_async(worker.sock)
-                if not (isinstance(message, tuple) and len(message) == 2 and message[0] in worker.waiting):
-                    raise _Malformed(f"not a reply to a check in flight: {str(message)[:200]}")
-                answer = worker.waiting.pop(message[0])
-                if not answer.done():
-                    answer.set_result(message[1])
-        except (EOFError, OSError, _Malformed) as error:
-            self._give_up(worker, self._fate(worker, error))
-        # Cancelled: given up already, or the loop is ending (the worker stays until close(): nothing to replace).
+    def _deliver(self, worker: _Worker, message: Any) -> None:
+        """A message from ``worker``: a starting worker's "ready", else the reply to a check in flight. Anything
+        else raises :class:`_Malformed` (or :class:`CheckFailed` for a worker that could not start)."""
+        if worker.trail is None:
+            self._ready(worker, message)
+            while self._turns and self._free() is not None:
+                self._next_turn()
+            return
+        if not (isinstance(message, tuple) and len(message) == 2 and message[0] in worker.waiting):
+            raise _Malformed(f"not a reply to a check in flight: {str(message)[:200]}")
+        answer = worker.waiting.pop(message[0])
+        if not answer.done():
+            answer.set_result(message[1])
 
     def _give_up(self, worker: _Worker, fate: str) -> None:
         """Kill ``worker``, fail every check it has in flight with ``fate``, start another in its place."""
@@ -289,8 +362,6 @@ class CheckPool:
             return
         worker.fate = fate
         self._live.remove(worker)
-        if worker.reader is not None and worker.reader is not asyncio.current_task():
-            worker.reader.cancel()
         worker.kill()
         for answer in worker.waiting.values():
             if not answer.done():
@@ -301,18 +372,20 @@ class CheckPool:
                 replacement = self._start()
             except OSError as error:  # no process to be had: the pool is one short; callers wait at most their deadline
                 raise CheckFailed(f"a governance worker could not be restarted: {error}") from None
-            replacement.sock.setblocking(False)
-            asyncio.get_running_loop().create_task(self._await_start(replacement))
+            loop = asyncio.get_running_loop()
+            loop.create_task(self._await_start(replacement))
+            loop.call_later(self.start_timeout_s, self._started_in_time, replacement)
 
     async def _await_start(self, worker: _Worker) -> None:
+        """Watch a replacement's socket: its "ready" (or its failure) arrives on its channel."""
         try:
-            async with asyncio.timeout(self.start_timeout_s):
-                self._ready(worker, await _receive_async(worker.sock))
-        except (EOFError, OSError, _Malformed, CheckFailed) as error:
-            self._give_up(worker, self._fate(worker, error) if not isinstance(error, CheckFailed) else str(error))
-            return
-        while self._turns and self._free() is not None:
-            self._next_turn()
+            await self._connect(worker)
+        except (OSError, CheckFailed) as error:
+            self._give_up(worker, str(error) if isinstance(error, CheckFailed) else self._fate(worker, error))
+
+    def _started_in_time(self, worker: _Worker) -> None:
+        if worker.trail is None and worker.fate is None:
+            self._give_up(worker, self._fate(worker, TimeoutError()))
 
     def close(self) -> None:
         """Stop every worker (each closes its trail when its socket ends) and wait for them."""
@@ -325,30 +398,6 @@ class CheckPool:
             except (OSError, subprocess.TimeoutExpired):
                 pass
             worker.kill()
-
-
-async def _read_async(sock: socket.socket, size: int) -> bytes:
-    loop = asyncio.get_running_loop()
-    buffer = bytearray(size)
-    view, got = memoryview(buffer), 0
-    while got < size:
-        count = await loop.sock_recv_into(sock, view[got:])
-        if not count:
-            raise EOFError
-        got += count
-    return bytes(buffer)
-
-
-async def _receive_async(sock: socket.socket) -> Any:
-    size = int.from_bytes(await _read_async(sock, _LENGTH), "big")
-    if size > MAX_MESSAGE_BYTES:
-        raise _Malformed(f"a message of {size} bytes (at most {MAX_MESSAGE_BYTES})")
-    return _decode(await _read_async(sock, size))
-
-
-async def _send_async(sock: socket.socket, message: Any) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    await asyncio.get_running_loop().sock_sendall(sock, len(data).to_bytes(_LENGTH, "big") + data)
 
 
 _EVENT_KEYS = {"decision_id", "audit_id", "verdict", "blocked", "reason", "violations", "source"}
