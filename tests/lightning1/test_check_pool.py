@@ -250,3 +250,68 @@ def test_replies_larger_than_the_channel_buffer_and_more_checks_than_places_arri
 
 def call_query(i: int) -> str:
     return json.dumps({"query": f"SELECT {i}"})
+
+
+SLOW_POLICY = """
+import time
+
+from agentlightning.contrib.kernel.agentos import Policy
+
+
+class Slow(Policy):
+    name = "Slow"
+
+    def evaluate(self, action, context):
+        if "SLOW" in str(action.args.get("query", "")):
+            time.sleep(1.0)
+        return []
+
+
+def make():
+    return Slow()
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="a cancelled check's reply is read as malformed and kills a healthy worker")
+def test_a_check_whose_caller_went_away_leaves_its_worker_serving(tmp_path, monkeypatch):
+    """A client that disconnects cancels its check while the worker is still judging it: the worker's reply, when
+    it comes, is dropped, and the worker (the same process) serves the next check; its place stays taken until then."""
+    import asyncio
+
+    from agentlightning.contrib.gateway.agentos import GovernanceConfig
+    from agentlightning.contrib.gateway.agentos.check_pool import CheckPool
+    from agentlightning.contrib.kernel.agentos import ActionContext
+
+    monkeypatch.setenv("AGENTOS_AUDIT_KEY", AUDIT_KEY)
+    monkeypatch.delenv("AGENTOS_AUDIT_KEY_FILE", raising=False)
+    policy_file = tmp_path / "slow.py"
+    policy_file.write_text(SLOW_POLICY)
+    governance = GovernanceConfig.from_mapping(
+        {"recorder_dir": str(tmp_path), "policies": [{"python": f"{policy_file}:make"}]}
+    )
+    pool = CheckPool(governance, 1, deadline_s=30.0)
+    (worker_pid,) = [w.process.pid for w in pool._live]
+
+    def response(query: str) -> dict:
+        arguments = json.dumps({"query": query})
+        call = {"id": "c0", "type": "function", "function": {"name": "run_sql", "arguments": arguments}}
+        message = {"role": "assistant", "content": "", "tool_calls": [call]}
+        return {"id": "r0", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+
+    def judge(query: str):
+        return pool.govern(response(query), "chat/completions", ActionContext(agent_id="t", rollout_id="ro-1"), None)
+
+    async def cancel_one_then_judge_another() -> tuple:
+        abandoned = asyncio.ensure_future(judge("SELECT 'SLOW'"))
+        await asyncio.sleep(0.3)  # the worker is judging it
+        abandoned.cancel()
+        await asyncio.sleep(1.5)  # its reply has come back by now
+        return await judge("SELECT 1")
+
+    try:
+        governed, events = asyncio.run(cancel_one_then_judge_another())
+        live_pids = [w.process.pid for w in pool._live]
+    finally:
+        pool.close()
+    assert [e["verdict"] for e in events] == ["allowed"]
+    assert live_pids == [worker_pid], "the worker was killed for a reply to a check whose caller went away"
