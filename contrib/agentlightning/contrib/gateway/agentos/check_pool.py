@@ -267,9 +267,11 @@ class CheckPool:
         request_id = next(self._ids)
         answer = asyncio.get_running_loop().create_future()
         worker.waiting[request_id] = answer
+        sent = False
         try:
             async with asyncio.timeout(self.deadline_s):
                 worker.transport.write(_frame((request_id, response, upstream_path, context, text)))
+                sent = True
                 reply = await answer
         except TimeoutError:
             if answer.done() and not answer.cancelled() and answer.exception() is not None:
@@ -277,7 +279,10 @@ class CheckPool:
             self._give_up(worker, f"worker {worker.process.pid} gave no answer within its deadline and was killed")
             raise CheckFailed(f"the governance check failed: {worker.fate}") from None
         finally:
-            worker.waiting.pop(request_id, None)
+            if not (sent and answer.cancelled()):
+                worker.waiting.pop(request_id, None)
+            # else the caller went away while the worker judges it: the place stays taken, and the reply,
+            # when it comes, is dropped (``_deliver``), not read as a message to no check
             self._next_turn()
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "unreadable" and isinstance(reply[1], str):
             raise UnreadableAction(reply[1])
@@ -353,7 +358,9 @@ class CheckPool:
         if not (isinstance(message, tuple) and len(message) == 2 and message[0] in worker.waiting):
             raise _Malformed(f"not a reply to a check in flight: {str(message)[:200]}")
         answer = worker.waiting.pop(message[0])
-        if not answer.done():
+        if answer.cancelled():  # its caller went away: the reply has no one to go to, and the place is free again
+            self._next_turn()
+        elif not answer.done():
             answer.set_result(message[1])
 
     def _give_up(self, worker: _Worker, fate: str) -> None:
