@@ -12,6 +12,8 @@ something that is not a governed response raises :class:`CheckFailed` (the layer
 response and records the refusal in its own trail); the worker is killed, the other check it had in
 flight fails the same way, and a new one is started while the others serve (a new process: a new
 pid, a new file; a hash chain is never continued by another process).
+A check whose caller goes away (a client that disconnects) keeps its place on the worker until the worker
+replies (its decision is recorded all the same); the reply is dropped and the worker serves on.
 
 Workers are started with ``python -m`` of this module (not ``fork``: a trail refuses a forked
 writer, and the gateway has threads), and import the kernel core and :mod:`.govern` only, not
