@@ -253,7 +253,7 @@ def call_query(i: int) -> str:
 
 
 SLOW_POLICY = """
-import time
+import os, signal, time
 
 from agentlightning.contrib.kernel.agentos import Policy
 
@@ -262,8 +262,11 @@ class Slow(Policy):
     name = "Slow"
 
     def evaluate(self, action, context):
-        if "SLOW" in str(action.args.get("query", "")):
+        query = str(action.args.get("query", ""))
+        if "SLOW" in query:
             time.sleep(1.0)
+        if "STOP_ME" in query:  # the whole process stops: no thread of it answers again
+            os.kill(os.getpid(), signal.SIGSTOP)
         return []
 
 
@@ -314,3 +317,41 @@ def test_a_check_whose_caller_went_away_leaves_its_worker_serving(tmp_path, monk
         pool.close()
     assert [e["verdict"] for e in events] == ["allowed"]
     assert live_pids == [worker_pid], "the worker was killed for a reply to a check whose caller went away"
+
+
+def test_a_worker_that_hangs_on_a_check_whose_caller_went_away_is_killed_at_the_deadline(tmp_path, monkeypatch):
+    """No one waits for an abandoned check, so the pool keeps its deadline: a worker that has not answered it by then
+    is killed and replaced, instead of holding its place (and the checks queued behind it) for ever."""
+    import asyncio
+
+    from agentlightning.contrib.gateway.agentos import GovernanceConfig
+    from agentlightning.contrib.gateway.agentos.check_pool import CheckPool
+    from agentlightning.contrib.kernel.agentos import ActionContext
+
+    monkeypatch.setenv("AGENTOS_AUDIT_KEY", AUDIT_KEY)
+    monkeypatch.delenv("AGENTOS_AUDIT_KEY_FILE", raising=False)
+    policy_file = tmp_path / "slow.py"
+    policy_file.write_text(SLOW_POLICY)
+    governance = GovernanceConfig.from_mapping(
+        {"recorder_dir": str(tmp_path), "policies": [{"python": f"{policy_file}:make"}]}
+    )
+    pool = CheckPool(governance, 1, deadline_s=1.0, per_worker=1)
+    (hung,) = [w.process for w in pool._live]
+    call = {"id": "c0", "type": "function", "function": {"name": "run_sql", "arguments": '{"query": "STOP_ME"}'}}
+    response = {"id": "r0", "choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [call]}}]}
+
+    async def abandon_a_check_the_worker_hangs_on() -> None:
+        abandoned = asyncio.ensure_future(
+            pool.govern(response, "chat/completions", ActionContext(agent_id="t", rollout_id="ro-1"), None)
+        )
+        await asyncio.sleep(0.3)
+        abandoned.cancel()
+        await asyncio.sleep(1.5)  # past the deadline
+
+    try:
+        asyncio.run(abandon_a_check_the_worker_hangs_on())
+        killed, live = hung.poll() is not None, [w.process for w in pool._live]
+    finally:
+        pool.close()
+    assert killed, "the worker hung on an abandoned check was never killed"
+    assert hung not in live and len(live) == 1, "no worker took the hung one's place"

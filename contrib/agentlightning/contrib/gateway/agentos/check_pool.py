@@ -267,11 +267,12 @@ class CheckPool:
         within ``deadline_s`` (counted from the moment a worker takes it)."""
         worker = await self._take()
         request_id = next(self._ids)
-        answer = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        answer = loop.create_future()
         worker.waiting[request_id] = answer
-        sent = False
+        sent, deadline = False, loop.time() + self.deadline_s
         try:
-            async with asyncio.timeout(self.deadline_s):
+            async with asyncio.timeout_at(deadline):
                 worker.transport.write(_frame((request_id, response, upstream_path, context, text)))
                 sent = True
                 reply = await answer
@@ -281,10 +282,12 @@ class CheckPool:
             self._give_up(worker, f"worker {worker.process.pid} gave no answer within its deadline and was killed")
             raise CheckFailed(f"the governance check failed: {worker.fate}") from None
         finally:
-            if not (sent and answer.cancelled()):
+            if sent and answer.cancelled():
+                # The caller went away while the worker judges it: the place stays taken, the reply, when it
+                # comes, is dropped (``_deliver``), and a worker that gives none by the deadline is killed.
+                loop.call_at(deadline, self._overdue, worker, request_id)
+            else:
                 worker.waiting.pop(request_id, None)
-            # else the caller went away while the worker judges it: the place stays taken, and the reply,
-            # when it comes, is dropped (``_deliver``), not read as a message to no check
             self._next_turn()
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "unreadable" and isinstance(reply[1], str):
             raise UnreadableAction(reply[1])
@@ -364,6 +367,15 @@ class CheckPool:
             self._next_turn()
         elif not answer.done():
             answer.set_result(message[1])
+
+    def _overdue(self, worker: _Worker, request_id: int) -> None:
+        """The deadline of a check whose caller went away: a worker still judging it is given up."""
+        if request_id in worker.waiting:
+            self._give_up(
+                worker,
+                f"worker {worker.process.pid} gave no answer within its deadline (to a check whose caller went "
+                f"away) and was killed",
+            )
 
     def _give_up(self, worker: _Worker, fate: str) -> None:
         """Kill ``worker``, fail every check it has in flight with ``fate``, start another in its place."""
