@@ -29,7 +29,7 @@ DEADLINE_S = 3.0
 
 #: A policy that, inside the worker process checking it, does to that process what the query says.
 MISBEHAVING_POLICY = """
-import os, signal, sys
+import os, signal, sys, time
 
 from agentlightning.contrib.kernel.agentos import Policy
 
@@ -43,6 +43,8 @@ class Misbehave(Policy):
             os.kill(os.getpid(), signal.SIGKILL)
         if "STOP_ME" in query:  # the whole process stops: no thread of it answers again
             os.kill(os.getpid(), signal.SIGSTOP)
+        if "SLOW" in query:  # the check takes a second
+            time.sleep(1.0)
         if "GARBLE" in query:  # bytes that are no message, on the worker's channel to the gateway (its argv's fd)
             frame = b"\\xff" * 16
             os.write(int(sys.argv[1]), len(frame).to_bytes(8, "big") + frame)
@@ -252,27 +254,33 @@ def call_query(i: int) -> str:
     return json.dumps({"query": f"SELECT {i}"})
 
 
-SLOW_POLICY = """
-import os, signal, time
+def misbehaving_pool(tmp_path, monkeypatch, **options):
+    """A check pool of one worker whose kernel has the misbehaving policy alone."""
+    from agentlightning.contrib.gateway.agentos import GovernanceConfig
+    from agentlightning.contrib.gateway.agentos.check_pool import CheckPool
 
-from agentlightning.contrib.kernel.agentos import Policy
-
-
-class Slow(Policy):
-    name = "Slow"
-
-    def evaluate(self, action, context):
-        query = str(action.args.get("query", ""))
-        if "SLOW" in query:
-            time.sleep(1.0)
-        if "STOP_ME" in query:  # the whole process stops: no thread of it answers again
-            os.kill(os.getpid(), signal.SIGSTOP)
-        return []
+    monkeypatch.setenv("AGENTOS_AUDIT_KEY", AUDIT_KEY)
+    monkeypatch.delenv("AGENTOS_AUDIT_KEY_FILE", raising=False)
+    policy_file = tmp_path / "misbehave.py"
+    policy_file.write_text(MISBEHAVING_POLICY)
+    governance = GovernanceConfig.from_mapping(
+        {"recorder_dir": str(tmp_path), "policies": [{"python": f"{policy_file}:make"}]}
+    )
+    return CheckPool(governance, 1, **options)
 
 
-def make():
-    return Slow()
-"""
+def pool_judge(pool):
+    """``judge(query)``: the pool's check of a model response calling ``run_sql(query)``."""
+    from agentlightning.contrib.kernel.agentos import ActionContext
+
+    def judge(query: str):
+        arguments = json.dumps({"query": query})
+        call = {"id": "c0", "type": "function", "function": {"name": "run_sql", "arguments": arguments}}
+        message = {"role": "assistant", "content": "", "tool_calls": [call]}
+        response = {"id": "r0", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+        return pool.govern(response, "chat/completions", ActionContext(agent_id="t", rollout_id="ro-1"), None)
+
+    return judge
 
 
 def test_a_check_whose_caller_went_away_leaves_its_worker_serving(tmp_path, monkeypatch):
@@ -280,28 +288,9 @@ def test_a_check_whose_caller_went_away_leaves_its_worker_serving(tmp_path, monk
     it comes, is dropped, and the worker (the same process) serves the next check; its place stays taken until then."""
     import asyncio
 
-    from agentlightning.contrib.gateway.agentos import GovernanceConfig
-    from agentlightning.contrib.gateway.agentos.check_pool import CheckPool
-    from agentlightning.contrib.kernel.agentos import ActionContext
-
-    monkeypatch.setenv("AGENTOS_AUDIT_KEY", AUDIT_KEY)
-    monkeypatch.delenv("AGENTOS_AUDIT_KEY_FILE", raising=False)
-    policy_file = tmp_path / "slow.py"
-    policy_file.write_text(SLOW_POLICY)
-    governance = GovernanceConfig.from_mapping(
-        {"recorder_dir": str(tmp_path), "policies": [{"python": f"{policy_file}:make"}]}
-    )
-    pool = CheckPool(governance, 1, deadline_s=30.0)
+    pool = misbehaving_pool(tmp_path, monkeypatch, deadline_s=30.0)
     (worker_pid,) = [w.process.pid for w in pool._live]
-
-    def response(query: str) -> dict:
-        arguments = json.dumps({"query": query})
-        call = {"id": "c0", "type": "function", "function": {"name": "run_sql", "arguments": arguments}}
-        message = {"role": "assistant", "content": "", "tool_calls": [call]}
-        return {"id": "r0", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
-
-    def judge(query: str):
-        return pool.govern(response(query), "chat/completions", ActionContext(agent_id="t", rollout_id="ro-1"), None)
+    judge = pool_judge(pool)
 
     async def cancel_one_then_judge_another() -> tuple:
         abandoned = asyncio.ensure_future(judge("SELECT 'SLOW'"))
@@ -324,26 +313,12 @@ def test_a_worker_that_hangs_on_a_check_whose_caller_went_away_is_killed_at_the_
     is killed and replaced, instead of holding its place (and the checks queued behind it) for ever."""
     import asyncio
 
-    from agentlightning.contrib.gateway.agentos import GovernanceConfig
-    from agentlightning.contrib.gateway.agentos.check_pool import CheckPool
-    from agentlightning.contrib.kernel.agentos import ActionContext
-
-    monkeypatch.setenv("AGENTOS_AUDIT_KEY", AUDIT_KEY)
-    monkeypatch.delenv("AGENTOS_AUDIT_KEY_FILE", raising=False)
-    policy_file = tmp_path / "slow.py"
-    policy_file.write_text(SLOW_POLICY)
-    governance = GovernanceConfig.from_mapping(
-        {"recorder_dir": str(tmp_path), "policies": [{"python": f"{policy_file}:make"}]}
-    )
-    pool = CheckPool(governance, 1, deadline_s=1.0, per_worker=1)
+    pool = misbehaving_pool(tmp_path, monkeypatch, deadline_s=1.0, per_worker=1)
     (hung,) = [w.process for w in pool._live]
-    call = {"id": "c0", "type": "function", "function": {"name": "run_sql", "arguments": '{"query": "STOP_ME"}'}}
-    response = {"id": "r0", "choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [call]}}]}
+    judge = pool_judge(pool)
 
     async def abandon_a_check_the_worker_hangs_on() -> None:
-        abandoned = asyncio.ensure_future(
-            pool.govern(response, "chat/completions", ActionContext(agent_id="t", rollout_id="ro-1"), None)
-        )
+        abandoned = asyncio.ensure_future(judge("SELECT 'STOP_ME'"))
         await asyncio.sleep(0.3)
         abandoned.cancel()
         await asyncio.sleep(1.5)  # past the deadline
