@@ -220,7 +220,7 @@ def test_replies_larger_than_the_channel_buffer_and_more_checks_than_places_arri
     governance = GovernanceConfig.from_mapping(
         {"recorder_dir": str(tmp_path), "policies": [{"sql": {"deny": ["DROP"], "tools": ["run_sql"]}}]}
     )
-    pool = CheckPool(governance, 1, deadline_s=120.0)
+    pool = CheckPool(governance, 1, deadline_s=120.0, per_worker=2)
     texts = [f"{i}" * (3_000_000 if i == 1 else 10) for i in range(3)]  # one large reply between two small ones
 
     def response(i: int) -> dict:

@@ -185,7 +185,8 @@ class CheckPool:
     from it). The pool starts every worker and waits until each has opened its trail, so a
     configuration a worker cannot build fails here, at start-up. :meth:`govern` runs on the event
     loop (no thread between the gateway and a worker) and gives each worker up to ``per_worker``
-    responses at once: while one check waits for its record's commit, the next one computes.
+    responses at once (default 4): while checks wait for their records' commit, the next one computes,
+    and the more records wait, the more share one commit (4 measured faster than 2 on two cores).
     """
 
     def __init__(
@@ -194,7 +195,7 @@ class CheckPool:
         processes: int,
         *,
         deadline_s: float,
-        per_worker: int = 2,
+        per_worker: int = 4,
         start_timeout_s: float = 120.0,
     ) -> None:
         if processes < 1 or per_worker < 1 or deadline_s <= 0:
