@@ -50,7 +50,7 @@ import sqlglot  # noqa: E402
 from bench_common import print_table  # noqa: E402
 from bench_kernel_decisions import build_workload  # noqa: E402
 from bench_text_to_sql import _generic_queries, call_and_join_queries  # noqa: E402
-from callgrind_regions import instrument, on_valgrind, region, run_counted  # noqa: E402
+from callgrind_regions import instrument, on_valgrind, per_call, region, run_counted  # noqa: E402
 from diff_hot_path import ROOT, load  # noqa: E402
 from pglast import parser as pg_parser  # noqa: E402
 
@@ -167,13 +167,7 @@ def count_child(tree: Path, n: int, seed: int, only: str) -> None:
 def instructions(tree: Path, n: int, seed: int, only: str) -> Dict[str, float]:
     env = dict(os.environ, PYTHONHASHSEED="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
     argv = [sys.executable, str(Path(__file__)), "--child-count", "--n", str(n), "--seed", str(seed)]
-    raw = run_counted(argv + ["--only", only, "--tree", str(tree)], env)
-    empty = raw.pop("empty", 0)
-    out = {}
-    for label, total in raw.items():
-        name, calls = label.rsplit("|", 1)
-        out[name] = (total - empty) / int(calls)
-    return out
+    return per_call(run_counted(argv + ["--only", only, "--tree", str(tree)], env))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

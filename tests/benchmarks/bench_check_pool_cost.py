@@ -33,7 +33,6 @@ os.environ.setdefault("AGENTOS_AUDIT_KEY", "5ca1e" * 13)
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
-import json  # noqa: E402
 import random  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
@@ -42,13 +41,13 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+from typing import Any, List, Optional, Tuple  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[1]), str(HERE.parents[1] / "contrib" / "recipes" / "agentos")]
 
 from bench_common import require_at_least  # noqa: E402
-from bench_scale_cores import first_seen_queries  # noqa: E402
+from bench_scale_cores import first_seen_queries, response  # noqa: E402
 
 #: Run in each worker under callgrind: SIGUSR1 opens the measured region, SIGUSR2 closes it.
 WORKER_REGIONS = """
@@ -62,16 +61,6 @@ import socket
 from agentlightning.contrib.gateway.agentos.check_worker import serve
 serve(socket.socket(fileno=int(sys.argv[1])), int(sys.argv[2]))
 """
-
-
-def response(query: str, i: int) -> Dict[str, Any]:
-    call = {
-        "id": f"c{i}",
-        "type": "function",
-        "function": {"name": "run_sql", "arguments": json.dumps({"query": query})},
-    }
-    message = {"role": "assistant", "content": None, "tool_calls": [call]}
-    return {"id": f"r{i}", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
 
 
 def cpu_and_switches(pid: int) -> Tuple[float, float, int]:

@@ -67,7 +67,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from bench_common import print_table, require_at_least  # noqa: E402
-from callgrind_regions import instrument, on_valgrind, region, run_counted  # noqa: E402
+from callgrind_regions import instrument, on_valgrind, per_call, region, run_counted  # noqa: E402
 
 TOOL = "database_query"
 DENY = ["DROP", "DELETE", "TRUNCATE"]
@@ -186,13 +186,7 @@ def instructions(tree: Path, n: int, dialect: Optional[str]) -> Dict[str, float]
     env = dict(os.environ, PYTHONHASHSEED="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
     argv = [sys.executable, str(Path(__file__)), "--child-count", "--n", str(n), "--tree", str(tree)]
     argv += ["--dialect", dialect or "none"]
-    raw = run_counted(argv, env)
-    empty = raw.pop("empty", 0)
-    out = {}
-    for label, total in raw.items():
-        name, calls = label.rsplit("|", 1)
-        out[name] = (total - empty) / int(calls)
-    return out
+    return per_call(run_counted(argv, env))
 
 
 def parts(figures: Dict[str, float]) -> List[Sequence[Any]]:

@@ -57,6 +57,17 @@ from bench_common import print_table, require_at_least  # noqa: E402
 AUDIT_KEY = "5ca1e" * 13
 
 
+def response(query: str, i: int) -> Dict[str, Any]:
+    """A model response calling ``run_sql(query)`` once (the ``i``-th of a batch)."""
+    call = {
+        "id": f"c{i}",
+        "type": "function",
+        "function": {"name": "run_sql", "arguments": json.dumps({"query": query})},
+    }
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return {"id": f"r{i}", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+
+
 def first_seen_queries(rng: random.Random, count: int) -> List[str]:
     """``count`` realistic agent queries (joins, calls, aggregates), each never seen before."""
     from bench_text_to_sql import _generic_queries, call_and_join_queries
@@ -92,15 +103,6 @@ def gateway_arm(cpus: List[int], workdir: Path, concurrency: int, per_core: int)
     layer = create_governed_app(server_config(0, "policy", governance=governance))
     pool = layer.checks
     rng = random.Random(len(cpus))
-
-    def response(query: str, i: int) -> Dict[str, Any]:
-        call = {
-            "id": f"c{i}",
-            "type": "function",
-            "function": {"name": "run_sql", "arguments": json.dumps({"query": query})},
-        }
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
-        return {"id": f"r{i}", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
 
     async def batch(count: int) -> float:
         responses = [response(q, i) for i, q in enumerate(first_seen_queries(rng, count))]

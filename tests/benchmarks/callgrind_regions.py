@@ -139,3 +139,15 @@ def run_counted(argv: Sequence[str], env: Dict[str, str]) -> Dict[str, int]:
         out_dir = Path(tmp)
         subprocess.run([*valgrind_command(out_dir), *argv], env=env, check=True, stderr=subprocess.DEVNULL)
         return read_regions(out_dir)
+
+
+def per_call(raw: Dict[str, int]) -> Dict[str, float]:
+    """Instructions per call of each region of :func:`run_counted`'s answer whose label is ``NAME|CALLS``, less
+    the ``empty`` region's (what an empty region costs)."""
+    counts = dict(raw)
+    empty = counts.pop("empty", 0)
+    out = {}
+    for label, total in counts.items():
+        name, calls = label.rsplit("|", 1)
+        out[name] = (total - empty) / int(calls)
+    return out
