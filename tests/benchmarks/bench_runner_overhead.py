@@ -19,8 +19,10 @@ database, one connection per call) and returns the reward 1.0, with no model tim
   decision committed before its call runs), the configuration in which the runner's throughput is compared
   with the plain runner's in docs/performance.md.
 
-* ``alone k`` (with ``--audit --outcome-alone``, for ``k`` > 0) -- ``governed k`` with every call's
-  outcome committed alone, by the trail's committer thread, as soon as it is queued.
+* ``alone k`` (with ``--audit --outcome-alone``, for ``k`` > 0) -- ``governed k`` with a pause of
+  ``ALONE_PAUSE_S`` (twice the outcome's linger, see below) after each rollout, as model time
+  would: each call's outcome is then committed alone, by the trail's committer thread. The pause
+  is idle (no instructions, no CPU) but in the arm's wall time.
 
 for ``k`` in ``--calls`` (0, 1 and 10 by default). The query is the same text every time
 (``--first-seen``: a new one every call), so the kernel answers from its cache and what is left
@@ -99,6 +101,8 @@ WARMUP_ROLLOUTS = 10
 #: Under callgrind, how long a queued outcome waits for the next decision's commit (the product's
 #: 50 ms, scaled by more than callgrind's slowdown): the commits of a native run (see the docstring).
 CALLGRIND_OUTCOME_LINGER_S = 30.0
+#: The ``alone`` arms' pause after each rollout (twice the product's outcome linger of 50 ms).
+ALONE_PAUSE_S = 0.1
 #: Rollouts per arm of the pass that counts the audit's commits.
 COMMIT_COUNT_ROLLOUTS = 20
 
@@ -126,6 +130,7 @@ class Arm:
     store: Any
     kind: str = ""  # "plain", "governed" or "alone" (the outcome committed alone)
     outcome_linger_s: Optional[float] = None  # the audit's OUTCOME_LINGER_S while it runs (None: the product's)
+    pause_s: float = 0.0  # idle after each rollout (the ``alone`` arms)
     cpu_ms: List[float] = field(default_factory=list)  # per rollout, one per counted round
     wall_ms: List[float] = field(default_factory=list)  # per rollout, one per counted round
     failed: int = 0
@@ -199,8 +204,9 @@ class Bench:
                 await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
                 runner.init(agent)
                 runner.init_worker(0, store)
-                linger = {"plain": None, "governed": self.outcome_linger_s, "alone": 0.0}[kind]
-                self.arms.append(Arm(f"{kind} {calls}", calls, kind != "plain", runner, store, kind, linger))
+                linger = self.outcome_linger_s if kind == "governed" else None
+                pause = ALONE_PAUSE_S if kind == "alone" else 0.0
+                self.arms.append(Arm(f"{kind} {calls}", calls, kind != "plain", runner, store, kind, linger, pause))
 
     def tasks(self, calls: int, count: int) -> List[Dict[str, Any]]:
         from bench_runner_throughput import read_query
@@ -215,6 +221,8 @@ class Bench:
         for task in tasks:
             rollout = await arm.runner.step(task)
             arm.failed += rollout.status != "succeeded"
+            if arm.pause_s:
+                await asyncio.sleep(arm.pause_s)
 
     async def timed(self, arm: Arm, tasks: Sequence[Dict[str, Any]]) -> None:
         gc.collect()
