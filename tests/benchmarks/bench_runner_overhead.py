@@ -238,8 +238,14 @@ class Bench:
 
             if not hasattr(self, "product_linger_s"):
                 self.product_linger_s = trail.OUTCOME_LINGER_S
-            linger = arm.outcome_linger_s
-            trail.OUTCOME_LINGER_S = self.product_linger_s if linger is None else linger
+            linger = self.product_linger_s if arm.outcome_linger_s is None else arm.outcome_linger_s
+            if trail.OUTCOME_LINGER_S != linger:
+                trail.OUTCOME_LINGER_S = linger
+                audit = getattr(self.kernel, "audit", None)
+                wakes = getattr(audit, "_committer_wakes", None)
+                if wakes is not None:  # the committer's wait was timed by the previous linger: it times it anew
+                    with wakes:
+                        wakes.notify()
 
     async def commits_per_rollout(self, arm: Arm, count: int = COMMIT_COUNT_ROLLOUTS) -> float:
         """The audit's commits per rollout of ``arm`` over ``count`` rollouts (outside any measurement:
