@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import threading
 
 import pytest
 
@@ -412,6 +413,35 @@ def test_a_check_under_way_when_the_attempt_ends_counts_in_its_outcome():
     worker.join(5)
     assert len(outcome.decisions) == 1 and len(outcome.violations) == 1
     assert record.decisions == outcome.decisions
+
+
+def test_a_governance_record_is_built_as_its_fields_declare():
+    """RolloutGovernance writes its own __init__ (one write of its attributes): its parameters are the
+    declared init fields, in order and with their defaults, and every other field starts as declared,
+    fresh for each record; the record stays frozen."""
+    import dataclasses
+    import inspect
+
+    declared = dataclasses.fields(RolloutGovernance)
+    parameters = list(inspect.signature(RolloutGovernance.__init__).parameters.values())[1:]
+    empty = inspect.Parameter.empty
+    assert [(p.name, p.default) for p in parameters] == [
+        (f.name, empty if f.default is dataclasses.MISSING else f.default) for f in declared if f.init
+    ]
+    kernel = GovernanceKernel([])
+    one, two = RolloutGovernance(kernel, ActionContext()), RolloutGovernance(kernel, ActionContext())
+    for f in declared:
+        if f.init:
+            continue
+        if f.default_factory is dataclasses.MISSING:
+            assert getattr(one, f.name) == f.default
+        else:
+            assert type(getattr(one, f.name)) is type(f.default_factory())
+            assert getattr(one, f.name) is not getattr(two, f.name)
+            if not isinstance(getattr(one, f.name), type(threading.RLock())):
+                assert len(getattr(one, f.name)) == 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.kernel = kernel  # type: ignore[misc]
 
 
 # ----------------------------------------------------------------------------- threads, BaseException, boundaries

@@ -80,7 +80,7 @@ class RolloutOutcome(GovernanceOutcome):
 _FLAGS = ("agent_started", "input_blocked", "agent_failed")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class RolloutGovernance:
     """The governance record of one rollout attempt: decisions and facts, appended, never changed.
 
@@ -110,6 +110,39 @@ class RolloutGovernance:
     _outcome: Optional[RolloutOutcome] = field(default=None, init=False, repr=False)
     #: Orders checks and the conclusion: a check under way when the attempt ends counts in it.
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+
+    def __init__(
+        self,
+        kernel: GovernanceKernel,
+        context: ActionContext,
+        fail_on_violation: bool = False,
+        on_decision: Optional[Callable[[Decision], None]] = None,
+        rollout: Any = None,
+        defer_clean_check_spans: bool = False,
+        clean_check_spans: bool = True,
+        penalties: Optional[SeverityTable] = None,
+    ) -> None:
+        # The fields above, set in one write: the frozen dataclass's own __init__ sets each with its own
+        # object.__setattr__ call, and a record is built for every attempt. (A test holds this
+        # signature to the fields' declarations.)
+        vars(self).update(
+            kernel=kernel,
+            context=context,
+            fail_on_violation=fail_on_violation,
+            on_decision=on_decision,
+            rollout=rollout,
+            defer_clean_check_spans=defer_clean_check_spans,
+            clean_check_spans=clean_check_spans,
+            penalties=penalties,
+            _decisions=[],
+            _flags=set(),
+            _result={},
+            _emitted_reward=[],
+            _deferred=[],
+            _held_reward=[],
+            _outcome=None,
+            _lock=threading.RLock(),
+        )
 
     # ------------------------------------------------------------------ appending
     def decide(
