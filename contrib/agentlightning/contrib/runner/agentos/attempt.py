@@ -60,7 +60,7 @@ from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_DECISION_ID
 __all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout", "propagate_rollout_to_threads"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RolloutOutcome(GovernanceOutcome):
     """The governance outcome of one rollout attempt, with what the runner saw of its agent.
 
@@ -74,6 +74,29 @@ class RolloutOutcome(GovernanceOutcome):
     agent_failed: bool = False
     task_output: Any = None
     agent_reward: Optional[float] = None
+
+    def __init__(
+        self,
+        decisions: Tuple[Decision, ...] = (),
+        input_blocked: bool = False,
+        reward: Optional[GovernedReward] = None,
+        penalties: Optional[SeverityTable] = None,
+        agent_started: bool = False,
+        agent_failed: bool = False,
+        task_output: Any = None,
+        agent_reward: Optional[float] = None,
+    ) -> None:
+        # The fields, set in one write (as RolloutGovernance's): an outcome is built for every attempt.
+        vars(self).update(
+            decisions=decisions,
+            input_blocked=input_blocked,
+            reward=reward,
+            penalties=penalties,
+            agent_started=agent_started,
+            agent_failed=agent_failed,
+            task_output=task_output,
+            agent_reward=agent_reward,
+        )
 
 
 #: The facts of an attempt that can only become true (recording one twice changes nothing).
