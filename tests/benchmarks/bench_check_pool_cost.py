@@ -59,7 +59,7 @@ signal.signal(signal.SIGUSR1, lambda *_: (library.instrument(), library.region_b
 signal.signal(signal.SIGUSR2, lambda *_: library.region_end(f"worker-{{os.getpid()}}".encode()))
 import socket
 from agentlightning.contrib.gateway.agentos.check_worker import serve
-serve(socket.socket(fileno=int(sys.argv[1])), int(sys.argv[2]))
+serve(socket.socket(fileno=int(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3]) if sys.argv[3] else None)
 """
 
 

@@ -291,7 +291,6 @@ def cores_of(pid: int) -> set:
     return cores
 
 
-@pytest.mark.xfail(strict=True, reason="the workers float over every core")
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
 def test_each_worker_runs_on_a_core_of_its_own_and_its_replacement_on_the_same(tmp_path, monkeypatch):
     """A worker's threads hand the GIL to one another many times a check; on a core of their own they do not move
