@@ -291,16 +291,26 @@ def cores_of(pid: int) -> set:
     return cores
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
-def test_each_worker_runs_on_a_core_of_its_own_and_its_replacement_on_the_same(tmp_path, monkeypatch):
+@pytest.fixture
+def two_cores():
+    """This thread (the gateway's, in these tests) may run on two cores only, as ``taskset -c 0,1`` would make it."""
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("needs two cores")
+    os.sched_setaffinity(0, sorted(allowed)[:2])
+    yield sorted(allowed)[:2]
+    os.sched_setaffinity(0, allowed)
+
+
+def test_each_worker_runs_on_a_core_of_its_own_and_its_replacement_on_the_same(tmp_path, monkeypatch, two_cores):
     """A worker's threads hand the GIL to one another many times a check; on a core of their own they do not move
-    between cores (measured in docs/performance.md: less CPU per check). Two workers take two of the gateway's
-    cores, every thread of each on its core, and a worker killed mid-check is replaced on the core it left."""
+    between cores (measured in docs/performance.md: less CPU per check). Two workers on a gateway's two cores take
+    one each, every thread of each on its core, and a worker killed mid-check is replaced on the core it left."""
     import asyncio
 
     pool = misbehaving_pool(tmp_path, monkeypatch, processes=2, deadline_s=60.0)
     judge = pool_judge(pool)
-    gateway_cores = sorted(os.sched_getaffinity(0))
+    gateway_cores = two_cores
 
     async def judge_on_both_kill_one_judge_again() -> tuple:
         await asyncio.gather(judge("SELECT 1", "ro-1"), judge("SELECT 2", "ro-2"))  # one on each worker
@@ -369,3 +379,13 @@ def test_a_worker_that_hangs_on_a_check_whose_caller_went_away_is_killed_at_the_
         pool.close()
     assert killed, "the worker hung on an abandoned check was never killed"
     assert hung not in live and len(live) == 1, "no worker took the hung one's place"
+
+
+def test_fewer_workers_than_cores_are_left_where_the_system_places_them(tmp_path, monkeypatch, two_cores):
+    """Pinned, the workers of two such gateways on one machine would share the first cores while the others idle."""
+    pool = misbehaving_pool(tmp_path, monkeypatch, processes=1, deadline_s=60.0)
+    try:
+        (worker,) = pool._live
+        assert cores_of(worker.process.pid) == set(two_cores)
+    finally:
+        pool.close()

@@ -15,11 +15,12 @@ pid, a new file; a hash chain is never continued by another process).
 A check whose caller goes away (a client that disconnects) keeps its place on the worker until the worker
 replies (its decision is recorded all the same); the reply is dropped and the worker serves on.
 
-Each worker runs on one core of the gateway's (its affinity, as ``taskset`` or a container's cpuset sets
-it), the workers spread over them (the core with the fewest workers; a replacement takes the core its
-predecessor left). A worker's check threads hand the GIL to one another several times a check; left to
-float, they moved between cores about once every three checks and a check cost 10-25% more CPU than on a
-core of its own (``docs/performance.md``). The gateway's own process is not pinned.
+With a worker for each of the gateway's cores (its affinity, as ``taskset`` or a container's cpuset
+sets it; the default), each worker runs on a core of its own (a replacement on the core its predecessor
+left); with fewer workers than cores the system places them. A worker's check threads hand the GIL to one
+another several times a check; left to float, they moved between cores about once every three checks and
+a check cost about a quarter more CPU than on a core of its own (``docs/performance.md``). The gateway's
+own process is not pinned.
 
 Workers are started with ``python -m`` of this module (not ``fork``: a trail refuses a forked
 writer, and the gateway has threads), and import the kernel core and :mod:`.govern` only, not
@@ -221,7 +222,11 @@ class CheckPool:
         self.deadline_s = deadline_s
         self.start_timeout_s = start_timeout_s
         self.trails: List[Path] = []  # every worker's file, in the order they started
-        self.cores = _cores()  # the gateway's, read once: each worker runs on one of them
+        # The cores the workers are pinned to: the gateway's, when there are workers for all of them (the default,
+        # one per core). Fewer workers than cores are left where the system places them: pinned, two gateways
+        # on one machine would stack their workers on the same first cores while the others idle.
+        cores = _cores()
+        self.cores = cores if processes >= len(cores) else []
         self._live: List[_Worker] = []  # started, not given up (ready or starting)
         self._turns: Deque[asyncio.Future] = deque()  # callers waiting for a free place, first come first served
         self._ids = itertools.count()
