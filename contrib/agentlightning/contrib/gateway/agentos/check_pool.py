@@ -19,7 +19,7 @@ With a worker for each of the gateway's cores (its affinity, as ``taskset`` or a
 sets it; the default), each worker runs on a core of its own (a replacement on the core its predecessor
 left); with fewer workers than cores the system places them. A worker's check threads hand the GIL to one
 another several times a check; left to float, they moved between cores about once every three checks and
-a check cost about a fifth more CPU than on a core of its own (``docs/performance.md``). The gateway's
+a check cost more CPU than on a core of its own (measured in ``docs/performance.md``). The gateway's
 own process is not pinned.
 
 Workers are started with ``python -m`` of this module (not ``fork``: a trail refuses a forked
