@@ -237,7 +237,6 @@ def test_an_outcome_with_no_decision_after_it_is_committed_by_itself(tmp_path: P
     kernel.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the next group's lead is handed to a waiting check's thread")
 def test_records_that_wait_behind_a_commit_are_committed_by_the_committer_thread(tmp_path: Path) -> None:
     """The check that leads a commit returns once its own record is committed; the records that
     arrived during that commit are committed by the trail's committer thread, which already
