@@ -22,13 +22,18 @@ Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them 
 
 ``--disk quiet contended`` runs every row twice: as is, then while another process writes 4 KB
 and fsyncs it in a loop on the same file system (the disk shared with other jobs' fsyncs).
+``--busy-cpus 2`` keeps both CPUs of the project's 2-CPU VM from idling (processes spinning at
+nice 19, which take CPU only when nothing else wants it): there a commit whose fsync completes
+while every CPU idles returned after about 4 ms, against 0.16-0.22 ms with a CPU busy, so without
+them a row's rate depends on whether its own threads happened to keep a CPU busy.
 
 Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
 blocked) whose ``T`` threads make ``--n`` checks in all, each recorded and committed before it
 returns. Figures: decisions per second (wall), **CPU per decision** (the process's CPU time, every
 thread, over the decisions: a committer thread, SQLite and the kernel's system calls included), the
 process's context switches per decision (voluntary and involuntary: a hand-off between threads
-costs two or more),
+costs two or more), the records per commit (the decisions over the trail's transactions; the
+floors commit one each),
 and the median and p99 latency of the allowed checks (of each commit, for the floors). The
 summary states the targets' ratios: one writer against the floor, by throughput and by median
 latency (which a disk shared with other jobs' fsyncs disturbs less than the throughput: a few
@@ -174,10 +179,19 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
     path = directory / f"audit-{time.monotonic_ns()}.db"
     policy = SQLPolicy(deny=["DROP"])
     kernel = GovernanceKernel([policy])
-    kernel.audit = make_trail(path)
+    kernel.audit = trail = make_trail(path)
+    commits = [0]
+    transaction = trail._transaction  # counted on the instance: this tree's trail and --base's alike
+
+    def counted_transaction(*args: Any) -> Any:
+        commits[0] += 1
+        return transaction(*args)
+
+    trail._transaction = counted_transaction
     queries = [Action.sql("DROP TABLE t" if i % 10 == 9 else f"SELECT {i % 10} FROM t") for i in range(10)]
     for action in queries:
         kernel.check(action)  # the parse cache warm
+    commits[0] = 0
     per_thread = n // threads
     latencies: List[List[int]] = [[] for _ in range(threads)]
     start = threading.Barrier(threads + 1)
@@ -202,6 +216,7 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
         worker.join()
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     switches = context_switches() - switches
+    committed = commits[0]
     kernel.audit.close()
     conn = sqlite3.connect(str(path))
     records = conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
@@ -216,6 +231,7 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
         "records": records,
         "timed": timed,
         "switches": switches,
+        "commits": committed,
     }
 
 
@@ -288,6 +304,13 @@ def main() -> None:
         help="contended: another process writes and fsyncs a file in a loop on the same file system meanwhile",
     )
     parser.add_argument("--dir", default=None, help="where the files go (default: a temp dir under the cwd)")
+    parser.add_argument(
+        "--busy-cpus",
+        type=int,
+        default=0,
+        help="this many processes spin at nice 19 meanwhile, so no CPU idles while a commit waits for its fsync "
+        "(on the 2-CPU VM a commit that waited with the CPUs idle took 4 ms, 0.16-0.22 ms with them busy)",
+    )
     parser.add_argument("--base", default=BASE, help="the commit whose AuditTrail is 'before'")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument("--callgrind", action="store_true", help="instructions per decision only (valgrind)")
@@ -311,6 +334,10 @@ def main() -> None:
     floors = {"SQLite floor, plain table": False, "SQLite floor, audit_log table": True}
     df = subprocess.run(["df", "-T", str(directory)], capture_output=True, text=True).stdout.splitlines()
     print(f"files in {directory} ({df[-1].split()[1] if df else 'file system unknown'}); load {os.getloadavg()}")
+    spinners = [
+        subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", "while True: pass"]) for _ in range(args.busy_cpus)
+    ]
+    atexit.register(lambda: [spinner.kill() for spinner in spinners])
     figures: Dict[str, Dict[str, float]] = {}
     for disk in args.disk:
         contender = start_contender(directory) if disk == "contended" else None
@@ -373,17 +400,35 @@ def measure(
             "median_us": statistics.median(allowed) / 1000 if allowed else float("nan"),
             "p99_us": allowed[int(len(allowed) * 0.99)] / 1000 if allowed else float("nan"),
             "switches": sum(r["switches"] for r in runs) / timed,
+            "records_per_commit": timed / max(1, sum(r.get("commits", r["decisions"]) for r in runs)),
         }
         figures[f"{name} @{threads} {disk}"] = figure
         rows.append(
-            [name, figure["per_s"], figure["cpu_us"], figure["switches"], figure["median_us"], figure["p99_us"]]
+            [
+                name,
+                figure["per_s"],
+                figure["cpu_us"],
+                figure["records_per_commit"],
+                figure["switches"],
+                figure["median_us"],
+                figure["p99_us"],
+            ]
         )
     print(
         f"\n{disk} disk, {threads} thread(s), {args.n} decisions x {args.rounds} rounds per row (1 in 10 blocked); "
         f"load {os.getloadavg()[0]:.1f}"
     )
     print_table(
-        ["", "decisions/s", "CPU us/decision", "switches/decision", "median latency us", "p99 latency us"], rows
+        [
+            "",
+            "decisions/s",
+            "CPU us/decision",
+            "records/commit",
+            "switches/decision",
+            "median latency us",
+            "p99 latency us",
+        ],
+        rows,
     )
 
 

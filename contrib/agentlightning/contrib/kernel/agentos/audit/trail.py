@@ -744,6 +744,8 @@ class AuditTrail:
                     outage = self._outage
                     recovering = None if outage is None or not outage.recovering else outage.facts(time.time())
                 self._to_wake = answered  # woken by the transaction right before its COMMIT (or below)
+                if any(not item.waited and item.kind == "decision" for item in group):
+                    self._wake()  # queued records (durability="queued"), up to max_queued: not written ahead of them
                 if outage is not None and recovering is None:
                     self._refuse(group, outage)
                     answered = []
