@@ -183,7 +183,7 @@ OUTAGE_TOOL_NAME = "agentos.audit_outage"
 class _Item:
     """One unit of work for a commit: a decision's record, an outcome, a rotation, or a sync marker."""
 
-    __slots__ = ("kind", "payload", "blocked", "done", "error", "abandoned", "waited", "_lock")
+    __slots__ = ("kind", "payload", "blocked", "done", "error", "abandoned", "waited", "lead", "_lock")
 
     def __init__(self, kind: str, payload: Any = None, blocked: bool = False, waitable: bool = False) -> None:
         self.kind = kind
@@ -193,27 +193,29 @@ class _Item:
         self.error: Optional[BaseException] = None
         self.abandoned = False
         self.waited = False  # the check waits for the answer (so its action cannot run before it)
+        self.lead = False  # its check is handed the lead of the next commit
         self._lock: Optional[threading.Lock] = None
         if waitable:
             self._lock = threading.Lock()
             self._lock.acquire()
 
     def wait(self, timeout: float) -> bool:
-        """Block until the item's check is woken (then the lock is held again)."""
+        """Block until the item is answered or its check handed the lead (then the lock is held again)."""
         return self._lock is None or self._lock.acquire(timeout=timeout)
 
-    def wake(self) -> None:
+    def release(self) -> None:
         if self._lock is not None:
             self._lock.release()
 
-    def settle(self, error: Optional[BaseException]) -> None:
-        """Answer the item (the mutex held); its check sees the answer once woken, or when its wait times out."""
-        self.error = error
-        self.done = True
+    def rearm(self) -> None:
+        """Hold the lock again after a release that the wait did not consume."""
+        if self._lock is not None:
+            self._lock.acquire(blocking=False)
 
     def finish(self, error: Optional[BaseException]) -> None:
-        self.settle(error)
-        self.wake()
+        self.error = error
+        self.done = True
+        self.release()
 
 
 #: What the committer thread is doing: committing or deciding, waiting for work, waiting for an
@@ -274,12 +276,9 @@ class AuditTrail:
     **Group commit, on the checking threads.** A check that finds no commit under way commits
     its record itself, on its own thread (no hand-off to another thread: with one checking thread
     each check costs one SQLite commit and its record's Python). A check that finds a commit
-    under way waits; every record waiting when that commit ends goes into the next one, which
-    the trail's committer thread leads (and the next, while checks keep waiting). The checks a
-    commit answers are woken once the next commit's rows are written, just before its COMMIT,
-    so that their Python runs during its fsync. So a check waits for at most the commit under
-    way, its own, and the writing (not the fsync) of the next, never for a queue, and several
-    waiting decisions share one transaction and one fsync.
+    under way waits; every record waiting when that commit ends goes into the next one, led by
+    one of their checks. So a check waits for at most the commit under way and its own, never for
+    a queue, and several waiting decisions share one transaction and one fsync.
     ``commit_timeout_s`` bounds a waiting check; past it the action is blocked (and its record, if
     committed later, gets the outcome ``not run``). A check that is committing waits for SQLite:
     a lock for at most ``lock_timeout_s``, a disk for as long as its fsync takes (no thread can
@@ -395,13 +394,10 @@ class AuditTrail:
         self._max_queued = max_queued
         # Records wait in ``_pending`` for the next commit. A check that waits for its record and
         # finds no commit under way leads the next one itself, on its own thread; one that finds
-        # a commit under way waits, and is answered by the next commit, which the committer
-        # thread leads (handed the lead by the check that committed).
+        # a commit under way waits, and is answered by the next commit or handed its lead.
         self._pending: List[_Item] = []
         self._pending_since = 0.0  # when the oldest pending item arrived (monotonic)
         self._leading = False  # a thread is committing (the lead is held)
-        self._handed = False  # the lead is handed to the committer thread (which has yet to take it)
-        self._to_wake: List[_Item] = []  # answered by the last commit; woken before the next COMMIT or at once
         self._awaiting_outcome: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()  # decision_id: its row
         self._max_pending_outcomes = max_pending_outcomes
         self._mutex = threading.Lock()
@@ -555,20 +551,25 @@ class AuditTrail:
         return False
 
     def _wait(self, item: _Item, lead: bool, timeout: float) -> None:
-        """Return once the commit that holds ``item`` is done, leading it when ``lead``; raise its
-        error, or :class:`AuditWriteError` past ``timeout``."""
+        """Return once the commit that holds ``item`` is done, leading commits when this thread is
+        handed the lead; raise its error, or :class:`AuditWriteError` past ``timeout``."""
         if lead:
             self._lead()
         deadline = time.monotonic() + timeout
         while not item.done:
             if not item.wait(max(0.0, deadline - time.monotonic())):
                 with self._mutex:
-                    if not item.done:
+                    if item.lead:
+                        item.rearm()  # handed the lead as the wait ended: it leads after all
+                    elif not item.done:
                         item.abandoned = True  # written as "not run" if the commit still comes
                 if item.abandoned:
                     if item.kind == "sync":
                         raise AuditWriteError(f"the audit writer did not finish within {timeout}s")
                     raise AuditWriteError(f"the audit record was not committed within commit_timeout_s={timeout}s")
+            if item.lead and not item.done:
+                item.lead = False
+                self._lead()
         if item.error is not None:
             raise item.error
 
@@ -724,60 +725,32 @@ class AuditTrail:
 
     # ----------------------------------------------------------------- committing
     def _lead(self) -> None:
-        """Commit everything pending in one transaction (this thread leads) and answer the checks it
-        holds. Then, if checks wait behind it: on the committer thread, commit them too, and so on
-        while checks keep waiting; on a checking thread, hand the lead to the committer thread.
-        Else put the lead down.
-
-        Why the committer thread: the thread that returns from a COMMIT is the one that holds the
-        GIL soonest (the checks it wakes have yet to be scheduled). A waiting check woken to lead
-        instead queues for the GIL behind every check just answered, each running Python until it
-        blocks, while the disk idles (measured: 130 us of a 650 us cycle with 8 threads). For the
-        same reason the checks a commit answers are woken just before the next COMMIT, once that
-        commit's rows are written: their Python then runs during its fsync, and the writing of
-        the rows does not lose the GIL to them at each SQLite call."""
-        answered: List[_Item] = []  # committed by the last commit; their checks are still to be woken
+        """Commit everything pending in one transaction (this thread leads), answer the checks it
+        holds, then hand the lead to a check whose record arrived meanwhile, or put it down."""
+        with self._mutex:
+            group, self._pending = self._pending, []
+            outage = self._outage
+            recovering = None if outage is None or not outage.recovering else outage.facts(time.time())
         try:
-            while True:
-                with self._mutex:
-                    group, self._pending = self._pending, []
-                    outage = self._outage
-                    recovering = None if outage is None or not outage.recovering else outage.facts(time.time())
-                self._to_wake = answered  # woken by the transaction right before its COMMIT (or below)
-                if any(not item.waited and item.kind == "decision" for item in group):
-                    self._wake()  # queued records (durability="queued"), up to max_queued: not written ahead of them
-                if outage is not None and recovering is None:
-                    self._refuse(group, outage)
-                    answered = []
+            if outage is not None and recovering is None:
+                self._refuse(group, outage)
+            else:
+                self._process(group, recovering)
+        finally:
+            with self._mutex:
+                successor = None
+                if not self._thread_commits:
+                    successor = next((item for item in self._pending if item.waited and not item.abandoned), None)
+                if successor is not None:
+                    successor.lead = True
+                    successor.release()  # its check wakes and leads the next commit
                 else:
-                    answered = self._process(group, recovering)
-                self._wake()
-                with self._mutex:
-                    waiting = any(item.waited and not item.abandoned for item in self._pending)
-                    if waiting and (threading.current_thread() is self._thread or self._stopping):
-                        continue  # this thread leads on (a closing trail's committer may be gone already)
-                    if waiting:
-                        self._handed = True  # the committer thread leads the next commit
+                    self._leading = False
+                    if self._pending or self._outage is not None:
                         if self._thread is None:
                             self._start()
-                        self._committer_wakes.notify()
-                    else:
-                        self._leading = False
-                        if self._pending or self._outage is not None:
-                            if self._thread is None:
-                                self._start()
-                            if self._committer_state != _BUSY:
-                                self._committer_wakes.notify()  # what is left, or the retry of an outage
-                    break
-        finally:
-            self._to_wake = answered
-            self._wake()
-
-    def _wake(self) -> None:
-        """Wake the checks answered by the last commit (their records are durable)."""
-        items, self._to_wake = self._to_wake, []
-        for item in items:
-            item.wake()
+                        if self._committer_state != _BUSY:
+                            self._committer_wakes.notify()  # what is left, or the retry of an outage, is its work
 
     def _committer(self) -> None:
         """The thread that commits what no check waits for: outcomes with no decision to share a
@@ -789,9 +762,6 @@ class AuditTrail:
                     now = time.monotonic()
                     outage = self._outage
                     timeout: Optional[float] = None
-                    if self._handed:
-                        self._handed = False
-                        break  # a check that committed handed this thread the records waiting behind it
                     if self._leading:
                         pass  # the leader commits; it wakes this thread if it leaves records behind
                     elif outage is not None and not outage.recovering and self._failure is None:
@@ -826,11 +796,9 @@ class AuditTrail:
                     outage.count(item, ran=not item.waited)
                     item.finish(error)
 
-    def _process(self, group: List[_Item], recovering: Optional[Dict[str, Any]]) -> List[_Item]:
-        """Commit ``group`` (after the outage record when recovering) and answer it: a failure
-        wakes its checks at once; a commit returns them answered, for the leader to wake."""
+    def _process(self, group: List[_Item], recovering: Optional[Dict[str, Any]]) -> None:
+        """Commit ``group`` (after the outage record when recovering) and answer it."""
         work = [item for item in group if item.kind != "sync"]
-        answered = [item for item in group if item.kind == "sync"]
         if self._failure is not None:
             self._finish(work, AuditWriteError(f"the audit trail stopped: {self._failure}"), None)
         elif work or recovering is not None:
@@ -843,8 +811,7 @@ class AuditTrail:
             except Exception as err:  # noqa: BLE001 - the records' actions are blocked; the trail recovers
                 self._enter_outage(err, work)
             else:
-                late = self._settle(work)
-                answered += work
+                late = self._finish(work, None, None)
                 if recovering is not None:
                     with self._mutex:
                         self._outage = None
@@ -855,11 +822,9 @@ class AuditTrail:
                         for item in late:
                             if item.payload[0] in self._awaiting_outcome:  # ran? no: its check blocked it
                                 self._enqueue(_Item("outcome", (item.payload[0], None, _NOT_RUN, None)))
-        with self._mutex:
-            for item in answered:
-                if not item.done:
-                    item.settle(None)  # a sync marker: everything queued before it is answered
-        return answered
+        for item in group:
+            if item.kind == "sync":
+                item.finish(None)
 
     def _enter_outage(self, err: BaseException, work: List[_Item]) -> None:
         with self._mutex:
@@ -882,23 +847,16 @@ class AuditTrail:
         error.__cause__ = err
         self._finish(work, error, outage)
 
-    def _finish(self, work: List[_Item], error: BaseException, outage: Optional[_Outage]) -> None:
-        """Answer ``work`` with ``error`` (counted in ``outage``) and wake its checks."""
-        with self._mutex:
-            for item in work:
-                if outage is not None:
-                    outage.count(item, ran=not item.waited)
-                item.finish(error)
-
-    def _settle(self, work: List[_Item]) -> List[_Item]:
-        """Answer ``work``, committed (its checks are woken by the leader); returns the allowed
-        decisions committed after their checks gave up waiting."""
+    def _finish(self, work: List[_Item], error: Optional[BaseException], outage: Optional[_Outage]) -> List[_Item]:
+        """Answer ``work``; returns the allowed items committed after their checks gave up waiting."""
         late: List[_Item] = []
         with self._mutex:
             for item in work:
-                if item.abandoned and not item.blocked and item.kind == "decision":
+                if error is not None and outage is not None:
+                    outage.count(item, ran=not item.waited)
+                elif item.abandoned and not item.blocked and item.kind == "decision":
                     late.append(item)
-                item.settle(None)
+                item.finish(error)
         return late
 
     def _commit(self, work: List[_Item], outage_facts: Optional[Dict[str, Any]]) -> None:
@@ -1060,7 +1018,6 @@ class AuditTrail:
                 self.signer.write_head(
                     cursor, records=self._records + len(new_rows), last_id=last[0], last_entry_hash=last[1]
                 )
-            self._wake()  # the last commit's checks: their Python runs while this one's fsync does
             cursor.execute("COMMIT")
         except BaseException:
             try:
