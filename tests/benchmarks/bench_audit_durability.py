@@ -181,13 +181,14 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
     kernel = GovernanceKernel([policy])
     kernel.audit = trail = make_trail(path)
     commits = [0]
-    transaction = trail._transaction  # counted on the instance: this tree's trail and --base's alike
+    transaction = getattr(trail, "_transaction", None)  # one call per commit (absent in older trails)
 
     def counted_transaction(*args: Any) -> Any:
         commits[0] += 1
         return transaction(*args)
 
-    trail._transaction = counted_transaction
+    if transaction is not None:
+        trail._transaction = counted_transaction  # on the instance: this tree's trail and --base's alike
     queries = [Action.sql("DROP TABLE t" if i % 10 == 9 else f"SELECT {i % 10} FROM t") for i in range(10)]
     for action in queries:
         kernel.check(action)  # the parse cache warm
@@ -231,7 +232,7 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
         "records": records,
         "timed": timed,
         "switches": switches,
-        "commits": committed,
+        "commits": committed if transaction is not None else None,
     }
 
 
@@ -400,7 +401,7 @@ def measure(
             "median_us": statistics.median(allowed) / 1000 if allowed else float("nan"),
             "p99_us": allowed[int(len(allowed) * 0.99)] / 1000 if allowed else float("nan"),
             "switches": sum(r["switches"] for r in runs) / timed,
-            "records_per_commit": timed / max(1, sum(r.get("commits", r["decisions"]) for r in runs)),
+            "records_per_commit": records_per_commit(runs, timed),
         }
         figures[f"{name} @{threads} {disk}"] = figure
         rows.append(
@@ -430,6 +431,12 @@ def measure(
         ],
         rows,
     )
+
+
+def records_per_commit(runs: List[Dict[str, Any]], timed: int) -> float:
+    """The decisions over the commits of ``runs`` (a floor's: one each; nan when the trail's were not counted)."""
+    commits = [r.get("commits", r["decisions"]) for r in runs]
+    return float("nan") if None in commits else timed / max(1, sum(commits))
 
 
 def summarize(
