@@ -24,7 +24,7 @@ Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them 
 and fsyncs it in a loop on the same file system (the disk shared with other jobs' fsyncs).
 ``--busy-cpus 2`` keeps both CPUs of the project's 2-CPU VM from idling (processes spinning at
 nice 19, which take CPU only when nothing else wants it): there a commit whose fsync completes
-while every CPU idles returned after about 4 ms, against 0.16-0.22 ms with a CPU busy, so without
+while every CPU idles returned after about 4 ms, against 0.16-0.23 ms with a CPU busy, so without
 them a row's rate depends on whether its own threads happened to keep a CPU busy.
 
 Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
@@ -310,7 +310,7 @@ def main() -> None:
         type=int,
         default=0,
         help="this many processes spin at nice 19 meanwhile, so no CPU idles while a commit waits for its fsync "
-        "(on the 2-CPU VM a commit that waited with the CPUs idle took 4 ms, 0.16-0.22 ms with them busy)",
+        "(on the 2-CPU VM a commit that waited with the CPUs idle took 4 ms, 0.16-0.23 ms with them busy)",
     )
     parser.add_argument("--base", default=BASE, help="the commit whose AuditTrail is 'before'")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
