@@ -26,6 +26,9 @@ and fsyncs it in a loop on the same file system (the disk shared with other jobs
 nice 19, which take CPU only when nothing else wants it): there a commit whose fsync completes
 while every CPU idles returned after about 4 ms, against 0.16-0.23 ms with a CPU busy, so without
 them a row's rate depends on whether its own threads happened to keep a CPU busy.
+``--simulated-fsync 128 70`` replaces every fsync of the process (preloaded with ``LD_PRELOAD``)
+by 128 us of CPU and a 70 us sleep: a disk of fixed latency without other jobs' stalls, so that
+the pipeline of group commit can be compared on a shared machine (with ``--dir`` on tmpfs).
 
 Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
 blocked) whose ``T`` threads make ``--n`` checks in all, each recorded and committed before it
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import hashlib
 import importlib
 import json
 import os
@@ -313,10 +317,21 @@ def main() -> None:
         "(on the 2-CPU VM a commit that waited with the CPUs idle took 4 ms, 0.16-0.23 ms with them busy)",
     )
     parser.add_argument("--base", default=BASE, help="the commit whose AuditTrail is 'before'")
+    parser.add_argument(
+        "--simulated-fsync",
+        nargs=2,
+        type=int,
+        metavar=("SPIN_US", "SLEEP_US"),
+        default=None,
+        help="every fsync of the process spins SPIN_US and sleeps SLEEP_US instead of syncing (a disk of fixed "
+        "latency, without other jobs' stalls; e.g. 128 70: an ext4 fsync's CPU here, then the device)",
+    )
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument("--callgrind", action="store_true", help="instructions per decision only (valgrind)")
     parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.simulated_fsync is not None:
+        simulate_fsync(*args.simulated_fsync)
     if args.counted:
         return counted(args.base, args.n)
     if args.callgrind:
@@ -353,6 +368,53 @@ def main() -> None:
     print(f"\nload at the end {os.getloadavg()}")
     if args.json:
         Path(args.json).write_text(json.dumps({"load": os.getloadavg(), "figures": figures}, indent=1))
+
+
+#: ``fsync`` and ``fdatasync`` of a disk of fixed latency, preloaded (``LD_PRELOAD``) into the bench's process.
+_SIMULATED_FSYNC = r"""
+#include <stdlib.h>
+#include <time.h>
+static long long now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+static int disk(void) {
+    static long spin = -1, nap = 0;
+    if (spin < 0) { spin = atol(getenv("SIMULATED_FSYNC_SPIN_US")); nap = atol(getenv("SIMULATED_FSYNC_SLEEP_US")); }
+    long long end = now() + spin * 1000LL;
+    while (now() < end) {}
+    struct timespec t = {0, nap * 1000L};
+    if (nap > 0) nanosleep(&t, 0);
+    return 0;
+}
+int fdatasync(int fd) { (void)fd; return disk(); }
+int fsync(int fd) { (void)fd; return disk(); }
+"""
+
+
+def simulate_fsync(spin_us: int, sleep_us: int) -> None:
+    """Run this bench again with every fsync replaced by ``spin_us`` of CPU and ``sleep_us`` of sleep
+    (the library compiled with ``cc`` on first use); returns once the process is the preloaded one."""
+    if spin_us < 0 or sleep_us < 0 or sleep_us >= 1_000_000:
+        raise SystemExit("--simulated-fsync: SPIN_US and SLEEP_US must be >= 0, SLEEP_US under 1,000,000")
+    digest = hashlib.sha256(_SIMULATED_FSYNC.encode()).hexdigest()[:16]
+    library = Path(tempfile.gettempdir()) / f"bench-audit-simulated-fsync-{digest}.so"
+    if os.environ.get("LD_PRELOAD") == str(library):
+        return
+    if not library.exists():
+        source = library.with_suffix(".c")
+        source.write_text(_SIMULATED_FSYNC)
+        partial = library.with_suffix(f".{os.getpid()}.so")
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(partial), str(source)], check=True)
+        partial.replace(library)
+    env = dict(
+        os.environ,
+        LD_PRELOAD=str(library),
+        SIMULATED_FSYNC_SPIN_US=str(spin_us),
+        SIMULATED_FSYNC_SLEEP_US=str(sleep_us),
+    )
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
 #: Another process's durable writes: a 4 KB write and an fsync in a loop, on the same file system.
