@@ -22,13 +22,21 @@ Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them 
 
 ``--disk quiet contended`` runs every row twice: as is, then while another process writes 4 KB
 and fsyncs it in a loop on the same file system (the disk shared with other jobs' fsyncs).
+``--busy-cpus 2`` keeps both CPUs of the project's 2-CPU VM from idling (processes spinning at
+nice 19, which take CPU only when nothing else wants it): there a commit whose fsync completes
+while every CPU idles returned after about 4 ms, against 0.16-0.23 ms with a CPU busy, so without
+them a row's rate depends on whether its own threads happened to keep a CPU busy.
+``--simulated-fsync 128 70`` replaces every fsync of the process (preloaded with ``LD_PRELOAD``)
+by 128 us of CPU and a 70 us sleep: a disk of fixed latency without other jobs' stalls, so that
+the pipeline of group commit can be compared on a shared machine (with ``--dir`` on tmpfs).
 
 Each audit row is one kernel (``SQLPolicy(deny=["DROP"])``, parse cache warm, one decision in ten
 blocked) whose ``T`` threads make ``--n`` checks in all, each recorded and committed before it
 returns. Figures: decisions per second (wall), **CPU per decision** (the process's CPU time, every
 thread, over the decisions: a committer thread, SQLite and the kernel's system calls included), the
 process's context switches per decision (voluntary and involuntary: a hand-off between threads
-costs two or more),
+costs two or more), the records per commit (the decisions over the trail's transactions; the
+floors commit one each),
 and the median and p99 latency of the allowed checks (of each commit, for the floors). The
 summary states the targets' ratios: one writer against the floor, by throughput and by median
 latency (which a disk shared with other jobs' fsyncs disturbs less than the throughput: a few
@@ -40,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import hashlib
 import importlib
 import json
 import os
@@ -174,10 +183,20 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
     path = directory / f"audit-{time.monotonic_ns()}.db"
     policy = SQLPolicy(deny=["DROP"])
     kernel = GovernanceKernel([policy])
-    kernel.audit = make_trail(path)
+    kernel.audit = trail = make_trail(path)
+    commits = [0]
+    transaction = getattr(trail, "_transaction", None)  # one call per commit (absent in older trails)
+
+    def counted_transaction(*args: Any) -> Any:
+        commits[0] += 1
+        return transaction(*args)
+
+    if transaction is not None:
+        trail._transaction = counted_transaction  # on the instance: this tree's trail and --base's alike
     queries = [Action.sql("DROP TABLE t" if i % 10 == 9 else f"SELECT {i % 10} FROM t") for i in range(10)]
     for action in queries:
         kernel.check(action)  # the parse cache warm
+    commits[0] = 0
     per_thread = n // threads
     latencies: List[List[int]] = [[] for _ in range(threads)]
     start = threading.Barrier(threads + 1)
@@ -202,6 +221,7 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
         worker.join()
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     switches = context_switches() - switches
+    committed = commits[0]
     kernel.audit.close()
     conn = sqlite3.connect(str(path))
     records = conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
@@ -216,6 +236,7 @@ def audit_row(make_trail: Callable[[Path], Any], directory: Path, n: int, thread
         "records": records,
         "timed": timed,
         "switches": switches,
+        "commits": committed if transaction is not None else None,
     }
 
 
@@ -288,11 +309,29 @@ def main() -> None:
         help="contended: another process writes and fsyncs a file in a loop on the same file system meanwhile",
     )
     parser.add_argument("--dir", default=None, help="where the files go (default: a temp dir under the cwd)")
+    parser.add_argument(
+        "--busy-cpus",
+        type=int,
+        default=0,
+        help="this many processes spin at nice 19 meanwhile, so no CPU idles while a commit waits for its fsync "
+        "(on the 2-CPU VM a commit that waited with the CPUs idle took 4 ms, 0.16-0.23 ms with them busy)",
+    )
     parser.add_argument("--base", default=BASE, help="the commit whose AuditTrail is 'before'")
+    parser.add_argument(
+        "--simulated-fsync",
+        nargs=2,
+        type=int,
+        metavar=("SPIN_US", "SLEEP_US"),
+        default=None,
+        help="every fsync of the process spins SPIN_US and sleeps SLEEP_US instead of syncing (a disk of fixed "
+        "latency, without other jobs' stalls; e.g. 128 70: an ext4 fsync's CPU here, then the device)",
+    )
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument("--callgrind", action="store_true", help="instructions per decision only (valgrind)")
     parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.simulated_fsync is not None:
+        simulate_fsync(*args.simulated_fsync)
     if args.counted:
         return counted(args.base, args.n)
     if args.callgrind:
@@ -311,6 +350,10 @@ def main() -> None:
     floors = {"SQLite floor, plain table": False, "SQLite floor, audit_log table": True}
     df = subprocess.run(["df", "-T", str(directory)], capture_output=True, text=True).stdout.splitlines()
     print(f"files in {directory} ({df[-1].split()[1] if df else 'file system unknown'}); load {os.getloadavg()}")
+    spinners = [
+        subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", "while True: pass"]) for _ in range(args.busy_cpus)
+    ]
+    atexit.register(lambda: [spinner.kill() for spinner in spinners])
     figures: Dict[str, Dict[str, float]] = {}
     for disk in args.disk:
         contender = start_contender(directory) if disk == "contended" else None
@@ -325,6 +368,53 @@ def main() -> None:
     print(f"\nload at the end {os.getloadavg()}")
     if args.json:
         Path(args.json).write_text(json.dumps({"load": os.getloadavg(), "figures": figures}, indent=1))
+
+
+#: ``fsync`` and ``fdatasync`` of a disk of fixed latency, preloaded (``LD_PRELOAD``) into the bench's process.
+_SIMULATED_FSYNC = r"""
+#include <stdlib.h>
+#include <time.h>
+static long long now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+static int disk(void) {
+    static long spin = -1, nap = 0;
+    if (spin < 0) { spin = atol(getenv("SIMULATED_FSYNC_SPIN_US")); nap = atol(getenv("SIMULATED_FSYNC_SLEEP_US")); }
+    long long end = now() + spin * 1000LL;
+    while (now() < end) {}
+    struct timespec t = {0, nap * 1000L};
+    if (nap > 0) nanosleep(&t, 0);
+    return 0;
+}
+int fdatasync(int fd) { (void)fd; return disk(); }
+int fsync(int fd) { (void)fd; return disk(); }
+"""
+
+
+def simulate_fsync(spin_us: int, sleep_us: int) -> None:
+    """Run this bench again with every fsync replaced by ``spin_us`` of CPU and ``sleep_us`` of sleep
+    (the library compiled with ``cc`` on first use); returns once the process is the preloaded one."""
+    if spin_us < 0 or sleep_us < 0 or sleep_us >= 1_000_000:
+        raise SystemExit("--simulated-fsync: SPIN_US and SLEEP_US must be >= 0, SLEEP_US under 1,000,000")
+    digest = hashlib.sha256(_SIMULATED_FSYNC.encode()).hexdigest()[:16]
+    library = Path(tempfile.gettempdir()) / f"bench-audit-simulated-fsync-{digest}.so"
+    if os.environ.get("LD_PRELOAD") == str(library):
+        return
+    if not library.exists():
+        source = library.with_suffix(".c")
+        source.write_text(_SIMULATED_FSYNC)
+        partial = library.with_suffix(f".{os.getpid()}.so")
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(partial), str(source)], check=True)
+        partial.replace(library)
+    env = dict(
+        os.environ,
+        LD_PRELOAD=str(library),
+        SIMULATED_FSYNC_SPIN_US=str(spin_us),
+        SIMULATED_FSYNC_SLEEP_US=str(sleep_us),
+    )
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
 #: Another process's durable writes: a 4 KB write and an fsync in a loop, on the same file system.
@@ -373,18 +463,42 @@ def measure(
             "median_us": statistics.median(allowed) / 1000 if allowed else float("nan"),
             "p99_us": allowed[int(len(allowed) * 0.99)] / 1000 if allowed else float("nan"),
             "switches": sum(r["switches"] for r in runs) / timed,
+            "records_per_commit": records_per_commit(runs, timed),
         }
         figures[f"{name} @{threads} {disk}"] = figure
         rows.append(
-            [name, figure["per_s"], figure["cpu_us"], figure["switches"], figure["median_us"], figure["p99_us"]]
+            [
+                name,
+                figure["per_s"],
+                figure["cpu_us"],
+                figure["records_per_commit"],
+                figure["switches"],
+                figure["median_us"],
+                figure["p99_us"],
+            ]
         )
     print(
         f"\n{disk} disk, {threads} thread(s), {args.n} decisions x {args.rounds} rounds per row (1 in 10 blocked); "
         f"load {os.getloadavg()[0]:.1f}"
     )
     print_table(
-        ["", "decisions/s", "CPU us/decision", "switches/decision", "median latency us", "p99 latency us"], rows
+        [
+            "",
+            "decisions/s",
+            "CPU us/decision",
+            "records/commit",
+            "switches/decision",
+            "median latency us",
+            "p99 latency us",
+        ],
+        rows,
     )
+
+
+def records_per_commit(runs: List[Dict[str, Any]], timed: int) -> float:
+    """The decisions over the commits of ``runs`` (a floor's: one each; nan when the trail's were not counted)."""
+    commits = [r.get("commits", r["decisions"]) for r in runs]
+    return float("nan") if None in commits else timed / max(1, sum(commits))
 
 
 def summarize(

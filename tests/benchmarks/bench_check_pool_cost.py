@@ -59,20 +59,32 @@ signal.signal(signal.SIGUSR1, lambda *_: (library.instrument(), library.region_b
 signal.signal(signal.SIGUSR2, lambda *_: library.region_end(f"worker-{{os.getpid()}}".encode()))
 import socket
 from agentlightning.contrib.gateway.agentos.check_worker import serve
-serve(socket.socket(fileno=int(sys.argv[1])), int(sys.argv[2]))
+serve(socket.socket(fileno=int(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3]) if sys.argv[3] else None)
 """
 
 
-def cpu_and_switches(pid: int) -> Tuple[float, float, int]:
-    """User and system CPU seconds of ``pid`` (every thread) and its context switches."""
+def cpu_and_switches(pid: int) -> Tuple[float, float, int, int, float]:
+    """User and system CPU seconds of ``pid`` (every thread), its context switches, its threads' moves from one
+    core to another (``se.nr_migrations`` in ``/proc/PID/task/TID/sched``, where the kernel has it, else 0) and
+    the seconds its threads were ready to run but waited for a core (``schedstat``'s run delay)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
-    switches = 0
+    switches = migrations = 0
+    waited = 0.0
     for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            waited += int((task / "schedstat").read_text().split()[1]) / 1e9
+        except (OSError, IndexError):  # a thread that ended meanwhile, a kernel without schedstat
+            pass
         for line in (task / "status").read_text().splitlines():
             if "ctxt_switches" in line:
                 switches += int(line.split()[1])
-    return int(fields[11]) / ticks, int(fields[12]) / ticks, switches
+        try:
+            scheduling = (task / "sched").read_text()
+        except OSError:  # a kernel without scheduler statistics
+            continue
+        migrations += sum(int(line.split()[-1]) for line in scheduling.splitlines() if line.startswith("se.nr_migr"))
+    return int(fields[11]) / ticks, int(fields[12]) / ticks, switches, migrations, waited
 
 
 def main() -> None:
@@ -150,12 +162,14 @@ def main() -> None:
             for pid in workers:
                 os.kill(pid, signal.SIGUSR2)
         per = [[(b - a) / count for a, b in zip(x, y)] for x, y in zip(before, after)]
-        gateway, pooled = per[0], [sum(column) for column in zip(*per[1:])] if workers else [0.0, 0.0, 0.0]
+        gateway, pooled = per[0], [sum(column) for column in zip(*per[1:])] if workers else [0.0] * 5
         print(
             f"{args.mode}: CPU ms per response: gateway {gateway[0] * 1e3:.3f} user + {gateway[1] * 1e3:.3f} system, "
             f"workers {pooled[0] * 1e3:.3f} user + {pooled[1] * 1e3:.3f} system, "
             f"total {(sum(gateway[:2]) + sum(pooled[:2])) * 1e3:.3f}; context switches per response: gateway "
-            f"{gateway[2]:.1f}, workers {pooled[2]:.1f}; {count / seconds:,.0f} responses/s wall clock at load "
+            f"{gateway[2]:.1f}, workers {pooled[2]:.1f}; moves between cores per response: gateway {gateway[3]:.2f}, "
+            f"workers {pooled[3]:.2f}; ready but waiting for a core, ms per response: gateway {gateway[4] * 1e3:.3f}, "
+            f"workers {pooled[4] * 1e3:.3f}; {count / seconds:,.0f} responses/s wall clock at load "
             f"{os.getloadavg()[0]:.2f}"
         )
 

@@ -254,8 +254,8 @@ def call_query(i: int) -> str:
     return json.dumps({"query": f"SELECT {i}"})
 
 
-def misbehaving_pool(tmp_path, monkeypatch, **options):
-    """A check pool of one worker whose kernel has the misbehaving policy alone."""
+def misbehaving_pool(tmp_path, monkeypatch, processes=1, **options):
+    """A check pool of ``processes`` workers whose kernels have the misbehaving policy alone."""
     from agentlightning.contrib.gateway.agentos import GovernanceConfig
     from agentlightning.contrib.gateway.agentos.check_pool import CheckPool
 
@@ -266,21 +266,70 @@ def misbehaving_pool(tmp_path, monkeypatch, **options):
     governance = GovernanceConfig.from_mapping(
         {"recorder_dir": str(tmp_path), "policies": [{"python": f"{policy_file}:make"}]}
     )
-    return CheckPool(governance, 1, **options)
+    return CheckPool(governance, processes, **options)
 
 
 def pool_judge(pool):
     """``judge(query)``: the pool's check of a model response calling ``run_sql(query)``."""
     from agentlightning.contrib.kernel.agentos import ActionContext
 
-    def judge(query: str):
+    def judge(query: str, rollout_id: str = "ro-1"):
         arguments = json.dumps({"query": query})
         call = {"id": "c0", "type": "function", "function": {"name": "run_sql", "arguments": arguments}}
         message = {"role": "assistant", "content": "", "tool_calls": [call]}
         response = {"id": "r0", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
-        return pool.govern(response, "chat/completions", ActionContext(agent_id="t", rollout_id="ro-1"), None)
+        return pool.govern(response, "chat/completions", ActionContext(agent_id="t", rollout_id=rollout_id), None)
 
     return judge
+
+
+def cores_of(pid: int) -> set:
+    """The cores each thread of process ``pid`` may run on, together."""
+    cores = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        cores |= os.sched_getaffinity(int(task))
+    return cores
+
+
+@pytest.fixture
+def two_cores():
+    """This thread (the gateway's, in these tests) may run on two cores only, as ``taskset -c 0,1`` would make it."""
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("needs two cores")
+    os.sched_setaffinity(0, sorted(allowed)[:2])
+    yield sorted(allowed)[:2]
+    os.sched_setaffinity(0, allowed)
+
+
+def test_each_worker_runs_on_a_core_of_its_own_and_its_replacement_on_the_same(tmp_path, monkeypatch, two_cores):
+    """A worker's threads hand the GIL to one another many times a check; on a core of their own they do not move
+    between cores (measured in docs/performance.md: less CPU per check). Two workers on a gateway's two cores take
+    one each, every thread of each on its core, and a worker killed mid-check is replaced on the core it left."""
+    import asyncio
+
+    pool = misbehaving_pool(tmp_path, monkeypatch, processes=2, deadline_s=60.0)
+    judge = pool_judge(pool)
+    gateway_cores = two_cores
+
+    async def judge_on_both_kill_one_judge_again() -> tuple:
+        await asyncio.gather(judge("SELECT 1", "ro-1"), judge("SELECT 2", "ro-2"))  # one on each worker
+        before = {w.process.pid: cores_of(w.process.pid) for w in pool._live}
+        with pytest.raises(Exception, match="killed by signal 9"):
+            await judge("SELECT 'KILL_ME'")
+        while not all(w.trail for w in pool._live):  # the replacement starts; ready once it has opened its file
+            await asyncio.sleep(0.1)
+        await asyncio.gather(judge("SELECT 3", "ro-1"), judge("SELECT 4", "ro-2"))
+        return before, {w.process.pid: cores_of(w.process.pid) for w in pool._live}
+
+    try:
+        before, after = asyncio.run(judge_on_both_kill_one_judge_again())
+    finally:
+        pool.close()
+    assert sorted(before.values(), key=min) == [{gateway_cores[0]}, {gateway_cores[1]}], before
+    (replacement,) = set(after) - set(before)
+    (survivor,) = set(after) & set(before)
+    assert after[survivor] == before[survivor] and after[replacement] == set(gateway_cores[:2]) - after[survivor]
 
 
 def test_a_check_whose_caller_went_away_leaves_its_worker_serving(tmp_path, monkeypatch):
@@ -330,3 +379,13 @@ def test_a_worker_that_hangs_on_a_check_whose_caller_went_away_is_killed_at_the_
         pool.close()
     assert killed, "the worker hung on an abandoned check was never killed"
     assert hung not in live and len(live) == 1, "no worker took the hung one's place"
+
+
+def test_fewer_workers_than_cores_are_left_where_the_system_places_them(tmp_path, monkeypatch, two_cores):
+    """Pinned, the workers of two such gateways on one machine would share the first cores while the others idle."""
+    pool = misbehaving_pool(tmp_path, monkeypatch, processes=1, deadline_s=60.0)
+    try:
+        (worker,) = pool._live
+        assert cores_of(worker.process.pid) == set(two_cores)
+    finally:
+        pool.close()

@@ -15,6 +15,13 @@ pid, a new file; a hash chain is never continued by another process).
 A check whose caller goes away (a client that disconnects) keeps its place on the worker until the worker
 replies (its decision is recorded all the same); the reply is dropped and the worker serves on.
 
+With a worker for each of the gateway's cores (its affinity, as ``taskset`` or a container's cpuset
+sets it; the default), each worker runs on a core of its own (a replacement on the core its predecessor
+left); with fewer workers than cores the system places them. A worker's check threads hand the GIL to one
+another several times a check; left to float, they moved between cores about once every three checks and
+a check cost more CPU than on a core of its own (measured in ``docs/performance.md``). The gateway's
+own process is not pinned.
+
 Workers are started with ``python -m`` of this module (not ``fork``: a trail refuses a forked
 writer, and the gateway has threads), and import the kernel core and :mod:`.govern` only, not
 1.0's server. Requests and replies are pickles with a length prefix on a socket pair; a worker's
@@ -53,10 +60,15 @@ _BUFFER_BYTES = 64 * 1024  # a channel's read buffer to start with (it grows for
 
 def available_cores() -> int:
     """The CPUs this process may run on (its affinity, as ``taskset`` or a container's cpuset sets it)."""
+    return len(_cores()) or os.cpu_count() or 1
+
+
+def _cores() -> List[int]:
+    """The cores this process may run on, in order (none where the system does not say: not Linux)."""
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return []
 
 
 class CheckFailed(Exception):
@@ -112,6 +124,7 @@ def _decode(data: bytes) -> Any:
 class _Worker:
     process: subprocess.Popen
     sock: socket.socket
+    core: Optional[int]  # the core it runs on (None: where the system places it)
     trail: Optional[Path] = None  # known once the worker has said it is ready
     waiting: Dict[int, asyncio.Future] = field(default_factory=dict)  # its checks in flight, by request id
     fate: Optional[str] = None  # why the pool gave it up
@@ -209,6 +222,11 @@ class CheckPool:
         self.deadline_s = deadline_s
         self.start_timeout_s = start_timeout_s
         self.trails: List[Path] = []  # every worker's file, in the order they started
+        # The cores the workers are pinned to: the gateway's, when there are workers for all of them (the default,
+        # one per core). Fewer workers than cores are left where the system places them: pinned, two gateways
+        # on one machine would stack their workers on the same first cores while the others idle.
+        cores = _cores()
+        self.cores = cores if processes >= len(cores) else []
         self._live: List[_Worker] = []  # started, not given up (ready or starting)
         self._turns: Deque[asyncio.Future] = deque()  # callers waiting for a free place, first come first served
         self._ids = itertools.count()
@@ -227,15 +245,23 @@ class CheckPool:
             worker.sock.setblocking(False)
 
     def _start(self) -> _Worker:
+        core = min(self.cores, key=lambda c: sum(w.core == c for w in self._live), default=None)
         ours, theirs = socket.socketpair()
         module = __name__.rpartition(".")[0] + ".check_worker"
         process = subprocess.Popen(
-            [sys.executable, "-m", module, str(theirs.fileno()), str(self.per_worker)],
+            [
+                sys.executable,
+                "-m",
+                module,
+                str(theirs.fileno()),
+                str(self.per_worker),
+                "" if core is None else str(core),
+            ],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
         )
         theirs.close()
-        worker = _Worker(process, ours)
+        worker = _Worker(process, ours, core)
         self._live.append(worker)
         _send(ours, self.governance, time.monotonic() + self.start_timeout_s)
         return worker

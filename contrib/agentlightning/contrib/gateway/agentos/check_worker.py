@@ -1,7 +1,9 @@
-"""One worker process of :class:`~.check_pool.CheckPool` (``python -m`` of this module with a socket's fd).
+"""One worker process of :class:`~.check_pool.CheckPool` (``python -m`` of this module with a socket's fd,
+its number of places and its core).
 
-It receives the gateway's ``governance`` section, builds its kernel (its own trail file), says it is
-ready with the file's path, then judges each response it is sent with :func:`~.govern.govern_response`
+It moves its threads to its core (the threads it starts later inherit it), receives the gateway's
+``governance`` section, builds its kernel (its own trail file), says it is ready with the file's
+path, then judges each response it is sent with :func:`~.govern.govern_response`
 (``per_worker`` at once, on threads: one computes while another waits for its commit) and replies,
 tagged with the request's id, with the governed response and each decision's event data, or why the
 response is unreadable. Every decision is committed to its trail before the reply is sent. It exits when the
@@ -16,7 +18,7 @@ import sys
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Optional
 
 from .check_pool import _receive, _send
 from .events import decision_event_data
@@ -27,7 +29,9 @@ def _where(judged: GatewayDecision) -> dict:
     return {"choice_index": judged.choice_index, "tool_call_id": judged.tool_call_id, "source": judged.source}
 
 
-def serve(sock: socket.socket, per_worker: int) -> None:
+def serve(sock: socket.socket, per_worker: int, core: Optional[int] = None) -> None:
+    if core is not None:
+        _run_on(core)
     governance = _receive(sock, None)
     try:
         kernel = governance.build_kernel()
@@ -61,6 +65,16 @@ def serve(sock: socket.socket, per_worker: int) -> None:
         kernel.close()
 
 
+def _run_on(core: int) -> None:
+    """Every thread of this process on ``core`` (threads started later inherit it). Where the system refuses (a
+    cpuset changed since the gateway read it), the worker runs where the system places it: slower, no less safe."""
+    try:
+        for task in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(task), {core})
+    except (OSError, AttributeError):  # no such core any more, no /proc, not Linux
+        pass
+
+
 def _or_exit(function: Any, *args: Any) -> None:
     """A check that raised (anything but an unreadable response) ends the worker: the gateway sees it go,
     fails its checks in flight and starts another."""
@@ -72,4 +86,4 @@ def _or_exit(function: Any, *args: Any) -> None:
 
 
 if __name__ == "__main__":
-    serve(socket.socket(fileno=int(sys.argv[1])), int(sys.argv[2]))
+    serve(socket.socket(fileno=int(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3]) if sys.argv[3] else None)
