@@ -50,7 +50,7 @@ ran; nothing waits for it. It shares the commit of the trail's next decision, or
 by the trail's committer thread ``OUTCOME_LINGER_S`` (50 ms) after it was queued when no decision
 comes first. Rollouts run back to back natively share: the next rollout's check comes a few
 milliseconds later (one commit per rollout with one call, counted). Under callgrind, which runs the
-program tens of times slower, a rollout takes longer than 50 ms, so every outcome was committed
+program over ten times slower, a rollout takes longer than 50 ms, so every outcome was committed
 alone (two commits per rollout, counted): the count measured a commit the native run does not
 make. So under callgrind the ``governed`` arms give the outcome ``CALLGRIND_OUTCOME_LINGER_S`` to
 find its next decision, which reproduces the native commits; the ``alone`` arms measure the other
