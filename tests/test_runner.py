@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import threading
 
 import pytest
 
@@ -29,7 +30,7 @@ from agentlightning.contrib.runner.agentos import (
     governance_stats,
     governed_tool,
 )
-from agentlightning.contrib.runner.agentos.attempt import RolloutGovernance, active_rollout
+from agentlightning.contrib.runner.agentos.attempt import RolloutGovernance, RolloutOutcome, active_rollout
 
 from .conftest import table_counts
 from .governed_calls import outcome_in_thread, outcome_of
@@ -412,6 +413,48 @@ def test_a_check_under_way_when_the_attempt_ends_counts_in_its_outcome():
     worker.join(5)
     assert len(outcome.decisions) == 1 and len(outcome.violations) == 1
     assert record.decisions == outcome.decisions
+
+
+@pytest.mark.parametrize("cls", [RolloutGovernance, RolloutOutcome])
+def test_an_attempts_record_and_outcome_take_the_fields_they_declare(cls):
+    """RolloutGovernance and RolloutOutcome write their own __init__ (one write of their attributes):
+    its parameters are the declared init fields (RolloutOutcome's include GovernanceOutcome's), in
+    order and with their defaults."""
+    import dataclasses
+    import inspect
+
+    declared = dataclasses.fields(cls)
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    empty = inspect.Parameter.empty
+    assert [(p.name, p.default) for p in parameters] == [
+        (f.name, empty if f.default is dataclasses.MISSING else f.default) for f in declared if f.init
+    ]
+
+
+def test_a_governance_record_starts_as_its_fields_declare():
+    """Every field RolloutGovernance's __init__ does not take starts as declared, fresh for each
+    record; the record stays frozen, and so does its outcome."""
+    import dataclasses
+
+    declared = dataclasses.fields(RolloutGovernance)
+    kernel = GovernanceKernel([])
+    one, two = RolloutGovernance(kernel, ActionContext()), RolloutGovernance(kernel, ActionContext())
+    for f in declared:
+        if f.init:
+            continue
+        if f.default_factory is dataclasses.MISSING:
+            assert getattr(one, f.name) == f.default
+        else:
+            assert type(getattr(one, f.name)) is type(f.default_factory())
+            assert getattr(one, f.name) is not getattr(two, f.name)
+            if not isinstance(getattr(one, f.name), type(threading.RLock())):
+                assert len(getattr(one, f.name)) == 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.kernel = kernel  # type: ignore[misc]
+    outcome = one.conclude()
+    assert outcome == RolloutOutcome() and dataclasses.replace(outcome, agent_failed=True).agent_failed
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        outcome.agent_failed = True  # type: ignore[misc]
 
 
 # ----------------------------------------------------------------------------- threads, BaseException, boundaries

@@ -60,7 +60,7 @@ from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_DECISION_ID
 __all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout", "propagate_rollout_to_threads"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RolloutOutcome(GovernanceOutcome):
     """The governance outcome of one rollout attempt, with what the runner saw of its agent.
 
@@ -75,12 +75,35 @@ class RolloutOutcome(GovernanceOutcome):
     task_output: Any = None
     agent_reward: Optional[float] = None
 
+    def __init__(
+        self,
+        decisions: Tuple[Decision, ...] = (),
+        input_blocked: bool = False,
+        reward: Optional[GovernedReward] = None,
+        penalties: Optional[SeverityTable] = None,
+        agent_started: bool = False,
+        agent_failed: bool = False,
+        task_output: Any = None,
+        agent_reward: Optional[float] = None,
+    ) -> None:
+        # The fields, set in one write (as RolloutGovernance's): an outcome is built for every attempt.
+        vars(self).update(
+            decisions=decisions,
+            input_blocked=input_blocked,
+            reward=reward,
+            penalties=penalties,
+            agent_started=agent_started,
+            agent_failed=agent_failed,
+            task_output=task_output,
+            agent_reward=agent_reward,
+        )
+
 
 #: The facts of an attempt that can only become true (recording one twice changes nothing).
 _FLAGS = ("agent_started", "input_blocked", "agent_failed")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class RolloutGovernance:
     """The governance record of one rollout attempt: decisions and facts, appended, never changed.
 
@@ -110,6 +133,39 @@ class RolloutGovernance:
     _outcome: Optional[RolloutOutcome] = field(default=None, init=False, repr=False)
     #: Orders checks and the conclusion: a check under way when the attempt ends counts in it.
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+
+    def __init__(
+        self,
+        kernel: GovernanceKernel,
+        context: ActionContext,
+        fail_on_violation: bool = False,
+        on_decision: Optional[Callable[[Decision], None]] = None,
+        rollout: Any = None,
+        defer_clean_check_spans: bool = False,
+        clean_check_spans: bool = True,
+        penalties: Optional[SeverityTable] = None,
+    ) -> None:
+        # The fields above, set in one write: the frozen dataclass's own __init__ sets each with its own
+        # object.__setattr__ call, and a record is built for every attempt. (A test holds this
+        # signature to the fields' declarations.)
+        vars(self).update(
+            kernel=kernel,
+            context=context,
+            fail_on_violation=fail_on_violation,
+            on_decision=on_decision,
+            rollout=rollout,
+            defer_clean_check_spans=defer_clean_check_spans,
+            clean_check_spans=clean_check_spans,
+            penalties=penalties,
+            _decisions=[],
+            _flags=set(),
+            _result={},
+            _emitted_reward=[],
+            _deferred=[],
+            _held_reward=[],
+            _outcome=None,
+            _lock=threading.RLock(),
+        )
 
     # ------------------------------------------------------------------ appending
     def decide(

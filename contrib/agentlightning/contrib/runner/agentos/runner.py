@@ -137,6 +137,11 @@ class _ConcludeBeforeStatus(Hook):
             await runner._conclude(rollout, spans)
 
 
+#: The fields of agentlightning's Rollout, which a GovernedRollout takes from the store's (an
+#: AttemptedRollout's ``attempt`` is not one of them).
+_ROLLOUT_FIELDS = tuple(Rollout.model_fields)
+
+
 class GovernedRollout(Rollout):
     """The store's :class:`~agentlightning.Rollout` and its attempt's governance outcome.
 
@@ -198,11 +203,14 @@ class GovernedRollout(Rollout):
         """The store's ``rollout`` with its attempt's ``outcome``.
 
         ``success`` defaults to the rollout's status; a blocked task input is never a success.
+        The rollout's fields are validated as they are, not dumped first: the task input and the
+        config are the rollout's own objects (as agentlightning's ``step`` returns the store's),
+        the metadata a new dict.
         """
         if success is None:
             success = rollout.status == "succeeded"
         return cls(
-            **rollout.model_dump(exclude={"attempt"}),
+            **{name: getattr(rollout, name) for name in _ROLLOUT_FIELDS},
             governance=outcome,
             success=success and not outcome.input_blocked,
             execution_time_ms=execution_time_ms,
