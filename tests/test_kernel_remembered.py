@@ -258,6 +258,40 @@ def test_str_subclasses_other_keys_and_other_values_keep_the_full_path():
     assert listed[0].action is not listed[1].action and listed[0].action.args["text"] == ("fine",)
 
 
+def test_a_key_whose_eq_raises_while_a_name_is_looked_up_leaves_the_call_to_the_full_path():
+    """The key reads each value by its name. A key that is not a str, later in the dict's order
+    but first on the name's probe path (it shares the name's hash and took a freed slot), has its
+    ``__eq__`` called by that look-up: whatever it raises, the call is not remembered and the full
+    path reads it (and refuses the key that is not a str, as it always did)."""
+    import pytest
+
+    from agentlightning.contrib.kernel.agentos.actions import NO_COST, content_key
+
+    class Colliding:
+        armed = False
+
+        def __hash__(self):
+            return hash("query")
+
+        def __eq__(self, other):
+            if Colliding.armed:
+                raise ValueError("a key's own __eq__")
+            return False
+
+    args = {hash("query") % 8: "placeholder"}  # takes the first slot of the name's probe path
+    args["query"] = "SELECT 1"
+    del args[hash("query") % 8]
+    args[Colliding()] = "x"  # the freed slot: probed before the name's own
+    assert list(args)[0] == "query"
+    Colliding.armed = True
+    try:
+        assert content_key("tool", args, NO_COST) is None
+        with pytest.raises(TypeError, match="keys must be str"):
+            GovernanceKernel([CountingPure()]).check("tool", args)
+    finally:
+        Colliding.armed = False
+
+
 def test_a_dict_changed_by_another_thread_never_reaches_the_tool_unjudged():
     """Another thread rewrites, adds and removes entries of the caller's dict in a loop while
     checks run: every decision is about exactly the snapshot it holds, and every allowed one
@@ -533,7 +567,10 @@ def test_a_checked_decision_behaves_as_one_built_by_its_constructor():
     from agentlightning.contrib.kernel.agentos.actions import Decision
 
     kernel = GovernanceKernel([CountingPure()])
-    for decision in (kernel.check("tool", {"text": "fine"}), kernel.check("tool", {"text": "bad"})):
+    checked = [kernel.check("tool", {"text": text}) for text in ("fine", "bad")]
+    checked.append(kernel.check("tool", {"text": "fine"}, context=ActionContext(agent_id="a1", rollout_id="r1")))
+    assert checked[0].context == ActionContext() and checked[2].context.rollout_id == "r1"
+    for decision in checked:
         fields = {f.name: getattr(decision, f.name) for f in dataclasses.fields(Decision)}
         assert decision == Decision(**fields)
         assert dataclasses.asdict(decision) == dataclasses.asdict(Decision(**fields))

@@ -234,10 +234,14 @@ def content_key(tool_name: str, arguments: Any, cost: Any) -> Optional[Tuple[Any
     is read by the one loop below. ``tool_name`` is a plain ``str`` already (both callers made sure:
     the kernel's check of a call by name, an action's own constructor).
 
-    ``arguments`` is a ``dict`` (a caller's, read once, here: every name's and value's type is
-    checked before the key is hashed, so no key's own ``__hash__`` runs) or an action's frozen
-    ones. The cost is a plain float in an action's range, not -0.0 (equal to 0.0, it would be
-    handed an action of the other sign).
+    ``arguments`` is a ``dict`` (a caller's, read once, here) or an action's frozen ones. Each
+    value is looked up by its name (an ``items()`` view would build a view, an iterator and a pair
+    on every call), the name's type checked first, so no key's own ``__hash__`` runs and the key
+    holds only what was read and checked. A key that is not a ``str`` ends the reading (None) when
+    the loop reaches it; before that, the look-up of a name of the same hash can call its
+    ``__eq__``, and whatever that does (raise, change the dict) also ends it: the general path
+    then reads the call. The cost is a plain float in an action's range, not -0.0 (equal to 0.0,
+    it would be handed an action of the other sign).
 
     >>> content_key("database_query", {"query": "SELECT 1", "database": "shop"}, NO_COST)
     ('database_query', 0.0, 'query', 'SELECT 1', 'database', 'shop')
@@ -252,12 +256,15 @@ def content_key(tool_name: str, arguments: Any, cost: Any) -> Optional[Tuple[Any
         return None
     key = [tool_name, cost]
     try:
-        for name, value in arguments.items():  # one pass over the caller's dict
-            if type(name) is not str or type(value) is not str:
+        for name in arguments:  # one pass over the caller's dict
+            if type(name) is not str:
+                return None
+            value = arguments[name]
+            if type(value) is not str:
                 return None
             key.append(name)
             key.append(value)
-    except RuntimeError:  # the caller's dict changed size while it was read
+    except Exception:  # noqa: BLE001 - the dict changed while it was read, or a non-str key's __eq__ raised
         return None
     return tuple(key)
 

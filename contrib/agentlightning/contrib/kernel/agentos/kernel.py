@@ -25,6 +25,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from agent_os import AgentKernelPanic, AgentSignal, FlightRecorder, KernelSpace, PolicyEngine, SignalDispatcher
 
 from .actions import (
+    _DEFAULT_CONTEXT,
     NO_COST,
     Action,
     ActionContext,
@@ -377,22 +378,24 @@ class GovernanceKernel:
                 raise TypeError(f"context must be an ActionContext, got {type(context).__name__}")
             if refusal is None:
                 started = perf_counter()
-                violations: List[PolicyViolation] = []
-                # 2. The optional rewrite (a kernel with a rewriting policy remembers nothing).
                 original: Optional[Action] = None
-                if self._rewriters:
-                    original = snapshot
-                    snapshot = self._rewritten(snapshot, context, violations)
-                    if snapshot is original:
-                        original = None
-                    key = plan = remembered = None
-                # 3. The plan of the tool (a remembered call carries it).
-                if plan is None:
-                    plan = memo.plans.get(snapshot.tool_name) or self._plan(snapshot.tool_name)
-                # 4. The policies asked, the verdict, and the commits or releases that follow it.
                 if remembered is NOTHING_FOUND and plan.asks_none_when_nothing_found:
-                    verdict = _ALLOWED  # every policy is pure and found nothing in this very content
+                    # 2-4. A remembered call in which every policy, all pure, found nothing: none is asked
+                    #      and there is nothing to collect (a kernel with a rewriting policy remembers nothing).
+                    verdict, violations = _ALLOWED, ()
                 else:
+                    violations = []  # what the rewrite and the policies find
+                    # 2. The optional rewrite.
+                    if self._rewriters:
+                        original = snapshot
+                        snapshot = self._rewritten(snapshot, context, violations)
+                        if snapshot is original:
+                            original = None
+                        key = plan = remembered = None
+                    # 3. The plan of the tool (a remembered call carries it).
+                    if plan is None:
+                        plan = memo.plans.get(snapshot.tool_name) or self._plan(snapshot.tool_name)
+                    # 4. The policies asked, the verdict, and the commits or releases that follow it.
                     verdict = self._asked(snapshot, context, plan, key, remembered, violations)
                 # 5. The decision, recorded.
                 return self._decided(snapshot, context, started, verdict, violations, original, plan.notes)
@@ -668,7 +671,7 @@ class GovernanceKernel:
         context: ActionContext,
         started: float,
         verdict: Verdict,
-        violations: List[PolicyViolation],
+        violations: Sequence[PolicyViolation],
         original: Optional[Action],
         notes: Tuple[str, ...],
     ) -> Decision:
@@ -676,8 +679,9 @@ class GovernanceKernel:
 
         Every field is made here, so none is checked, and stored in the new instance's own dict (the
         frozen dataclass's ``__init__`` would set each with ``object.__setattr__``, and a dict set as
-        the instance's is one more to fill). A field still at its default (no finding, no signal, no
-        rewrite, no audit, no note) is left out: the class keeps the default, where every read finds it.
+        the instance's is one more to fill). A field still at its default (the default context, no
+        finding, no signal, no rewrite, no audit, no note) is left out: the class keeps the default,
+        where every read finds it.
         """
         decision_id = self._id_prefix + hex(next(self._id_counter))
         audit = self.audit
@@ -685,7 +689,8 @@ class GovernanceKernel:
         fields = decision.__dict__
         fields["action"] = action
         fields["verdict"] = verdict
-        fields["context"] = context
+        if context is not _DEFAULT_CONTEXT:
+            fields["context"] = context
         fields["decision_id"] = decision_id
         if violations:
             self._penalties.stamp(violations)  # the decision's own copies: priced once, here
