@@ -75,16 +75,20 @@ EVICTION = bytearray(32 << 20)  # larger than this machine's caches
 ONE_PER_LINE = b"\1" * len(EVICTION[::64])  # a byte for every 64-byte cache line of EVICTION
 
 
-def count_calls(owner: Any, name: str, key: str, after: Optional[Callable[[Any], None]] = None) -> None:
-    """Count the calls of ``owner.name`` under ``key`` (and their thread CPU under ``key + ' ns'``)."""
+def count_calls(
+    owner: Any, name: str, key: str, after: Optional[Callable[[Any], None]] = None, timed: bool = False
+) -> None:
+    """Count the calls of ``owner.name`` under ``key`` (and, ``timed``, their thread CPU under ``key + ' ns'``:
+    reading a thread's CPU clock is a system call, so not while they are counted)."""
     original = getattr(owner, name)
+    clock = time.thread_time_ns if timed else int
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        started = time.thread_time_ns()
+        started = clock()
         try:
             result = original(*args, **kwargs)
         finally:
-            COUNTS[key + " ns"] += time.thread_time_ns() - started
+            COUNTS[key + " ns"] += clock() - started
             COUNTS[key] += 1
         if after is not None:
             after(result)
@@ -93,12 +97,14 @@ def count_calls(owner: Any, name: str, key: str, after: Optional[Callable[[Any],
     setattr(owner, name, counted)
 
 
-def instrument() -> None:
+def instrument(timed: bool) -> None:
     count_calls(threading.Thread, "start", "threads started")
     count_calls(subprocess.Popen, "__init__", "processes started")
     count_calls(multiprocessing.process.BaseProcess, "start", "processes started")
-    count_calls(GovernanceKernel, "check", "check", lambda decision: COUNTS.update(blocked=int(decision.blocked)))
-    count_calls(SQLPolicy, "evaluate", "evaluate")
+    count_calls(
+        GovernanceKernel, "check", "check", lambda decision: COUNTS.update(blocked=int(decision.blocked)), timed
+    )
+    count_calls(SQLPolicy, "evaluate", "evaluate", timed=timed)
 
 
 ARMS = ("plain remembered", "plain first-seen", "governed remembered", "governed first-seen")
@@ -126,7 +132,9 @@ async def measure(rounds: int, rollouts: int, tmp: Path, strace_arm: Optional[st
         for arm, workload in arms:
             await arm.run_batch(tasks_for(workload, r, 10, str(db)), counted=False)
         if strace_arm is not None:
-            tracer = subprocess.Popen(["strace", "-f", "-c", "-o", str(tmp / "strace.txt"), "-p", str(os.getpid())])
+            tracer = subprocess.Popen(
+                ["strace", "-f", "-c", "-q", "-o", str(tmp / "strace.txt"), "-p", str(os.getpid())]
+            )
             time.sleep(2)  # attached to every thread
         for index in range(rounds):
             for arm, workload in arms[index % len(arms) :] + arms[: index % len(arms)]:
@@ -223,7 +231,7 @@ def main() -> None:
     if args.strace is not None and shutil.which("strace") is None:
         parser.error("--strace needs strace on the PATH (Debian: apt-get install strace)")
     logging.getLogger("agentlightning").setLevel(logging.ERROR)
-    instrument()
+    instrument(timed=args.strace is None)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-first-seen-counts-", dir=".") as tmp:
         figures = asyncio.run(measure(args.rounds, args.rollouts, Path(tmp), args.strace))
