@@ -26,6 +26,8 @@ rotating, an untimed garbage collection before each batch); per rollout, medians
 Then the parse and the check (no audit) alone, each text timed in thread CPU: back to back (the
 caches warm, as a tight loop sees them) and with the CPU caches evicted between texts (32 MB
 written), as a rollout sees them: between two checks the runner, agentlightning and the tool run.
+``--tree DIR`` imports ``agentlightning.contrib`` from another checkout
+(``git archive <commit> contrib | tar -x -C DIR``), for before and after on the same machine.
 With ``--strace ARM`` the script attaches ``strace -f -c`` to itself for that arm's counted rounds
 (every thread) and prints the system calls per rollout instead. Nothing is asserted.
 """
@@ -59,6 +61,20 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def tree_argument() -> Optional[Path]:
+    """``--tree DIR`` (read before agentlightning.contrib is imported, so that checkout's is the one used)."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--tree", type=Path, default=None)
+    return early.parse_known_args()[0].tree
+
+
+TREE = tree_argument()
+if TREE is not None:
+    from bench_runner_overhead import load_contrib
+
+    load_contrib(TREE.resolve())
 
 import sqlglot  # noqa: E402
 from bench_common import print_table, require_at_least  # noqa: E402
@@ -225,6 +241,9 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=60, help="rollouts per arm per round (default: 60)")
     parser.add_argument("--rounds", type=int, default=6, help="counted rounds, arms interleaved (default: 6)")
     parser.add_argument("--texts", type=int, default=200, help="texts per round, parse warm and cold (default: 200)")
+    parser.add_argument(
+        "--tree", type=Path, default=None, help="import agentlightning.contrib from this checkout (default: this one)"
+    )
     parser.add_argument("--strace", choices=ARMS, default=None, help="count this arm's system calls instead")
     args = parser.parse_args()
     require_at_least(parser, args, rollouts=1, rounds=1, texts=1)
@@ -239,7 +258,7 @@ def main() -> None:
         return
     keys = list(next(iter(figures.values())))
     print(
-        f"\nper rollout, median of {args.rounds} rounds x {args.rollouts} rollouts "
+        f"\nper rollout, median of {args.rounds} rounds x {args.rollouts} rollouts, contrib of {TREE or 'this tree'} "
         f"(load {load:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
     )
     print_table(["per rollout", *figures], [[key, *(f[key] for f in figures.values())] for key in keys], ",.3f")
