@@ -67,7 +67,6 @@ def _wait_for(condition, seconds: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 36: an outcome committed alone is fsynced like a decision")
 @pytest.mark.parametrize("key", [None, "k" * 32], ids=["plain", "sealed"])
 def test_an_outcome_committed_alone_runs_at_normal_and_decisions_at_full(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key
@@ -116,7 +115,6 @@ def test_flush_commits_an_outcome_at_full(tmp_path: Path) -> None:
     kernel.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 36: an outcome committed alone is fsynced like a decision")
 def test_flush_after_an_outcome_committed_alone_fsyncs_the_wal(tmp_path: Path, monkeypatch) -> None:
     """A caller who flushes asks for durability: an outcome already committed alone (not fsynced)
     is made power-loss durable by the flush, even though nothing is left to commit."""
@@ -154,7 +152,6 @@ def test_queued_durability_keeps_normal_for_every_commit(tmp_path: Path) -> None
     kernel.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 36: an outcome committed alone is fsynced like a decision")
 def test_extra_stays_extra_for_decisions(tmp_path: Path) -> None:
     trail = AuditTrail(open_flight_recorder(tmp_path / "audit.db"), synchronous="EXTRA")
     kernel = GovernanceKernel([SQLPolicy()], recorder=trail)
