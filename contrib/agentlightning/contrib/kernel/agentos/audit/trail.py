@@ -317,8 +317,9 @@ class AuditTrail:
     **An outcome committed alone is not fsynced.** "Durable before it runs" is about decisions;
     an outcome is written after its action ran, and needs to survive the process's death, not a
     power loss at once. A transaction holding only outcomes (no decision, rotation or outage
-    record, no rows written through the recorder, not a :meth:`flush` or :meth:`close`) is
-    committed at ``synchronous=NORMAL`` when the file is in WAL mode: the commit reaches the
+    record, no "not run" of a check that gave up, no rows written through the recorder, not a
+    :meth:`flush` or :meth:`close`) is committed at ``synchronous=NORMAL`` when the file is in
+    WAL mode (the FlightRecorder's; set per transaction on the trail's connection): the commit reaches the
     operating system, survives the process being killed, and becomes power-loss durable with the
     next fsync of the WAL (the next commit at the configured level, a checkpoint, or
     :meth:`flush`, which fsyncs the WAL when nothing else is left to commit). A power loss before
@@ -823,7 +824,11 @@ class AuditTrail:
         if self._failure is not None:
             self._finish(work, AuditWriteError(f"the audit trail stopped: {self._failure}"), None)
         elif work or recovering is not None:
-            outcomes_alone = recovering is None and len(work) == len(group) and all(i.kind == "outcome" for i in work)
+            outcomes_alone = (
+                recovering is None
+                and len(work) == len(group)
+                and all(item.kind == "outcome" and not item.blocked for item in work)
+            )
             try:
                 self._commit(work, recovering, "NORMAL" if outcomes_alone else self.synchronous)
             except AuditFileChangedError as err:
@@ -843,7 +848,9 @@ class AuditTrail:
                     with self._mutex:
                         for item in late:
                             if item.payload[0] in self._awaiting_outcome:  # ran? no: its check blocked it
-                                self._enqueue(_Item("outcome", (item.payload[0], None, _NOT_RUN, None)))
+                                # blocked: it says that an allowed record's action did not run,
+                                # a correction of the decision, committed as decisions are
+                                self._enqueue(_Item("outcome", (item.payload[0], None, _NOT_RUN, None), blocked=True))
         if self._unsynced and len(work) < len(group):
             synced = self._sync_wal()  # a flush or close: what was committed unsynced reaches the disk
         for item in group:
