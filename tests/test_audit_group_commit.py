@@ -123,8 +123,8 @@ class _CountingTrail(AuditTrail):
             self.arrived_after[item.payload[0]] = self.groups
         return super()._enqueue(item)
 
-    def _commit(self, work, outage_facts) -> None:
-        super()._commit(work, outage_facts)
+    def _commit(self, work, *rest) -> None:
+        super()._commit(work, *rest)
         self.groups += 1
         decisions = [item.payload[0] for item in work if item.kind == "decision"]
         self.group_sizes.append(len(decisions))
@@ -181,9 +181,9 @@ def test_the_writer_thread_commits_every_record_of_one_checking_thread(tmp_path:
     committing: List[str] = []
     commit = trail._commit
 
-    def noting_commit(work, outage_facts) -> None:
+    def noting_commit(work, *rest) -> None:
         committing.append(threading.current_thread().name)
-        commit(work, outage_facts)
+        commit(work, *rest)
 
     trail._commit = noting_commit  # type: ignore[method-assign]
     kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=trail)

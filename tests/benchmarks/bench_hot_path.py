@@ -260,13 +260,13 @@ def audit_waits(rate: float, seconds: float, threads: int) -> Dict[str, Any]:
             queued_at[id(item)] = time.perf_counter()
             put(item)
 
-        def timed_commit(work: Any, outage: Any) -> None:
+        def timed_commit(work: Any, *rest: Any) -> None:
             started = time.perf_counter()
             for item in work:  # commits that began after this record was queued and left it out
                 at = queued_at.pop(id(item), started)
                 groups_passed_over.append(len(commit_starts) - bisect.bisect_right(commit_starts, at))
             commit_starts.append(started)
-            original(work, outage)
+            original(work, *rest)
             ended = time.perf_counter()
             commit_spans.append(ended - started)
             commit_sizes.append(len(work))

@@ -52,7 +52,10 @@ class GovernanceOutcome:
     @property
     def total_penalty(self) -> float:
         """The sum of the violations' penalties (zero or negative, reward space), by :func:`penalty_of`."""
-        return float(sum(penalty_of(v, self.penalties) for v in self.violations))
+        return self._total_penalty_of(self.violations)
+
+    def _total_penalty_of(self, violations: Tuple[PolicyViolation, ...]) -> float:
+        return float(sum(penalty_of(v, self.penalties) for v in violations))
 
     @property
     def governed(self) -> bool:
@@ -63,7 +66,10 @@ class GovernanceOutcome:
     def cost(self) -> float:
         """The constraint cost: the reward's when there is one (it may price violations its own
         way), else the default cost of the violations."""
-        return self.reward.cost if self.reward is not None else constraint_cost(self.violations)
+        return self._cost_of(self.violations)
+
+    def _cost_of(self, violations: Tuple[PolicyViolation, ...]) -> float:
+        return self.reward.cost if self.reward is not None else constraint_cost(violations)
 
     def summary(self) -> Dict[str, Any]:
         """Plain data, as stored in the attempt's metadata under ``"agentos"`` by the runner and
@@ -80,7 +86,7 @@ class GovernanceOutcome:
         {'checks': 2, 'violations': 1, 'blocked_actions': 1, 'total_penalty': -100.0, 'signals': [],
          'violations_by_policy': {'SQLPolicy': 1}, 'input_blocked': False, 'cost': 10.0, 'reward': None}
         """
-        violations = self.violations
+        violations = self.violations  # gathered once, for the counts, the penalty and the cost
         by_policy: Dict[str, int] = {}
         for violation in violations:  # a plain count: a collections.Counter costs many times the count itself
             by_policy[violation.policy_name] = by_policy.get(violation.policy_name, 0) + 1
@@ -88,10 +94,10 @@ class GovernanceOutcome:
             "checks": len(self.decisions),
             "violations": len(violations),
             "blocked_actions": sum(d.blocked for d in self.decisions),
-            "total_penalty": self.total_penalty,
+            "total_penalty": self._total_penalty_of(violations),
             "signals": list(self.signals),
             "violations_by_policy": by_policy,
             "input_blocked": self.input_blocked,
-            "cost": self.cost,
+            "cost": self._cost_of(violations),
             "reward": self.reward.to_dict() if self.reward is not None else None,
         }

@@ -314,6 +314,19 @@ class AuditTrail:
     and :meth:`close` commit it at once. The committer thread, started with the first record no
     check waits for, also retries the writes of an outage after its backoff.
 
+    **An outcome committed alone is not fsynced.** "Durable before it runs" is about decisions;
+    an outcome is written after its action ran, and needs to survive the process's death, not a
+    power loss at once. A transaction holding only outcomes (no decision, rotation or outage
+    record, no "not run" of a check that gave up, no rows written through the recorder, not a
+    :meth:`flush` or :meth:`close`) is committed at ``synchronous=NORMAL`` when the file is in
+    WAL mode (the FlightRecorder's; set per transaction on the trail's connection): the commit reaches the
+    operating system, survives the process being killed, and becomes power-loss durable with the
+    next fsync of the WAL (the next commit at the configured level, a checkpoint, or
+    :meth:`flush`, which fsyncs the WAL when nothing else is left to commit). A power loss before
+    that loses those outcomes only: SQLite discards a WAL tail that never reached the disk whole,
+    so every record keeps its decision and the chain verifies. Every other transaction is
+    committed at the configured ``synchronous``.
+
     **Sealed** when a key is given or set in the environment (:mod:`.seal`): each record's
     HMAC and the signed chain head are written in the same transaction as the records.
     **Host-signed** when this host's Ed25519 key is given (``signing_key``) or named by
@@ -426,6 +439,14 @@ class AuditTrail:
                 str(path), isolation_level=None, check_same_thread=False, timeout=self.lock_timeout_s
             )
             conn.execute(f"PRAGMA synchronous={synchronous}")
+            self.synchronous = synchronous  # every transaction's level, but an outcome's committed alone
+            self._connection_synchronous = synchronous  # the level set on the connection now
+            # Only WAL keeps a commit that was not fsynced whole or not at all; with a rollback
+            # journal, NORMAL risks the file itself on a power loss.
+            self._outcomes_alone_unsynced = (
+                synchronous != "NORMAL" and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
+            )
+            self._unsynced = False  # a commit since the WAL's last fsync was not fsynced
             self._conn = conn
             self._cursor = conn.cursor()  # the commits' one cursor
             self.recorder.flush()  # whatever its owner wrote through it before us
@@ -615,7 +636,7 @@ class AuditTrail:
         marker = _Item("sync", waitable=True)
         marker.waited = True
         with self._mutex:
-            if not self._pending and not self._leading:
+            if not self._pending and not self._leading and not self._unsynced:
                 return
             lead = self._enqueue(marker)
         self._wait(marker, lead, self.sync_timeout_s)
@@ -799,11 +820,17 @@ class AuditTrail:
     def _process(self, group: List[_Item], recovering: Optional[Dict[str, Any]]) -> None:
         """Commit ``group`` (after the outage record when recovering) and answer it."""
         work = [item for item in group if item.kind != "sync"]
+        synced: Optional[BaseException] = None
         if self._failure is not None:
             self._finish(work, AuditWriteError(f"the audit trail stopped: {self._failure}"), None)
         elif work or recovering is not None:
+            outcomes_alone = (
+                recovering is None
+                and len(work) == len(group)
+                and all(item.kind == "outcome" and not item.blocked for item in work)
+            )
             try:
-                self._commit(work, recovering)
+                self._commit(work, recovering, "NORMAL" if outcomes_alone else self.synchronous)
             except AuditFileChangedError as err:
                 logger.error("%s; every further action is blocked", err)
                 self._failure = err
@@ -821,10 +848,32 @@ class AuditTrail:
                     with self._mutex:
                         for item in late:
                             if item.payload[0] in self._awaiting_outcome:  # ran? no: its check blocked it
-                                self._enqueue(_Item("outcome", (item.payload[0], None, _NOT_RUN, None)))
+                                # blocked: it says that an allowed record's action did not run,
+                                # a correction of the decision, committed as decisions are
+                                self._enqueue(_Item("outcome", (item.payload[0], None, _NOT_RUN, None), blocked=True))
+        if self._unsynced and len(work) < len(group):
+            synced = self._sync_wal()  # a flush or close: what was committed unsynced reaches the disk
         for item in group:
             if item.kind == "sync":
-                item.finish(None)
+                item.finish(synced)
+
+    def _sync_wal(self) -> Optional[BaseException]:
+        """fsync the WAL (an fsync covers every earlier write of the file, whoever wrote it)."""
+        try:
+            fd = os.open(f"{self._path}-wal", os.O_RDONLY)
+        except FileNotFoundError:  # checkpointed and removed: the checkpoint synced it
+            self._unsynced = False
+            return None
+        except OSError as err:
+            return AuditWriteError(f"the audit file's WAL could not be opened to fsync it: {err}")
+        try:
+            os.fsync(fd)
+        except OSError as err:
+            return AuditWriteError(f"the audit file's WAL could not be fsynced: {err}")
+        finally:
+            os.close(fd)
+        self._unsynced = False
+        return None
 
     def _enter_outage(self, err: BaseException, work: List[_Item]) -> None:
         with self._mutex:
@@ -859,10 +908,10 @@ class AuditTrail:
                 item.finish(error)
         return late
 
-    def _commit(self, work: List[_Item], outage_facts: Optional[Dict[str, Any]]) -> None:
-        """Write ``work`` (after the outage record, when recovering) in one transaction. On any
-        failure nothing is committed and the chain head and the records awaiting an outcome stay
-        as they were.
+    def _commit(self, work: List[_Item], outage_facts: Optional[Dict[str, Any]], synchronous: str) -> None:
+        """Write ``work`` (after the outage record, when recovering) in one transaction, committed
+        at ``synchronous`` (``NORMAL`` asked for outcomes alone). On any failure nothing is
+        committed and the chain head and the records awaiting an outcome stay as they were.
 
         Each record is written final, in one INSERT: the row Agent OS's ``start_trace`` followed by
         ``log_violation``/``log_success``/``log_error`` would leave, hashed with Agent OS's own
@@ -875,6 +924,8 @@ class AuditTrail:
         with recorder._buffer_lock:  # rows written through the recorder itself go first, in this transaction
             foreign = list(recorder._write_buffer)
             recorder._write_buffer.clear()
+        if foreign or not self._outcomes_alone_unsynced:
+            synchronous = self.synchronous  # rows written through the recorder may be decisions
         previous = recorder._last_hash
         new_rows: List[Tuple[Optional[str], Dict[str, Any]]] = []  # (decision_id awaiting its outcome, row)
         updates: List[Tuple[str, Dict[str, Any]]] = []  # (decision_id, row with its outcome)
@@ -930,7 +981,7 @@ class AuditTrail:
                         row.update(policy_verdict="allowed", result=_encodable(result) or None)
                         row["execution_time_ms"] = milliseconds
                     self._finalize(row)
-            head = self._transaction(foreign, [row for _, row in new_rows], [row for _, row in updates])
+            head = self._transaction(foreign, [row for _, row in new_rows], [row for _, row in updates], synchronous)
         except BaseException:
             if self.signer is not None:
                 self.signer.settle(committed=False)
@@ -978,10 +1029,17 @@ class AuditTrail:
             row["metadata"] = seal_metadata(row, self.key)
 
     def _transaction(
-        self, foreign: List[Dict[str, Any]], new_rows: List[Dict[str, Any]], updates: List[Dict[str, Any]]
+        self,
+        foreign: List[Dict[str, Any]],
+        new_rows: List[Dict[str, Any]],
+        updates: List[Dict[str, Any]],
+        synchronous: str,
     ) -> Tuple[int, Optional[str]]:
-        """Commit the rows; the file's new last record (id, entry hash)."""
+        """Commit the rows at ``synchronous``; the file's new last record (id, entry hash)."""
         cursor = self._cursor
+        if synchronous != self._connection_synchronous:  # set for this transaction, kept until another needs another
+            cursor.execute(f"PRAGMA synchronous={synchronous}")
+            self._connection_synchronous = synchronous
         cursor.execute("BEGIN IMMEDIATE")
         try:
             # Another writer, or records removed: the file's last record is not the one this trail
@@ -1019,6 +1077,7 @@ class AuditTrail:
                     cursor, records=self._records + len(new_rows), last_id=last[0], last_entry_hash=last[1]
                 )
             cursor.execute("COMMIT")
+            self._unsynced = synchronous == "NORMAL" and self.synchronous != "NORMAL"
         except BaseException:
             try:
                 cursor.execute("ROLLBACK")
