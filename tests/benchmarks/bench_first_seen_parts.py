@@ -33,7 +33,8 @@ every cache:
   the rows the tool returned for the text, run beforehand), as a governed tool does after the call;
 * ``rollout plain`` / ``rollout governed`` -- a rollout of one tool call through
   ``agentlightning.LitAgentRunner`` and through ``AgentOSRunner`` over the kernel with the audit
-  (the arms of ``bench_runner_overhead.py``, the same queries in both), and the same with no call
+  (the arms of ``bench_runner_overhead.py``, the same queries in both; each call's outcome shares the
+  next decision's commit, as natively with rollouts back to back), and the same with no call
   (``, no call``): governed minus plain is what governance adds to a rollout; with no call it is
   the runner's own part per rollout (the spans, the governance summary), and what a call adds
   beyond ``check + audit + outcome`` is the runner's own part per call.
@@ -97,7 +98,7 @@ def new_texts(r: random.Random, count: int) -> List[str]:
 
 def count_child(tree: Path, n: int, dialect: Optional[str]) -> None:
     """Under callgrind: one region per rung, ``n`` new texts each."""
-    from bench_runner_overhead import Bench, load_contrib
+    from bench_runner_overhead import CALLGRIND_OUTCOME_LINGER_S, Bench, load_contrib
 
     load_contrib(tree)
     import sqlglot
@@ -138,7 +139,9 @@ def count_child(tree: Path, n: int, dialect: Optional[str]) -> None:
     if tokenize is not None:
         calls = {"tokenize": lambda texts: [tokenize(t) for t in texts], **calls}
 
-    bench = Bench([0, 1], True, tmp, 0, audit=True)  # its governed kernel reads sqlite, whatever --dialect
+    # Its governed kernel reads sqlite, whatever --dialect. The outcome shares the next decision's commit, as it
+    # does natively with rollouts back to back (callgrind's slowdown would outlast the product's linger).
+    bench = Bench([0, 1], True, tmp, 0, audit=True, outcome_linger_s=CALLGRIND_OUTCOME_LINGER_S)
 
     def prepared(name: str, texts: List[str]) -> List[Any]:
         """What the rung's call takes: prebuilt actions for ``evaluate`` (their building is a rung of
