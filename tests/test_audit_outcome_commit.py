@@ -163,3 +163,52 @@ def test_extra_stays_extra_for_decisions(tmp_path: Path) -> None:
     assert kernel.check(Action.sql("SELECT 2")).allowed
     assert commits.done[-1][0] == "EXTRA"
     kernel.close()
+
+
+@pytest.mark.parametrize("signing", ["sealed", "host-signed"])
+def test_an_outcome_committed_alone_leaves_the_signed_head_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signing: str
+) -> None:
+    """An outcome fills in a record already in the chain: the chain's end, and so its signed head
+    (records, last record, its entry hash), is unchanged. Its lone commit writes no head (no HMAC, no
+    Ed25519 signature for a head already stored), and the file verifies with the outcome in it."""
+    import contextlib
+    import io
+
+    from agentlightning.contrib.kernel.agentos.audit.signing import main as signing_main
+
+    monkeypatch.delenv("AGENTOS_AUDIT_KEY", raising=False)
+    keyring = None
+    if signing == "sealed":
+        monkeypatch.setenv("AGENTOS_AUDIT_KEY", "k" * 32)
+        head_table = "AGENTOS_AUDIT_HEAD"
+    else:
+        key_file = tmp_path / "host.key"
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert signing_main(["keygen", "--out", str(key_file), "--host", "runner-a"]) == 0
+        keyring = tmp_path / "keyring"
+        keyring.write_text(out.getvalue())
+        monkeypatch.setenv("AGENTOS_HOST_NAME", "runner-a")
+        monkeypatch.setenv("AGENTOS_AUDIT_SIGNING_KEY_FILE", str(key_file))
+        head_table = "AGENTOS_AUDIT_HOST_HEAD"
+    path = tmp_path / "audit.db"
+    kernel = GovernanceKernel([SQLPolicy(deny=["DROP"])], recorder=path)
+    commits = _Commits(kernel.audit._conn)
+
+    decision = kernel.check(Action.sql("SELECT 1"))
+    kernel.record_outcome(decision, result="one row", execution_time_ms=0.5)
+    _wait_for(lambda: len(commits.done) == 2)
+    (_, with_decision), (_, outcome_alone) = commits.done
+    assert any(head_table in s for s in with_decision), with_decision
+    assert _Commits.holds_outcome(outcome_alone)
+    assert not any(head_table in s for s in outcome_alone), outcome_alone
+
+    assert kernel.check(Action.sql("SELECT 2")).allowed  # the next record moves the head on
+    assert any(head_table in s for s in commits.done[-1][1])
+    kernel.close()
+    options = {"key": "k" * 32} if keyring is None else {"keyring": str(keyring)}
+    result = verify_file(path, **options)
+    assert result["valid"] and result["total_entries"] == 2, result
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT result FROM audit_log WHERE id = 1").fetchone()[0] == "one row"

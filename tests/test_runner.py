@@ -417,9 +417,9 @@ def test_a_check_under_way_when_the_attempt_ends_counts_in_its_outcome():
 
 @pytest.mark.parametrize("cls", [RolloutGovernance, RolloutOutcome])
 def test_an_attempts_record_and_outcome_take_the_fields_they_declare(cls):
-    """RolloutGovernance and RolloutOutcome write their own __init__ (one write of their attributes):
-    its parameters are the declared init fields (RolloutOutcome's include GovernanceOutcome's), in
-    order and with their defaults."""
+    """RolloutGovernance and RolloutOutcome get their __init__ from ``_set_in_one_write`` (one write
+    of their attributes): its parameters are the declared init fields (RolloutOutcome's include
+    GovernanceOutcome's), in order and with their defaults."""
     import dataclasses
     import inspect
 
@@ -429,6 +429,36 @@ def test_an_attempts_record_and_outcome_take_the_fields_they_declare(cls):
     assert [(p.name, p.default) for p in parameters] == [
         (f.name, empty if f.default is dataclasses.MISSING else f.default) for f in declared if f.init
     ]
+
+
+def test_one_write_init_refuses_fields_it_cannot_start():
+    """``_set_in_one_write`` builds an __init__ only from fields it can start as declared: an init
+    field with a default factory, or another field with no default, is refused when the class is made."""
+    import dataclasses
+
+    from agentlightning.contrib.runner.agentos.attempt import _set_in_one_write
+
+    with pytest.raises(TypeError, match="items"):
+
+        @_set_in_one_write
+        @dataclasses.dataclass(frozen=True)
+        class WithFactory:
+            items: list = dataclasses.field(default_factory=list)
+
+    with pytest.raises(TypeError, match="late"):
+
+        @_set_in_one_write
+        @dataclasses.dataclass(frozen=True)
+        class WithoutDefault:
+            late: int = dataclasses.field(init=False)
+
+    @_set_in_one_write
+    @dataclasses.dataclass(frozen=True)
+    class Pair:
+        first: int
+        second: list = dataclasses.field(default_factory=list, init=False)
+
+    assert Pair(1) == Pair(first=1) and Pair(1).second == [] and Pair(1).second is not Pair(1).second
 
 
 def test_a_governance_record_starts_as_its_fields_declare():

@@ -35,7 +35,7 @@ import contextvars
 import functools
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 from agentlightning.emitter import emit_reward
@@ -60,7 +60,40 @@ from agentlightning.contrib.kernel.agentos.semconv import AGENTOS_DECISION_ID
 __all__ = ["RolloutGovernance", "RolloutOutcome", "active_rollout", "propagate_rollout_to_threads"]
 
 
-@dataclass(frozen=True, init=False)
+def _set_in_one_write(cls: type) -> type:
+    """Give the frozen dataclass ``cls`` an ``__init__`` that sets its fields in one write.
+
+    A frozen dataclass's generated ``__init__`` sets each field with its own ``object.__setattr__``
+    call, and a record and an outcome are built for every attempt. The replacement takes the same
+    parameters (the init fields, in order, with their defaults), starts every other field at its
+    default or from its factory, and writes ``vars(self)`` once.
+    """
+    namespace: Dict[str, Any] = {}
+    parameters: List[str] = []
+    values: List[str] = []
+    for spec in fields(cls):  # type: ignore[arg-type]
+        name, default, factory = spec.name, spec.default, spec.default_factory
+        if spec.init and factory is MISSING:
+            namespace[f"_default_{name}"] = default
+            parameters.append(name if default is MISSING else f"{name}=_default_{name}")
+            values.append(f"{name}={name}")
+        elif not spec.init and factory is not MISSING:
+            namespace[f"_factory_{name}"] = factory
+            values.append(f"{name}=_factory_{name}()")
+        elif not spec.init and default is not MISSING:
+            namespace[f"_default_{name}"] = default
+            values.append(f"{name}=_default_{name}")
+        else:
+            raise TypeError(f"{cls.__name__}.{name}: a default factory for an init field, or no default for another")
+    exec(f"def __init__(self, {', '.join(parameters)}):\n    vars(self).update({', '.join(values)})", namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+@_set_in_one_write
+@dataclass(frozen=True)
 class RolloutOutcome(GovernanceOutcome):
     """The governance outcome of one rollout attempt, with what the runner saw of its agent.
 
@@ -75,35 +108,13 @@ class RolloutOutcome(GovernanceOutcome):
     task_output: Any = None
     agent_reward: Optional[float] = None
 
-    def __init__(
-        self,
-        decisions: Tuple[Decision, ...] = (),
-        input_blocked: bool = False,
-        reward: Optional[GovernedReward] = None,
-        penalties: Optional[SeverityTable] = None,
-        agent_started: bool = False,
-        agent_failed: bool = False,
-        task_output: Any = None,
-        agent_reward: Optional[float] = None,
-    ) -> None:
-        # The fields, set in one write (as RolloutGovernance's): an outcome is built for every attempt.
-        vars(self).update(
-            decisions=decisions,
-            input_blocked=input_blocked,
-            reward=reward,
-            penalties=penalties,
-            agent_started=agent_started,
-            agent_failed=agent_failed,
-            task_output=task_output,
-            agent_reward=agent_reward,
-        )
-
 
 #: The facts of an attempt that can only become true (recording one twice changes nothing).
 _FLAGS = ("agent_started", "input_blocked", "agent_failed")
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@_set_in_one_write
+@dataclass(frozen=True, eq=False)
 class RolloutGovernance:
     """The governance record of one rollout attempt: decisions and facts, appended, never changed.
 
@@ -133,39 +144,6 @@ class RolloutGovernance:
     _outcome: Optional[RolloutOutcome] = field(default=None, init=False, repr=False)
     #: Orders checks and the conclusion: a check under way when the attempt ends counts in it.
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
-
-    def __init__(
-        self,
-        kernel: GovernanceKernel,
-        context: ActionContext,
-        fail_on_violation: bool = False,
-        on_decision: Optional[Callable[[Decision], None]] = None,
-        rollout: Any = None,
-        defer_clean_check_spans: bool = False,
-        clean_check_spans: bool = True,
-        penalties: Optional[SeverityTable] = None,
-    ) -> None:
-        # The fields above, set in one write: the frozen dataclass's own __init__ sets each with its own
-        # object.__setattr__ call, and a record is built for every attempt. (A test holds this
-        # signature to the fields' declarations.)
-        vars(self).update(
-            kernel=kernel,
-            context=context,
-            fail_on_violation=fail_on_violation,
-            on_decision=on_decision,
-            rollout=rollout,
-            defer_clean_check_spans=defer_clean_check_spans,
-            clean_check_spans=clean_check_spans,
-            penalties=penalties,
-            _decisions=[],
-            _flags=set(),
-            _result={},
-            _emitted_reward=[],
-            _deferred=[],
-            _held_reward=[],
-            _outcome=None,
-            _lock=threading.RLock(),
-        )
 
     # ------------------------------------------------------------------ appending
     def decide(
@@ -322,11 +300,11 @@ class RolloutGovernance:
     def take_deferred_spans(self) -> List[SpanCoreFields]:
         """The check spans held back so far (timed when their check ran), then the held reward
         span, if any; both lists are emptied."""
-        fields = [_clean_check_span(decision, at, self.penalties) for decision, at in self._deferred]
-        fields.extend(self._held_reward)
+        spans = [_clean_check_span(decision, at, self.penalties) for decision, at in self._deferred]
+        spans.extend(self._held_reward)
         self._deferred.clear()
         self._held_reward.clear()
-        return fields
+        return spans
 
     def emit_deferred_spans(self) -> None:
         """Send the held-back check spans through the active trace now (``AgentOSRunner`` writes

@@ -1063,6 +1063,10 @@ class AuditTrail:
                 last = (new_rows[-1]["id"], new_rows[-1]["entry_hash"])  # the rows just inserted are the last ones
             elif foreign:
                 last = cursor.execute(_LAST_RECORD).fetchone()
+            else:
+                # Outcomes only: they fill in records already chained, so the chain's end and the signed
+                # heads stored with it (records, last record, its entry hash) stay as committed.
+                last = None
             if self.key is not None and last is not None:
                 head = sign_head(
                     self.key,
@@ -1087,7 +1091,7 @@ class AuditTrail:
         problem = self._file_changed()  # deleted or replaced while committing: the records are not in the file
         if problem is not None:
             raise AuditFileChangedError(f"the audit file {self.path!r} changed under the running kernel: {problem}")
-        return (last[0], last[1]) if last else (0, None)
+        return self._head if last is None else (last[0], last[1])
 
     def _file_changed(self) -> Optional[str]:
         """Why the path no longer names the file this trail writes (None while it does)."""
