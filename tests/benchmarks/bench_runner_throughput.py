@@ -325,11 +325,12 @@ async def start_arm(
     governed: bool,
     kernel: Optional[GovernanceKernel] = None,
     model_ms: float = 0.0,
+    worker_id: int = 0,
 ) -> Arm:
     store = InMemoryLightningStore()
     await store.add_resources({"prompt": agl.PromptTemplate(template="{q}", engine="f-string")})
     runner.init(SQLTaskAgent(tool, model_ms))
-    runner.init_worker(0, store)
+    runner.init_worker(worker_id, store)
     return Arm(label, runner, store, governed, kernel)
 
 

@@ -24,7 +24,9 @@ first, so a loaded machine understates the ratio.
 * ``runner``: ``AgentOSRunner`` governed rollouts (``bench_gpu_speed.py``'s arm: one first-seen SQL
   query per rollout through ``governed_tool``, durable audit, ``InMemoryLightningStore``): one runner
   process on one core against two runner processes (each with its own kernel, trail and store, as
-  ``Trainer(n_runners=2)`` gives each runner process its own) on two cores, each doing ``--rollouts``.
+  ``Trainer(n_runners=2)`` gives each runner process its own) on two cores, each doing ``--rollouts``;
+  the two processes share both cores (left to the scheduler, the default) or, as workers 0 and 1
+  of ``AgentOSRunner(pin_to_core=True)``, each runs on a core of its own.
 
 Every trail is verified at the end. The target is a ratio >= 1.7 on two cores.
 """
@@ -147,7 +149,7 @@ def gateway_arm(cpus: List[int], workdir: Path, concurrency: int, per_core: int)
     reply({"trails": len(trails), "all_valid": all(v["valid"] for v in verified)})
 
 
-def runner_arm(cpus: List[int], workdir: Path) -> None:
+def runner_arm(cpus: List[int], workdir: Path, worker_id: int, pin_to_core: bool) -> None:
     import asyncio
     import logging
 
@@ -166,7 +168,12 @@ def runner_arm(cpus: List[int], workdir: Path) -> None:
 
     async def main() -> None:
         arm = await start_arm(
-            "governed", AgentOSRunner(kernel, log_violations=False), governed_tool(TOOL, run_sql), True, kernel
+            "governed",
+            AgentOSRunner(kernel, log_violations=False, pin_to_core=pin_to_core),
+            governed_tool(TOOL, run_sql),
+            True,
+            kernel,
+            worker_id=worker_id,
         )
         await arm.run_batch(tasks_for("first-seen", rng, 10, str(db)), counted=False)
         reply({"ready": True})
@@ -179,7 +186,7 @@ def runner_arm(cpus: List[int], workdir: Path) -> None:
             await arm.run_batch(tasks, counted=True)
             seconds, cpu_ms = time.perf_counter() - started, (time.process_time() - cpu) * 1e3 / len(tasks)
             reply({"seconds": seconds, "failed": arm.failed, "runner_cpu_ms": cpu_ms})
-        arm.runner.teardown_worker(0)
+        arm.runner.teardown_worker(worker_id)
         arm.runner.teardown()
 
     asyncio.run(main())
@@ -248,12 +255,20 @@ def drive(side: str, count: int, rounds: int, extra: Sequence[str]) -> None:
                 "2 cores": [Child(side, two, Path(tmp) / "two", extra)],
             }
             print({label: children[0].ready for label, children in arms.items()})
-        else:  # one runner process on one core; two runner processes on two cores
+        else:  # one runner process on one core; two runner processes on two cores, left to the scheduler or pinned
+
+            def worker(i: int, *more: str) -> List[str]:
+                return [*extra, "--worker-id", str(i), *more]
+
             arms = {
                 "1 core": [Child(side, one, Path(tmp) / "one", extra)],
-                "2 cores": [Child(side, two, Path(tmp) / f"two-{i}", extra) for i in range(2)],
+                "2 cores": [Child(side, two, Path(tmp) / f"two-{i}", worker(i)) for i in range(2)],
+                "2 cores, pin_to_core": [
+                    Child(side, two, Path(tmp) / f"pinned-{i}", worker(i, "--pin-to-core")) for i in range(2)
+                ],
             }
         rates: Dict[str, List[float]] = {label: [] for label in arms}
+        two_core_arms = list(arms)[1:]
         cpu: Dict[tuple, List[float]] = {}
         for index in range(rounds):
             order = list(arms) if index % 2 == 0 else list(arms)[::-1]
@@ -272,11 +287,10 @@ def drive(side: str, count: int, rounds: int, extra: Sequence[str]) -> None:
             print(
                 f"round {index + 1}: "
                 + ", ".join(f"{label} {rates[label][-1]:,.1f}/s" for label in arms)
-                + f", ratio {rates['2 cores'][-1] / rates['1 core'][-1]:.2f}"
+                + "".join(f", {label} / 1 core {rates[label][-1] / rates['1 core'][-1]:.2f}" for label in two_core_arms)
             )
         finished = [child.finish() for children in arms.values() for child in children]
     unit = "responses" if side == "gateway" else "rollouts"
-    ratios = [b / a for a, b in zip(rates["1 core"], rates["2 cores"])]
     print(f"\n{side}: {unit}/s, median of {rounds} interleaved rounds ({count} {unit} per process per round)")
     print_table(
         ["arm", f"{unit}/s", "min", "max"],
@@ -287,8 +301,10 @@ def drive(side: str, count: int, rounds: int, extra: Sequence[str]) -> None:
             f"CPU ms per {unit[:-1]} (median, first process of the arm): "
             + ", ".join(f"{a} {k[:-3]} {statistics.median(v):.3f}" for (a, k), v in cpu.items())
         )
-    per_round = ", ".join(f"{r:.2f}" for r in ratios)
-    print(f"ratio 2 cores / 1 core: median {statistics.median(ratios):.2f} (per round {per_round})")
+    for label in two_core_arms:
+        ratios = [b / a for a, b in zip(rates["1 core"], rates[label])]
+        per_round = ", ".join(f"{r:.2f}" for r in ratios)
+        print(f"ratio {label} / 1 core: median {statistics.median(ratios):.2f} (per round {per_round})")
     print(f"trails verified: {sum(f['trails'] for f in finished)}, all valid: {all(f['all_valid'] for f in finished)}")
     print(f"load averages after {tuple(round(x, 2) for x in os.getloadavg())}")
 
@@ -311,6 +327,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--arm", choices=("gateway", "runner"), help=argparse.SUPPRESS)
     parser.add_argument("--cpus", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-id", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--pin-to-core", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.arm:
         cpus = [int(c) for c in args.cpus.split(",")]
@@ -318,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.arm == "gateway":
             gateway_arm(cpus, args.workdir, args.concurrency, args.per_core)
         else:
-            runner_arm(cpus, args.workdir)
+            runner_arm(cpus, args.workdir, args.worker_id, args.pin_to_core)
         return
     if args.side is None:
         parser.error("say which side to measure: gateway or runner")

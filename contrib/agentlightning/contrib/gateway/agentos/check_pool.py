@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import pickle
 import socket
 import subprocess
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from agentlightning.contrib.kernel.agentos import ActionContext
+from agentlightning.contrib.kernel.agentos.cores import available_cores, usable_cores
 
 from .govern import UnreadableAction
 
@@ -56,19 +56,6 @@ __all__ = ["CheckFailed", "CheckPool", "available_cores"]
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _LENGTH = 8
 _BUFFER_BYTES = 64 * 1024  # a channel's read buffer to start with (it grows for a larger reply)
-
-
-def available_cores() -> int:
-    """The CPUs this process may run on (its affinity, as ``taskset`` or a container's cpuset sets it)."""
-    return len(_cores()) or os.cpu_count() or 1
-
-
-def _cores() -> List[int]:
-    """The cores this process may run on, in order (none where the system does not say: not Linux)."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:
-        return []
 
 
 class CheckFailed(Exception):
@@ -225,7 +212,7 @@ class CheckPool:
         # The cores the workers are pinned to: the gateway's, when there are workers for all of them (the default,
         # one per core). Fewer workers than cores are left where the system places them: pinned, two gateways
         # on one machine would stack their workers on the same first cores while the others idle.
-        cores = _cores()
+        cores = usable_cores()
         self.cores = cores if processes >= len(cores) else []
         self._live: List[_Worker] = []  # started, not given up (ready or starting)
         self._turns: Deque[asyncio.Future] = deque()  # callers waiting for a free place, first come first served

@@ -20,6 +20,8 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
+from agentlightning.contrib.kernel.agentos.cores import run_on_core
+
 from .check_pool import _receive, _send
 from .events import decision_event_data
 from .govern import GatewayDecision, UnreadableAction, govern_response
@@ -31,7 +33,7 @@ def _where(judged: GatewayDecision) -> dict:
 
 def serve(sock: socket.socket, per_worker: int, core: Optional[int] = None) -> None:
     if core is not None:
-        _run_on(core)
+        run_on_core(core)  # refused (a cpuset changed): the worker runs where the system places it
     governance = _receive(sock, None)
     try:
         kernel = governance.build_kernel()
@@ -63,16 +65,6 @@ def serve(sock: socket.socket, per_worker: int, core: Optional[int] = None) -> N
                 checks.submit(_or_exit, judge, *request)
     finally:
         kernel.close()
-
-
-def _run_on(core: int) -> None:
-    """Every thread of this process on ``core`` (threads started later inherit it). Where the system refuses (a
-    cpuset changed since the gateway read it), the worker runs where the system places it: slower, no less safe."""
-    try:
-        for task in os.listdir("/proc/self/task"):
-            os.sched_setaffinity(int(task), {core})
-    except (OSError, AttributeError):  # no such core any more, no /proc, not Linux
-        pass
 
 
 def _or_exit(function: Any, *args: Any) -> None:

@@ -55,6 +55,7 @@ from agentlightning.contrib.kernel.agentos import (
 )
 from agentlightning.contrib.kernel.agentos.agl03.reward_span import reward_core_fields
 from agentlightning.contrib.kernel.agentos.agl03.spans import add_spans
+from agentlightning.contrib.kernel.agentos.cores import run_on_core, usable_cores
 from agentlightning.contrib.kernel.agentos.keywords import unknown_keyword_error
 from agentlightning.contrib.kernel.agentos.reward.formula import GovernedReward
 from agentlightning.contrib.kernel.agentos.violations import penalty_table
@@ -254,6 +255,23 @@ def _expected_reuse_warnings_hidden() -> Iterator[None]:
             upstream.removeFilter(hide)
 
 
+def _place_worker(worker_id: int) -> Optional[int]:
+    """Every thread of this process on the ``worker_id``-th core it may use (``pin_to_core``); the core, or
+    None where the system refuses (the process then runs where the system places it)."""
+    cores = usable_cores()
+    core = cores[worker_id % len(cores)] if cores else None
+    if core is not None and run_on_core(core):
+        logger.info("AgentOSRunner: worker %s runs on core %s (pin_to_core=True)", worker_id, core)
+        return core
+    logger.warning(
+        "AgentOSRunner: pin_to_core=True, but this system did not place worker %s on a core (cores this process "
+        "may use: %s); it runs where the system places it",
+        worker_id,
+        cores or "not reported",
+    )
+    return None
+
+
 def _check_keywords(callee: str, runner_kwargs: Dict[str, Any]) -> None:
     """``runner_kwargs`` go to ``LitAgentRunner``: a name neither takes is refused here, with the
     name it may have meant (``log_violation`` for ``log_violations``), not by ``LitAgentRunner``."""
@@ -333,6 +351,13 @@ class AgentOSRunner(LitAgentRunner[Any]):
             given must already price by them, else the error names both tables and the fix.
             Default: the kernel's table. So the violation, its audit record, the spans and the
             reward say one price.
+        pin_to_core: at ``init_worker(worker_id, ...)``, place every thread of the runner's
+            process on the ``worker_id``-th core the process may use (counted round the cores
+            when there are more workers). For a Trainer that runs one runner process per core
+            (``n_runners`` = the cores): a process left to the scheduler moves between cores and
+            pays for it in CPU (see docs/runner.md). Off by default: a runner cannot tell how many
+            processes share the machine, and a lone runner pinned to one core would leave the others
+            idle. Where the system refuses, the runner runs unpinned (logged), governed all the same.
         **runner_kwargs: passed to ``LitAgentRunner`` (``max_rollouts``, ``poll_interval``, ...).
 
     The agent (``init(agent)``) is a ``LitAgent`` or a plain function ``fn(task)`` (see
@@ -368,6 +393,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
         reward_fn: Optional[Callable[[Any], Any]] = None,
         check_spans: str = CHECK_SPANS_VIOLATIONS,
         penalties: Optional[SeverityTable] = None,
+        pin_to_core: bool = False,
         **runner_kwargs: Any,
     ) -> None:
         _check_keywords(type(self).__name__, runner_kwargs)
@@ -377,7 +403,7 @@ class AgentOSRunner(LitAgentRunner[Any]):
                 f"and one governance summary per attempt) or {CHECK_SPANS_ALL!r} (also a span per allowed decision), "
                 f"got {check_spans!r}; every decision is in the audit trail either way"
             )
-        flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations}
+        flags = {"fail_on_violation": fail_on_violation, "log_violations": log_violations, "pin_to_core": pin_to_core}
         for name, value in flags.items():
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
@@ -411,6 +437,9 @@ class AgentOSRunner(LitAgentRunner[Any]):
         self.reward_fn = reward_fn
         self.check_spans = check_spans
         self.penalties = self.kernel.penalties
+        self.pin_to_core = pin_to_core
+        #: The core this worker's process was placed on (``pin_to_core``); None if not placed.
+        self.core: Optional[int] = None
         self._counts = {
             "total_rollouts": 0,
             "total_violations": 0,
@@ -514,6 +543,8 @@ class AgentOSRunner(LitAgentRunner[Any]):
         if self._heartbeats is not None:
             self._heartbeats.stop()
         self._heartbeats = AttemptHeartbeats(store, default_interval=self._heartbeat_interval)
+        if self.pin_to_core:
+            self.core = _place_worker(worker_id)
         # The tracer has started AgentOps: one LLM call must stay one span whatever the agent imports later.
         keep_relative_imports_from_agentops()
         # What the guard cannot undo (AgentOps started and misread an import before this runner existed)
