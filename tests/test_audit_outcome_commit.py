@@ -212,3 +212,35 @@ def test_an_outcome_committed_alone_leaves_the_signed_head_as_it_is(
     assert result["valid"] and result["total_entries"] == 2, result
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT result FROM audit_log WHERE id = 1").fetchone()[0] == "one row"
+
+
+def test_a_not_run_correction_is_committed_at_the_configured_level(tmp_path: Path) -> None:
+    """A check that gave up waiting for its record's commit blocked its action. When the commit comes
+    after all, the record says "allowed" and a correction follows ("not run", an outcome written as
+    a decision is): it corrects the evidence of a decision, so it is committed at the configured
+    level, never at the NORMAL of outcomes alone, and the file verifies."""
+    trail = AuditTrail(open_flight_recorder(tmp_path / "audit.db"), committer="thread", commit_timeout_s=0.2)
+    kernel = GovernanceKernel([SQLPolicy()], recorder=trail)
+    commits = _Commits(trail._conn)
+    slow_once = [True]
+    transaction = trail._transaction
+
+    def slow_first_commit(*args, **kwargs):
+        if slow_once.pop() if slow_once else False:
+            time.sleep(1.5)  # well past the check's commit_timeout_s: the check gives up and blocks
+        return transaction(*args, **kwargs)
+
+    trail._transaction = slow_first_commit
+    decision = kernel.check(Action.sql("SELECT 1"))
+    assert decision.blocked and "audit" in str(decision.reason).lower(), decision.reason
+    _wait_for(lambda: len(commits.done) == 2)
+    (first_level, first), (correction_level, correction) = commits.done
+    assert _Commits.holds_decision(first) and first_level == "FULL"
+    assert _Commits.holds_outcome(correction) and not _Commits.holds_decision(correction)
+    assert correction_level == "FULL"
+    del trail._transaction
+    kernel.close()
+    with sqlite3.connect(tmp_path / "audit.db") as conn:
+        verdict, reason = conn.execute("SELECT policy_verdict, violation_reason FROM audit_log WHERE id = 1").fetchone()
+    assert verdict == "error" and reason.startswith("not run"), (verdict, reason)
+    assert verify_file(tmp_path / "audit.db")["valid"]
