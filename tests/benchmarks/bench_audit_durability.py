@@ -15,7 +15,7 @@ Rows, interleaved in rounds (``--rounds``) so a noisy shared machine slows them 
   trace id, three indexes and AUTOINCREMENT), with a row of the audit's size: the floor for a
   record in the store of record's format.
 * ``before (<base>)`` -- ``AuditTrail`` of the audit at ``--base`` (its files loaded from git: ``audit/``
-  or, before that room, ``audit*.py``), durable.
+  or, before that room, ``audit*.py``), durable; under ``--callgrind`` also sealed with a key.
 * ``durable (default)`` / ``durable, writer thread`` / ``durable, sealed (key)`` -- this tree's
   ``AuditTrail``, ``synchronous=FULL``: committing on the checking threads (the default), by its
   writer thread (``committer="thread"``), and sealed with a key.
@@ -251,6 +251,7 @@ def counted(base: str, n: int) -> None:
         (f"before ({base}), durable", lambda p: before(open_flight_recorder(p))),
         ("durable (default)", lambda p: AuditTrail(open_flight_recorder(p))),
         ("durable, writer thread", lambda p: AuditTrail(open_flight_recorder(p), committer="thread")),
+        (f"before ({base}), sealed (key)", lambda p: before(open_flight_recorder(p), key="k" * 64)),
         ("durable, sealed (key)", lambda p: AuditTrail(open_flight_recorder(p), key="k" * 64)),
     ):
         kernels[name] = GovernanceKernel([SQLPolicy(deny=["DROP"])])

@@ -430,6 +430,7 @@ class AuditTrail:
     def _open_file(self, synchronous: str) -> None:
         path = Path(self.recorder.db_path).resolve()
         self._path = path
+        self._path_text = str(path)  # what each commit's stat is given: a str, not a Path converted every time
         self._lock_fd = _lock_writer(path)
         try:
             info = os.fstat(self._lock_fd)
@@ -1096,7 +1097,7 @@ class AuditTrail:
     def _file_changed(self) -> Optional[str]:
         """Why the path no longer names the file this trail writes (None while it does)."""
         try:
-            info = os.stat(self._path)
+            info = os.stat(self._path_text)
         except FileNotFoundError:
             return "it was deleted"
         except OSError as err:
@@ -1164,13 +1165,21 @@ def _utc_now_iso() -> str:
 _this_second: Tuple[int, str] = (-1, "")
 
 
+#: The hex digit that begins a UUID's variant field: the random digit's two low bits under the RFC 4122 variant (10).
+_RFC4122_VARIANT_DIGIT = {digit: "89ab"[int(digit, 16) & 0x3] for digit in "0123456789abcdef"}
+
+
 def _uuid4_text() -> str:
-    """``str(uuid.uuid4())``, the same random UUID text, without building a ``UUID`` object."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40  # version 4
-    raw[8] = raw[8] & 0x3F | 0x80  # the RFC 4122 variant
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    """``str(uuid.uuid4())``, the same random UUID text, without building a ``UUID`` object: the version
+    and variant bits are set on the hex text (digit 12 is the version, digit 16 begins the variant).
+
+    >>> import uuid
+    >>> parsed = uuid.UUID(_uuid4_text())
+    >>> parsed.version, parsed.variant == uuid.RFC_4122
+    (4, True)
+    """
+    text = os.urandom(16).hex()
+    return f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{_RFC4122_VARIANT_DIGIT[text[16]]}{text[17:20]}-{text[20:]}"
 
 
 def _draft_row(
