@@ -130,12 +130,6 @@ _encode = prebuilt_encoder(json.JSONEncoder())
 _HASHER = FlightRecorder.__new__(FlightRecorder)
 
 
-#: SHA-256's block size, and the translation tables that XOR a key block with HMAC's pads.
-_SHA256_BLOCK = 64
-_INNER_PAD = bytes(value ^ 0x36 for value in range(256))
-_OUTER_PAD = bytes(value ^ 0x5C for value in range(256))
-
-
 class AuditKeyError(ValueError):
     """The audit key is missing, too short, unreadable or ambiguous; the message says how to fix it."""
 
@@ -152,7 +146,7 @@ class AuditKey:
     the audit key is 5 bytes; use at least 32 random bytes, e.g. secrets.token_hex(32)
     """
 
-    __slots__ = ("_inner", "_outer", "key_id", "source")
+    __slots__ = ("_keyed", "key_id", "source")
 
     def __init__(self, secret: Union[bytes, str], source: str = "argument") -> None:
         raw = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
@@ -161,12 +155,13 @@ class AuditKey:
                 f"the audit key is {len(raw)} bytes; use at least {MIN_KEY_BYTES} random bytes, "
                 "e.g. secrets.token_hex(32)"
             )
-        # HMAC-SHA256 (RFC 2104) keyed once: the hashes of the padded key, which every MAC continues
-        # from a copy. hmac.digest would set up OpenSSL's HMAC for each message, which costs about
-        # as much as hashing the message itself.
-        block = (raw if len(raw) <= _SHA256_BLOCK else hashlib.sha256(raw).digest()).ljust(_SHA256_BLOCK, b"\0")
-        self._inner = hashlib.sha256(block.translate(_INNER_PAD))
-        self._outer = hashlib.sha256(block.translate(_OUTER_PAD))
+        # HMAC-SHA256 keyed once (cryptography's HMAC): each MAC continues from a copy of the keyed
+        # state, where setting HMAC up for each message costs about as much as hashing the message.
+        # Imported here: a kernel without an audit key needs none of it.
+        from cryptography.hazmat.primitives.hashes import SHA256
+        from cryptography.hazmat.primitives.hmac import HMAC
+
+        self._keyed = HMAC(raw, SHA256())
         self.key_id = self.mac(b"agentos-audit-key-id")[:16]
         self.source = source
 
@@ -178,11 +173,9 @@ class AuditKey:
         ...     for secret in (b"k" * 32, b"k" * 64, b"k" * 65, bytes(range(200))))
         True
         """
-        inner = self._inner.copy()
-        inner.update(message)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.hexdigest()
+        keyed = self._keyed.copy()
+        keyed.update(message)
+        return keyed.finalize().hex()
 
     def __repr__(self) -> str:
         return f"AuditKey(key_id={self.key_id!r}, source={self.source!r})"
