@@ -102,3 +102,48 @@ def test_a_refused_placement_leaves_the_worker_running_where_the_system_places_i
     with caplog.at_level("WARNING", logger=runner_module.__name__):
         assert runner_module._place_worker(0) is None
     assert "pin_to_core=True" in caplog.text and "runs where the system places it" in caplog.text
+
+
+@needs_affinity
+@pytest.mark.e2e
+@pytest.mark.skipif(len(CORES) < 2, reason="placing two runner processes on cores of their own needs two cores")
+def test_the_trainers_runner_processes_each_run_on_a_core_of_their_own(tmp_path: Path) -> None:
+    """The real Trainer with two runner processes and ``pin_to_core=True``: while they run rollouts,
+    every thread of runner-0 is on the first core and every thread of runner-1 on the second (read by
+    the algorithm, in the Trainer's main process, from the system), and each rollout was governed."""
+    import asyncio
+    import multiprocessing
+
+    import portpicker
+
+    import agentlightning as agl
+    from agentlightning.algorithm import algo
+
+    from agentlightning.contrib.runner.agentos import as_agent, governance_stats
+    from agentlightning.contrib.runner.agentos.shutdown import RunnersFirstStrategy
+
+    seen: dict = {}
+
+    @algo
+    async def place_and_look(*, store: agl.LightningStore) -> None:
+        await store.add_resources({"prompt": agl.PromptTemplate(template="{task}", engine="f-string")})
+        ids = [(await store.enqueue_rollout(input=f"SELECT {i}", mode="train")).rollout_id for i in range(6)]
+        while len(await store.wait_for_rollouts(rollout_ids=ids, timeout=0.1)) < len(ids):
+            await asyncio.sleep(0.05)
+        for child in multiprocessing.active_children():
+            if child.name.startswith("runner-"):
+                tasks = os.listdir(f"/proc/{child.pid}/task")
+                seen[child.name] = sorted({core for t in tasks for core in os.sched_getaffinity(int(t))})
+        seen["stats"] = await governance_stats(store, ids)
+
+    runner = AgentOSRunner(
+        [SQLPolicy(deny=["DROP"])], audit_dir=tmp_path / "audit", log_violations=False, pin_to_core=True
+    )
+    agl.Trainer(
+        algorithm=place_and_look,
+        runner=runner,
+        strategy=RunnersFirstStrategy(n_runners=2),
+        port=portpicker.pick_unused_port(),
+    ).fit(as_agent(lambda task: None))
+    assert seen.get("runner-0") == [CORES[0]] and seen.get("runner-1") == [CORES[1]], seen
+    assert seen["stats"]["total_checks"] == 6, seen["stats"]
