@@ -433,7 +433,8 @@ def test_an_attempts_record_and_outcome_take_the_fields_they_declare(cls):
 
 def test_one_write_init_refuses_fields_it_cannot_start():
     """``_set_in_one_write`` builds an __init__ only from fields it can start as declared: an init
-    field with a default factory, or another field with no default, is refused when the class is made."""
+    field with a default factory, another field with no default, or a class with a ``__post_init__`` (which it
+    would not call) is refused when the class is made."""
     import dataclasses
 
     from agentlightning.contrib.runner.agentos.attempt import _set_in_one_write
@@ -451,6 +452,16 @@ def test_one_write_init_refuses_fields_it_cannot_start():
         @dataclasses.dataclass(frozen=True)
         class WithoutDefault:
             late: int = dataclasses.field(init=False)
+
+    with pytest.raises(TypeError, match="__post_init__"):
+
+        @_set_in_one_write
+        @dataclasses.dataclass(frozen=True)
+        class Checked:
+            value: int = 0
+
+            def __post_init__(self) -> None:
+                pass
 
     @_set_in_one_write
     @dataclasses.dataclass(frozen=True)

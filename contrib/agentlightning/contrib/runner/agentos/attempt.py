@@ -68,6 +68,8 @@ def _set_in_one_write(cls: type) -> type:
     parameters (the init fields, in order, with their defaults), starts every other field at its
     default or from its factory, and writes ``vars(self)`` once.
     """
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__} has a __post_init__, which the one-write __init__ would not call")
     namespace: Dict[str, Any] = {}
     parameters: List[str] = []
     values: List[str] = []
