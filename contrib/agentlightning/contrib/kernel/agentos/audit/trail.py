@@ -831,7 +831,7 @@ class AuditTrail:
                 and all(item.kind == "outcome" and not item.blocked for item in work)
             )
             try:
-                self._commit(work, recovering, "NORMAL" if outcomes_alone else self.synchronous)
+                self._commit(work, recovering, outcomes_alone)
             except AuditFileChangedError as err:
                 logger.error("%s; every further action is blocked", err)
                 self._failure = err
@@ -909,10 +909,11 @@ class AuditTrail:
                 item.finish(error)
         return late
 
-    def _commit(self, work: List[_Item], outage_facts: Optional[Dict[str, Any]], synchronous: str) -> None:
+    def _commit(self, work: List[_Item], outage_facts: Optional[Dict[str, Any]], outcomes_alone: bool) -> None:
         """Write ``work`` (after the outage record, when recovering) in one transaction, committed
-        at ``synchronous`` (``NORMAL`` asked for outcomes alone). On any failure nothing is
-        committed and the chain head and the records awaiting an outcome stay as they were.
+        at the configured level, or at ``NORMAL`` when it holds ``outcomes_alone`` (see the class's
+        docstring). On any failure nothing is committed and the chain head and the records awaiting
+        an outcome stay as they were.
 
         Each record is written final, in one INSERT: the row Agent OS's ``start_trace`` followed by
         ``log_violation``/``log_success``/``log_error`` would leave, hashed with Agent OS's own
@@ -925,8 +926,9 @@ class AuditTrail:
         with recorder._buffer_lock:  # rows written through the recorder itself go first, in this transaction
             foreign = list(recorder._write_buffer)
             recorder._write_buffer.clear()
-        if foreign or not self._outcomes_alone_unsynced:
-            synchronous = self.synchronous  # rows written through the recorder may be decisions
+        # Rows written through the recorder may be decisions: with them, the configured level.
+        unsynced = outcomes_alone and not foreign and self._outcomes_alone_unsynced
+        synchronous = "NORMAL" if unsynced else self.synchronous
         previous = recorder._last_hash
         new_rows: List[Tuple[Optional[str], Dict[str, Any]]] = []  # (decision_id awaiting its outcome, row)
         updates: List[Tuple[str, Dict[str, Any]]] = []  # (decision_id, row with its outcome)
