@@ -69,3 +69,16 @@ def verified_blocked_records(audit_dir: Path) -> tuple:
         finally:
             recorder.close()
     return [f.name for f in files], blocked
+
+
+def host_signing_key(path: Path, host: str) -> str:
+    """A host's own signing key written to ``path`` by the ``keygen`` command; returns its keyring line."""
+    import contextlib
+    import io
+
+    from agentlightning.contrib.kernel.agentos.audit.signing import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["keygen", "--out", str(path), "--host", host]) == 0
+    return printed.getvalue().strip()

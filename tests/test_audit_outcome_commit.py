@@ -26,6 +26,8 @@ from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLP
 from agentlightning.contrib.kernel.agentos.audit import AuditTrail, open_flight_recorder
 from agentlightning.contrib.kernel.agentos.audit.seal import verify_file
 
+from .conftest import host_signing_key
+
 _LEVELS = {"0": "OFF", "1": "NORMAL", "2": "FULL", "3": "EXTRA"}
 
 
@@ -172,11 +174,6 @@ def test_an_outcome_committed_alone_leaves_the_signed_head_as_it_is(
     """An outcome fills in a record already in the chain: the chain's end, and so its signed head
     (records, last record, its entry hash), is unchanged. Its lone commit writes no head (no HMAC, no
     Ed25519 signature for a head already stored), and the file verifies with the outcome in it."""
-    import contextlib
-    import io
-
-    from agentlightning.contrib.kernel.agentos.audit.signing import main as signing_main
-
     monkeypatch.delenv("AGENTOS_AUDIT_KEY", raising=False)
     keyring = None
     if signing == "sealed":
@@ -184,11 +181,8 @@ def test_an_outcome_committed_alone_leaves_the_signed_head_as_it_is(
         head_table = "AGENTOS_AUDIT_HEAD"
     else:
         key_file = tmp_path / "host.key"
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            assert signing_main(["keygen", "--out", str(key_file), "--host", "runner-a"]) == 0
         keyring = tmp_path / "keyring"
-        keyring.write_text(out.getvalue())
+        keyring.write_text(host_signing_key(key_file, "runner-a") + "\n")
         monkeypatch.setenv("AGENTOS_HOST_NAME", "runner-a")
         monkeypatch.setenv("AGENTOS_AUDIT_SIGNING_KEY_FILE", str(key_file))
         head_table = "AGENTOS_AUDIT_HOST_HEAD"

@@ -22,22 +22,16 @@ import pytest
 
 from agentlightning.contrib.kernel.agentos import Action, GovernanceKernel, SQLPolicy, governance_context
 
+from .conftest import host_signing_key
+
 QUERIES = ["SELECT 1", "DROP TABLE users", "SELECT 2", "SELECT 3"]
 BLOCKED_ID = 2  # the DROP
 
 
 def _keygen(tmp_path: Path, host: str, name: str) -> Dict[str, str]:
     """A host's private key file and keyring line, made with the module's own command."""
-    import contextlib
-    import io
-
-    from agentlightning.contrib.kernel.agentos.audit.signing import main
-
-    out = io.StringIO()
     path = tmp_path / f"{name}.key"
-    with contextlib.redirect_stdout(out):
-        assert main(["keygen", "--out", str(path), "--host", host]) == 0
-    line = out.getvalue().strip()
+    line = host_signing_key(path, host)
     assert line.split()[0] == host and oct(path.stat().st_mode & 0o777) == "0o600"
     return {"path": str(path), "line": line, "key_id": line.split()[1]}
 

@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from . import netns_topology
-from .conftest import make_shop_db, table_counts
+from .conftest import host_signing_key, make_shop_db, table_counts
 from .netns_roles import BAD, drive
 from .netns_roles import report as read_store
 from .netns_topology import STORE_PORT, Hosts, NetnsUnavailable, host_env, require_netns, tail
@@ -173,7 +173,7 @@ def cluster(tmp_path_factory):
         for host in RUNNER_HOSTS:
             (workdir / host / "audit").mkdir(parents=True)
             make_shop_db(workdir / host / "shop.db")
-            keyring_lines.append(_host_key(workdir / host / "host.key", host))
+            keyring_lines.append(host_signing_key(workdir / host / "host.key", host))
         made.keyring.write_text("\n".join(keyring_lines) + "\n")
         for host in RUNNER_HOSTS:
             made.start_runner(host)
@@ -181,17 +181,6 @@ def cluster(tmp_path_factory):
         yield made
     finally:
         hosts.close()
-
-
-def _host_key(path: Path, host: str) -> str:
-    """The host's own signing key (the ``keygen`` command's), written where only that host reads it;
-    returns its keyring line."""
-    from agentlightning.contrib.kernel.agentos.audit.signing import main
-
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert main(["keygen", "--out", str(path), "--host", host]) == 0
-    return printed.getvalue().strip()
 
 
 def _host_of(worker_id: str) -> str:
